@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
+# Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
+
+.PHONY: deps build test demo lint clean
+
+deps:
+	scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --locked
+
+# Live tests start servers and profile them one at a time: they measure CPU, so they must not overlap.
+test: build
+	$(CARGO) test --release --locked -- --test-threads=1
+
+demo: build
+	scripts/demo.sh
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+	clang-format --dry-run -Werror bpf/tlsprof.bpf.c bpf/tlsprof.h
+
+clean:
+	$(CARGO) clean
+	rm -rf out

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Kernel side of tlsprof: stage frames from uprobes, per-thread on-CPU time from sched_switch, CPU samples. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "tlsprof.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct frame {
+	__u64 sp;
+	__u64 start_cpu_ns;
+	__u64 child_cpu_ns;
+	__u16 func;
+	__u8 stage;
+};
+
+struct thread_state {
+	/* On-CPU time accumulated up to last_in; the thread is on a CPU since last_in when running. */
+	__u64 cpu_ns;
+	__u64 last_in;
+	/* SSL * of the handshake this thread is inside, 0 outside one. */
+	__u64 ssl;
+	__u32 running;
+	__u32 depth;
+	struct frame frames[TLSPROF_MAX_DEPTH];
+};
+
+struct conn_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ssl;
+};
+
+struct conn_state {
+	__u64 handshake_cpu_ns;
+	__u16 role;
+	__u16 cert_ops;
+	__u32 counted;
+};
+
+/* Make the boundary types visible in BTF so the skeleton emits them for user space. */
+struct tree_key _tree_key = {};
+struct tree_val _tree_val = {};
+struct sample_key _sample_key = {};
+struct handshake_event _handshake_event = {};
+enum tlsprof_stage _stage = STAGE_NONE;
+enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
+enum tlsprof_stat _stat = STAT_TREE_DROPS;
+
+/* tgid -> 1: processes being profiled; the sampler ignores everyone else. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* tid -> stage frames and on-CPU clock of every thread that entered a stage; LRU so dead threads age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* (tgid, SSL *) -> handshake CPU, role and certificate operations, so each connection counts once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct conn_key);
+	__type(value, struct conn_state);
+} conns SEC(".maps");
+
+/* call-tree path -> calls and CPU; aggregated here so user space reads it once at the end. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tree_key);
+	__type(value, struct tree_val);
+} tree SEC(".maps");
+
+/* (tgid, leaf address, stage path) -> number of CPU samples. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sample_key);
+	__type(value, __u64);
+} samples SEC(".maps");
+
+/* Completed handshakes, one event each: rare enough to stream. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} handshakes SEC(".maps");
+
+/* enum tlsprof_stat -> count, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void count_stat(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
+{
+	return ts->cpu_ns + (ts->running ? now - ts->last_in : 0);
+}
+
+static __always_inline __u64 arg_value(struct pt_regs *ctx, __u8 n)
+{
+	/* Read through bpf_probe_read_kernel (the _CORE variants): clang folds these branches into one load at
+	 * a computed offset, which the verifier allows for memory but not for the context itself. */
+	switch (n) {
+	case 1:
+		return PT_REGS_PARM1_CORE(ctx);
+	case 2:
+		return PT_REGS_PARM2_CORE(ctx);
+	case 3:
+		return PT_REGS_PARM3_CORE(ctx);
+	case 4:
+		return PT_REGS_PARM4_CORE(ctx);
+	default:
+		return 1;
+	}
+}
+
+static __always_inline struct conn_state *conn_lookup(__u32 tgid, __u64 ssl, bool create)
+{
+	struct conn_key key = { .tgid = tgid, .ssl = ssl };
+	struct conn_state *c = bpf_map_lookup_elem(&conns, &key);
+	struct conn_state zero = {};
+
+	if (c || !create)
+		return c;
+	if (bpf_map_update_elem(&conns, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&conns, &key) == NULL) {
+		count_stat(STAT_CONN_DROPS);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* Record what a function tells about its connection: a new connection and its role. */
+static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u16 flags)
+{
+	__u64 ssl = PT_REGS_PARM1(ctx);
+	__u16 role = flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT);
+	struct conn_state *c;
+
+	if (!(flags & FF_SSL_ARG) || !ssl)
+		return;
+	if (flags & FF_CONN_START) {
+		struct conn_key key = { .tgid = tgid, .ssl = ssl };
+		struct conn_state fresh = { .role = role };
+
+		if (bpf_map_update_elem(&conns, &key, &fresh, BPF_ANY))
+			count_stat(STAT_CONN_DROPS);
+		return;
+	}
+	c = conn_lookup(tgid, ssl, true);
+	if (c && role && !c->role)
+		c->role = role;
+}
+
+SEC("uprobe.multi")
+int stage_enter(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u8 stage = COOKIE_STAGE(cookie);
+	__u8 null_arg = COOKIE_NULL_ARG(cookie);
+	__u16 flags = COOKIE_FLAGS(cookie);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	struct thread_state *ts;
+	struct frame *f;
+	__u64 now;
+	__u32 d;
+
+	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
+	if (null_arg && arg_value(ctx, null_arg) == 0)
+		return 0;
+	if (stage == STAGE_NONE) {
+		note_conn_fact(ctx, tgid, flags);
+		return 0;
+	}
+
+	now = bpf_ktime_get_ns();
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts) {
+		struct thread_state fresh = {};
+
+		/* The thread is on a CPU right now, executing this probe. */
+		fresh.last_in = now;
+		fresh.running = 1;
+		if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
+		    bpf_map_lookup_elem(&threads, &tid) == NULL) {
+			count_stat(STAT_THREAD_DROPS);
+			return 0;
+		}
+		ts = bpf_map_lookup_elem(&threads, &tid);
+		if (!ts)
+			return 0;
+	}
+	d = ts->depth;
+	if (d >= TLSPROF_MAX_DEPTH) {
+		count_stat(STAT_DEPTH_OVERFLOW);
+		return 0;
+	}
+
+	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
+		ts->ssl = PT_REGS_PARM1(ctx);
+		note_conn_fact(ctx, tgid, flags);
+	}
+	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
+		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
+
+		if (c)
+			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
+	}
+
+	f = &ts->frames[d];
+	f->sp = PT_REGS_SP(ctx);
+	f->start_cpu_ns = thread_cpu_now(ts, now);
+	f->child_cpu_ns = 0;
+	f->func = COOKIE_FUNC(cookie);
+	f->stage = stage;
+	ts->depth = d + 1;
+	return 0;
+}
+
+static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts,
+					     __u64 cpu_ns)
+{
+	struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
+	struct handshake_event *e;
+
+	ts->ssl = 0;
+	if (!c)
+		return;
+	c->handshake_cpu_ns += cpu_ns;
+	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
+	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
+		return;
+	c->counted = 1;
+	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	if (!e) {
+		count_stat(STAT_HANDSHAKE_DROPS);
+		return;
+	}
+	e->tgid = tgid;
+	e->role = c->role;
+	e->cert_ops = c->cert_ops;
+	e->cpu_ns = c->handshake_cpu_ns;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("uretprobe.multi")
+int stage_exit(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u16 func = COOKIE_FUNC(cookie);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	/* On return the stack pointer sits one slot above where it was at entry (the popped return address). */
+	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	struct thread_state *ts;
+	struct tree_key key = {};
+	struct tree_val *val;
+	__u64 total, self;
+	int i, found = -1;
+
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts)
+		return 0;
+	/* Match by stack pointer: skipped length queries and lost returns (longjmp) cannot pop the wrong frame. */
+	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
+		if (i < ts->depth && ts->frames[i].sp == entry_sp && ts->frames[i].func == func) {
+			found = i;
+			break;
+		}
+	}
+	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
+		return 0;
+
+	total = thread_cpu_now(ts, bpf_ktime_get_ns()) - ts->frames[found].start_cpu_ns;
+	self = total - ts->frames[found].child_cpu_ns;
+	if (total < ts->frames[found].child_cpu_ns)
+		self = 0;
+	if (found > 0)
+		ts->frames[found - 1].child_cpu_ns += total;
+
+	key.tgid = tgid;
+	key.depth = found + 1;
+	for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
+		if (i <= found)
+			key.funcs[i] = ts->frames[i].func;
+	val = bpf_map_lookup_elem(&tree, &key);
+	if (!val) {
+		struct tree_val zero = {};
+
+		if (bpf_map_update_elem(&tree, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&tree, &key) == NULL)
+			count_stat(STAT_TREE_DROPS);
+		val = bpf_map_lookup_elem(&tree, &key);
+	}
+	if (val) {
+		__sync_fetch_and_add(&val->calls, 1);
+		__sync_fetch_and_add(&val->cpu_ns, total);
+		__sync_fetch_and_add(&val->self_ns, self);
+	}
+
+	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
+	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
+		finish_handshake(ctx, tgid, ts, total);
+	ts->depth = found;
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev = ctx->prev_pid, next = ctx->next_pid;
+	struct thread_state *ts;
+
+	ts = bpf_map_lookup_elem(&threads, &prev);
+	if (ts && ts->running) {
+		ts->cpu_ns += now - ts->last_in;
+		ts->running = 0;
+	}
+	ts = bpf_map_lookup_elem(&threads, &next);
+	if (ts) {
+		ts->last_in = now;
+		ts->running = 1;
+	}
+	return 0;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	struct sample_key key = {};
+	struct thread_state *ts;
+	__u64 *count, one = 1;
+	int i;
+
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	count_stat(STAT_SAMPLES);
+	key.tgid = tgid;
+	/* x86-64 kernel addresses have the top bit set; user ones never do. */
+	key.in_kernel = (__s64)ctx->regs.ip < 0;
+	if (key.in_kernel) {
+		if (bpf_get_stack(ctx, &key.user_ip, sizeof(key.user_ip), BPF_F_USER_STACK) < 0)
+			key.user_ip = 0;
+	} else {
+		key.user_ip = ctx->regs.ip;
+	}
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (ts) {
+		key.depth = ts->depth;
+		for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
+			if (i < ts->depth)
+				key.funcs[i] = ts->frames[i].func;
+	}
+	count = bpf_map_lookup_elem(&samples, &key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return 0;
+	}
+	if (bpf_map_update_elem(&samples, &key, &one, BPF_NOEXIST)) {
+		count = bpf_map_lookup_elem(&samples, &key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			count_stat(STAT_SAMPLE_DROPS);
+	}
+	return 0;
+}

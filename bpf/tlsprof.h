@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The boundary between the BPF programs and user space: every struct, enum and constant both sides use. */
+#ifndef TLSPROF_H
+#define TLSPROF_H
+
+/* Nesting depth of stage frames tracked per thread; deeper calls are counted in depth_overflow. */
+#define TLSPROF_MAX_DEPTH 12
+
+/* Stage ids; user space names them (src/catalogue.rs). STAGE_NONE marks functions that only carry facts. */
+enum tlsprof_stage {
+	STAGE_NONE = 0,
+	STAGE_HANDSHAKE = 1,
+	STAGE_KEYGEN = 2,
+	STAGE_DERIVE = 3,
+	STAGE_SIGN = 4,
+	STAGE_VERIFY = 5,
+	STAGE_KEY_SCHEDULE = 6,
+	STAGE_RESUME = 7,
+	STAGE_READ = 8,
+	STAGE_WRITE = 9,
+	STAGE_COUNT = 10,
+};
+
+/* Per-function facts, packed into the probe's attach cookie (see COOKIE_* below). */
+enum tlsprof_func_flags {
+	/* The first argument is the SSL * of the connection. */
+	FF_SSL_ARG = 1 << 0,
+	/* Calling this function makes the connection a server / a client. */
+	FF_ROLE_SERVER = 1 << 1,
+	FF_ROLE_CLIENT = 1 << 2,
+	/* A certificate private-key operation (signature, RSA key transport): only full handshakes do it. */
+	FF_PRIVATE_KEY_OP = 1 << 3,
+	/* Peer certificate chain verification: only full handshakes do it. */
+	FF_PEER_CERT_CHECK = 1 << 4,
+	/* A new connection starts on this SSL * (a freed one's address may be reused): forget the old one. */
+	FF_CONN_START = 1 << 5,
+};
+
+/* Attach cookie layout: function id | stage | argument that is NULL for a length query | flags. */
+#define COOKIE_FUNC(c) ((__u16)((c) & 0xffff))
+#define COOKIE_STAGE(c) ((__u8)(((c) >> 16) & 0xff))
+#define COOKIE_NULL_ARG(c) ((__u8)(((c) >> 24) & 0xff))
+#define COOKIE_FLAGS(c) ((__u16)(((c) >> 32) & 0xffff))
+
+/* Call-tree node: the path of function ids from the outermost stage frame down. */
+struct tree_key {
+	__u32 tgid;
+	__u16 depth;
+	__u16 funcs[TLSPROF_MAX_DEPTH];
+};
+
+struct tree_val {
+	__u64 calls;
+	__u64 cpu_ns;
+	__u64 self_ns;
+};
+
+/* One CPU sample: process, leaf user address, and the thread's stage path at that instant. */
+struct sample_key {
+	__u32 tgid;
+	__u8 depth;
+	__u8 in_kernel;
+	__u16 pad;
+	__u64 user_ip;
+	__u16 funcs[TLSPROF_MAX_DEPTH];
+};
+
+/* Emitted once per connection when its handshake completes. */
+struct handshake_event {
+	__u32 tgid;
+	/* FF_ROLE_SERVER, FF_ROLE_CLIENT or 0 when no function told. */
+	__u16 role;
+	/* FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK seen during the handshake. */
+	__u16 cert_ops;
+	__u64 cpu_ns;
+};
+
+/* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */
+enum tlsprof_stat {
+	STAT_TREE_DROPS = 0,
+	STAT_SAMPLE_DROPS = 1,
+	STAT_HANDSHAKE_DROPS = 2,
+	STAT_DEPTH_OVERFLOW = 3,
+	STAT_THREAD_DROPS = 4,
+	STAT_CONN_DROPS = 5,
+	STAT_SAMPLES = 6,
+	STAT_COUNT = 7,
+};
+
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what building, testing and the demo need on a fresh Debian 12 machine. Idempotent.
+set -euo pipefail
+
+packages=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl
+          nginx-light nodejs wrk python3 procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages ${missing[*]}: run as root or install them with apt-get" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "install-deps: cargo not found: install Rust (https://rustup.rs) and re-run" >&2
+  exit 1
+fi
+
+# Debian's nginx package starts a service on port 80; tlsprof's examples run their own instances.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
+  systemctl stop nginx || true
+fi

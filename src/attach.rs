@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Loading the BPF programs and attaching them: uprobes on catalogue functions, sched_switch, the CPU sampler.
+
+use std::collections::HashMap;
+use std::fs;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
+
+use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
+use crate::catalogue;
+use crate::objects::{self, TlsObject};
+use crate::profile::{Function, Library};
+use crate::targets::{self, Mapping, Process};
+
+/// From linux/perf_event.h; the libc crate does not carry it.
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const UPROBE_PMU: &str = "/sys/bus/event_source/devices/uprobe/type";
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+pub struct AttachOptions {
+    pub freq_hz: u64,
+    pub all_probes: bool,
+}
+
+/// Everything attached to the targets; dropping it detaches.
+pub struct Attached<'obj> {
+    pub skel: TlsprofSkel<'obj>,
+    pub libraries: Vec<Library>,
+    pub functions: Vec<Function>,
+    /// Each target's file mappings at attach time, to symbolize samples after it exits.
+    pub maps: HashMap<u32, Vec<Mapping>>,
+    pub probes: usize,
+    _links: Vec<Link>,
+}
+
+/// Checks what the kernel and our privileges must provide, with one actionable line for each failure.
+pub fn preflight() -> Result<()> {
+    if !has_bpf_privilege() {
+        bail!("tlsprof needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run it with sudo");
+    }
+    if !Path::new(UPROBE_PMU).exists() {
+        bail!("this kernel has no uprobe support ({UPROBE_PMU} is missing): tlsprof needs a kernel built with CONFIG_UPROBE_EVENTS");
+    }
+    if !Path::new(TRACEFS).join("events").exists() {
+        mount_tracefs()?;
+    }
+    Ok(())
+}
+
+fn has_bpf_privilege() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let Ok(status) = fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let Some(eff) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    else {
+        return false;
+    };
+    let has = |cap: u32| eff & (1 << cap) != 0;
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+}
+
+/// Classic tracepoints are found through tracefs, which some systems do not mount.
+fn mount_tracefs() -> Result<()> {
+    let target = std::ffi::CString::new(TRACEFS).expect("no NUL");
+    let fstype = std::ffi::CString::new("tracefs").expect("no NUL");
+    // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "tracefs is not mounted and mounting it at {TRACEFS} failed ({}): run `mount -t tracefs tracefs {TRACEFS}`",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Loads the BPF programs, then attaches probes to every TLS function of every target.
+pub fn attach<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    procs: &[Process],
+    opts: &AttachOptions,
+) -> Result<Attached<'obj>> {
+    let open = TlsprofSkelBuilder::default()
+        .open(open_object)
+        .context("open the BPF object")?;
+    let skel = open.load().map_err(|e| {
+        anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
+    })?;
+
+    let mut att = Attached {
+        skel,
+        libraries: Vec::new(),
+        functions: Vec::new(),
+        maps: HashMap::new(),
+        probes: 0,
+        _links: Vec::new(),
+    };
+    let mut inspected: HashMap<(String, u64), Option<TlsObject>> = HashMap::new();
+    let mut without_tls = Vec::new();
+    for p in procs {
+        let maps = p.maps()?;
+        let exe = targets::exe_inode(p.pid);
+        let mut found_any = false;
+        for m in targets::candidate_objects(&maps, exe) {
+            let key = (m.dev.clone(), m.inode);
+            if !inspected.contains_key(&key) {
+                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
+                inspected.insert(key.clone(), obj);
+            }
+            let Some(obj) = &inspected[&key] else {
+                continue;
+            };
+            found_any |= obj.flavor != objects::Flavor::App;
+            att.attach_object(p, &m, obj, opts)?;
+        }
+        if found_any {
+            att.skel
+                .maps
+                .targets
+                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
+                .context("add target")?;
+            att.maps.insert(p.pid, maps);
+        } else {
+            without_tls.push(p);
+        }
+    }
+    if att.maps.is_empty() {
+        let p = without_tls.first().expect("at least one target");
+        bail!(
+            "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in): profile the process that terminates TLS",
+            p.pid,
+            p.comm
+        );
+    }
+    for p in without_tls {
+        eprintln!(
+            "tlsprof: skipping process {} ({}): no OpenSSL code",
+            p.pid, p.comm
+        );
+    }
+    fill_library_versions(&mut att.libraries);
+
+    let tp = att
+        .skel
+        .progs
+        .on_sched_switch
+        .attach_tracepoint(
+            libbpf_rs::TracepointCategory::Custom("sched".into()),
+            "sched_switch",
+        )
+        .context("attach tracepoint sched:sched_switch")?;
+    att._links.push(tp);
+    for cpu in online_cpus()? {
+        let fd = open_cpu_clock(cpu, opts.freq_hz)?;
+        let link = att
+            .skel
+            .progs
+            .on_cpu_sample
+            .attach_perf_event(fd.as_raw_fd())
+            .with_context(|| format!("attach the CPU sampler on CPU {cpu}"))?;
+        // The link closes the perf event when it is destroyed.
+        let _ = fd.into_raw_fd();
+        att._links.push(link);
+    }
+    Ok(att)
+}
+
+impl Attached<'_> {
+    fn attach_object(
+        &mut self,
+        p: &Process,
+        m: &Mapping,
+        obj: &TlsObject,
+        opts: &AttachOptions,
+    ) -> Result<()> {
+        let path = m.display_path().to_string();
+        let lib = match self.libraries.iter().position(|l| l.path == path) {
+            Some(i) => i,
+            None => {
+                self.libraries.push(Library {
+                    path: path.clone(),
+                    flavor: obj.flavor,
+                    version: obj.version.clone(),
+                    symbols: obj.symbols,
+                    functions_found: obj.functions.len(),
+                    pids: Vec::new(),
+                });
+                self.libraries.len() - 1
+            }
+        };
+        self.libraries[lib].pids.push(p.pid);
+
+        let (mut entry, mut ret) = (Probes::default(), Probes::default());
+        for f in obj
+            .functions
+            .iter()
+            .filter(|f| opts.all_probes || !f.row.frequent)
+        {
+            let id = match self
+                .functions
+                .iter()
+                .position(|x| x.library == lib && x.name == f.row.symbol)
+            {
+                Some(i) => i,
+                None => {
+                    self.functions.push(Function {
+                        name: f.row.symbol.into(),
+                        library: lib,
+                        stage: f.row.stage,
+                    });
+                    self.functions.len() - 1
+                }
+            };
+            let id = u16::try_from(id).context("too many functions")?;
+            let cookie = catalogue::cookie(id, f.row);
+            entry.push(f.file_offset, cookie);
+            if f.row.stage.is_some() {
+                ret.push(f.file_offset, cookie);
+            }
+        }
+        let open_path = m.open_path(p.pid);
+        for (probes, retprobe) in [(entry, false), (ret, true)] {
+            if probes.offsets.is_empty() {
+                continue;
+            }
+            let prog = if retprobe {
+                &self.skel.progs.stage_exit
+            } else {
+                &self.skel.progs.stage_enter
+            };
+            self.probes += probes.offsets.len();
+            let link = prog
+                .attach_uprobe_multi_with_opts(
+                    p.pid as i32,
+                    &open_path,
+                    "",
+                    UprobeMultiOpts {
+                        offsets: probes.offsets,
+                        cookies: probes.cookies,
+                        retprobe,
+                        ..Default::default()
+                    },
+                )
+                .with_context(|| {
+                    format!(
+                        "attach {} uprobes in {path} of process {}",
+                        if retprobe { "return" } else { "entry" },
+                        p.pid
+                    )
+                })?;
+            self._links.push(link);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Probes {
+    offsets: Vec<usize>,
+    cookies: Vec<u64>,
+}
+
+impl Probes {
+    fn push(&mut self, offset: u64, cookie: u64) {
+        self.offsets.push(offset as usize);
+        self.cookies.push(cookie);
+    }
+}
+
+/// libssl carries no version string of its own: it is the version of the libcrypto it ships with.
+fn fill_library_versions(libs: &mut [Library]) {
+    let crypto_version = libs
+        .iter()
+        .find(|l| l.path.contains("libcrypto"))
+        .and_then(|l| l.version.clone());
+    for l in libs
+        .iter_mut()
+        .filter(|l| l.version.is_none() && l.path.contains("libssl"))
+    {
+        l.version = crypto_version.clone();
+    }
+}
+
+fn online_cpus() -> Result<Vec<i32>> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").context("read online CPUs")?;
+    parse_cpu_list(&text).context("parse /sys/devices/system/cpu/online")
+}
+
+fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<i32>().ok()?..=b.parse::<i32>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// A cpu-clock software event on one CPU: works without a hardware PMU (virtual machines).
+fn open_cpu_clock(cpu: i32, freq_hz: u64) -> Result<OwnedFd> {
+    use libbpf_rs::libbpf_sys as sys;
+    // SAFETY: perf_event_attr is a plain C struct; all-zero is its documented default.
+    let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = sys::PERF_TYPE_SOFTWARE;
+    attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
+    attr.config = u64::from(sys::PERF_COUNT_SW_CPU_CLOCK);
+    attr.__bindgen_anon_1.sample_freq = freq_hz;
+    attr.set_freq(1);
+    // SAFETY: attr is valid for the duration of the call; pid -1 with a cpu means all processes on it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const _,
+            -1,
+            cpu,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        bail!(
+            "opening the cpu-clock sampler on CPU {cpu} failed ({}): check kernel.perf_event_paranoid and run as root",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: fd is a freshly opened descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+}

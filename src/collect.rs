@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A recording session: the poll loop (handshake events, live status, process CPU, stop conditions) and
+//! reading the BPF maps into a Recording once at the end.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{IsTerminal, Write};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, RingBufferBuilder};
+
+use crate::attach::{self, AttachOptions, Attached};
+use crate::bpf::types::{
+    handshake_event, sample_key, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
+};
+use crate::profile::{
+    self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Sample, Target, TreeNode,
+};
+use crate::symbolize::LeafSymbolizer;
+use crate::targets::{self, Process};
+
+pub struct RecordOptions {
+    pub duration: Option<Duration>,
+    pub attach: AttachOptions,
+}
+
+const POLL: Duration = Duration::from_millis(100);
+const CPU_POLL: Duration = Duration::from_millis(500);
+
+/// Per target: process CPU at attach time and at the last successful read.
+struct CpuMeter {
+    start_ms: f64,
+    last_ms: f64,
+}
+
+type HandshakeGroups = BTreeMap<(Role, bool), CpuHistogram>;
+
+pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
+    attach::preflight()?;
+    let mut open_object = MaybeUninit::uninit();
+    let t0 = Instant::now();
+    let att = attach::attach(&mut open_object, procs, &opts.attach)?;
+    let live: Vec<&Process> = procs
+        .iter()
+        .filter(|p| att.maps.contains_key(&p.pid))
+        .collect();
+    eprintln!(
+        "tlsprof: probes live: {} functions in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+        att.probes,
+        att.libraries.len(),
+        live.len(),
+        t0.elapsed().as_secs_f64() * 1e3,
+        opts.attach.freq_hz
+    );
+    let started = Instant::now();
+    let mut cpu: HashMap<u32, CpuMeter> = live
+        .iter()
+        .filter_map(|p| {
+            targets::cpu_ms(p.pid).map(|ms| {
+                (
+                    p.pid,
+                    CpuMeter {
+                        start_ms: ms,
+                        last_ms: ms,
+                    },
+                )
+            })
+        })
+        .collect();
+
+    let groups = std::cell::RefCell::new(HandshakeGroups::new());
+    let completed = AtomicU64::new(0);
+    let mut rb = RingBufferBuilder::new();
+    rb.add(&att.skel.maps.handshakes, |data: &[u8]| {
+        let mut e = handshake_event::default();
+        if plain::copy_from_bytes(&mut e, data).is_ok() {
+            let (role, resumed) = classify(&e);
+            groups
+                .borrow_mut()
+                .entry((role, resumed))
+                .or_default()
+                .add(e.cpu_ns);
+            completed.fetch_add(1, Ordering::Relaxed);
+        }
+        0
+    })?;
+    let rb = rb.build()?;
+
+    let status = std::io::stderr().is_terminal();
+    let mut last_cpu_poll = Instant::now();
+    let mut last_status = Instant::now();
+    loop {
+        match rb.poll(POLL) {
+            Ok(()) => {}
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("poll handshake events"),
+        }
+        let elapsed = started.elapsed();
+        if last_cpu_poll.elapsed() >= CPU_POLL {
+            last_cpu_poll = Instant::now();
+            poll_cpu(&live, &mut cpu);
+        }
+        if status && last_status.elapsed() >= Duration::from_millis(500) {
+            last_status = Instant::now();
+            print_status(
+                elapsed,
+                completed.load(Ordering::Relaxed),
+                samples_taken(&att),
+            );
+        }
+        let all_exited = live.iter().all(|p| !p.alive());
+        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited
+        {
+            if all_exited {
+                eprintln!(
+                    "{}tlsprof: every target has exited",
+                    if status { "\r\x1b[K" } else { "" }
+                );
+            }
+            break;
+        }
+    }
+    let duration_s = started.elapsed().as_secs_f64();
+    rb.consume().context("drain handshake events")?;
+    poll_cpu(&live, &mut cpu);
+    if status {
+        eprint!("\r\x1b[K");
+    }
+    drop(rb);
+    let groups = groups.into_inner();
+    build_recording(&att, &live, &cpu, groups, duration_s, opts)
+}
+
+/// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
+/// resumed ones authenticate with the session's secret instead.
+fn classify(e: &handshake_event) -> (Role, bool) {
+    let cert_ops = u32::from(e.cert_ops);
+    let role = match u32::from(e.role) {
+        r if r == ff::FF_ROLE_SERVER.0 => Role::Server,
+        r if r == ff::FF_ROLE_CLIENT.0 => Role::Client,
+        _ => Role::Partial,
+    };
+    let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
+    (role, resumed)
+}
+
+fn poll_cpu(live: &[&Process], cpu: &mut HashMap<u32, CpuMeter>) {
+    for p in live {
+        // A dead process's last reading stands: /proc has nothing newer.
+        if let (Some(m), true) = (cpu.get_mut(&p.pid), p.alive()) {
+            if let Some(ms) = targets::cpu_ms(p.pid) {
+                m.last_ms = ms;
+            }
+        }
+    }
+}
+
+fn print_status(elapsed: Duration, handshakes: u64, samples: u64) {
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    eprint!(
+        "\r\x1b[K[{:>6.1}s] {} handshakes ({:.0}/s), {} samples",
+        secs,
+        handshakes,
+        handshakes as f64 / secs,
+        samples
+    );
+    let _ = std::io::stderr().flush();
+}
+
+fn stat_sum(att: &Attached, stat: tlsprof_stat) -> u64 {
+    let key = stat.0.to_ne_bytes();
+    match att
+        .skel
+        .maps
+        .stats
+        .lookup_percpu(&key, libbpf_rs::MapFlags::ANY)
+    {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .map(|v| {
+                v.get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_ne_bytes)
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+fn samples_taken(att: &Attached) -> u64 {
+    stat_sum(att, tlsprof_stat::STAT_SAMPLES)
+}
+
+fn build_recording(
+    att: &Attached,
+    live: &[&Process],
+    cpu: &HashMap<u32, CpuMeter>,
+    groups: HandshakeGroups,
+    duration_s: f64,
+    opts: &RecordOptions,
+) -> Result<Recording> {
+    let targets = live
+        .iter()
+        .map(|p| Target {
+            pid: p.pid,
+            comm: p.comm.clone(),
+            process_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.last_ms - m.start_ms),
+        })
+        .collect();
+
+    let mut tree = Vec::new();
+    for key in att.skel.maps.tree.keys() {
+        let Some(value) = att.skel.maps.tree.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
+            continue;
+        };
+        let (mut k, mut v) = (tree_key::default(), tree_val::default());
+        plain::copy_from_bytes(&mut k, &key)
+            .ok()
+            .context("tree key size")?;
+        plain::copy_from_bytes(&mut v, &value)
+            .ok()
+            .context("tree value size")?;
+        let depth = usize::from(k.depth).min(k.funcs.len());
+        tree.push(TreeNode {
+            pid: k.tgid,
+            path: k.funcs[..depth].to_vec(),
+            calls: v.calls,
+            cpu_ns: v.cpu_ns,
+            self_ns: v.self_ns,
+        });
+    }
+    tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
+
+    let mut raw = Vec::new();
+    for key in att.skel.maps.samples.keys() {
+        let Some(value) = att
+            .skel
+            .maps
+            .samples
+            .lookup(&key, libbpf_rs::MapFlags::ANY)?
+        else {
+            continue;
+        };
+        let mut k = sample_key::default();
+        plain::copy_from_bytes(&mut k, &key)
+            .ok()
+            .context("sample key size")?;
+        let count = value
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_ne_bytes);
+        raw.push((k, count));
+    }
+    let mut symbolizer = LeafSymbolizer::new(&att.maps);
+    let mut samples: HashMap<(u32, Vec<u16>, String, bool), u64> = HashMap::new();
+    for (k, count) in raw {
+        let depth = usize::from(k.depth).min(k.funcs.len());
+        let leaf = symbolizer.leaf(k.tgid, k.user_ip);
+        *samples
+            .entry((k.tgid, k.funcs[..depth].to_vec(), leaf, k.in_kernel != 0))
+            .or_default() += count;
+    }
+    let mut samples: Vec<Sample> = samples
+        .into_iter()
+        .map(|((pid, path, leaf, in_kernel), count)| Sample {
+            pid,
+            path,
+            leaf,
+            in_kernel,
+            count,
+        })
+        .collect();
+    samples.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| (a.pid, &a.path, &a.leaf).cmp(&(b.pid, &b.path, &b.leaf)))
+    });
+
+    let lost = Lost {
+        samples_taken: stat_sum(att, tlsprof_stat::STAT_SAMPLES),
+        samples: stat_sum(att, tlsprof_stat::STAT_SAMPLE_DROPS),
+        handshake_events: stat_sum(att, tlsprof_stat::STAT_HANDSHAKE_DROPS),
+        tree_nodes: stat_sum(att, tlsprof_stat::STAT_TREE_DROPS),
+        depth_overflow: stat_sum(att, tlsprof_stat::STAT_DEPTH_OVERFLOW),
+        threads: stat_sum(att, tlsprof_stat::STAT_THREAD_DROPS),
+        connections: stat_sum(att, tlsprof_stat::STAT_CONN_DROPS),
+    };
+
+    Ok(Recording {
+        format: profile::FORMAT.into(),
+        format_version: profile::FORMAT_VERSION,
+        tlsprof_version: env!("CARGO_PKG_VERSION").into(),
+        duration_s,
+        sample_freq_hz: opts.attach.freq_hz,
+        all_probes: opts.attach.all_probes,
+        targets,
+        libraries: att.libraries.clone(),
+        functions: att.functions.clone(),
+        tree,
+        samples,
+        handshakes: groups
+            .into_iter()
+            .map(|((role, resumed), cpu)| HandshakeGroup { role, resumed, cpu })
+            .collect(),
+        lost,
+    })
+}

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Flame graphs: folded stacks (process; stage frames; leaf) and SVG drawn by inferno.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use inferno::flamegraph::{self, Options};
+
+use crate::profile::Recording;
+
+/// One line per distinct stack: `nginx;SSL_do_handshake [handshake];EVP_DigestSign [sign];leaf 42`.
+pub fn folded(rec: &Recording) -> Vec<String> {
+    let clean = |s: &str| s.replace(';', ":");
+    let mut lines: Vec<String> = rec
+        .samples
+        .iter()
+        .map(|s| {
+            let mut frames = vec![clean(rec.comm_of(s.pid))];
+            for &f in &s.path {
+                let func = &rec.functions[usize::from(f)];
+                let stage = func
+                    .stage
+                    .map_or(String::new(), |st| format!(" [{}]", st.name()));
+                frames.push(format!("{}{}", clean(&func.name), stage));
+            }
+            frames.push(clean(&s.leaf));
+            if s.in_kernel {
+                frames.push("[kernel]".into());
+            }
+            format!("{} {}", frames.join(";"), s.count)
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
+    let lines = folded(rec);
+    if lines.is_empty() {
+        bail!("the recording has no CPU samples, so there is no flame graph: record for longer or raise --freq");
+    }
+    let mut opts = Options::default();
+    opts.title = "tlsprof: CPU of the recorded processes, by TLS stage".into();
+    opts.count_name = "samples".into();
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .context("draw the flame graph")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::tests::sample_recording;
+
+    #[test]
+    fn folded_lines_carry_stage_frames_and_leaf() {
+        assert_eq!(
+            folded(&sample_recording()),
+            vec!["nginx;SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont 3"]
+        );
+    }
+
+    #[test]
+    fn svg_names_the_stage_functions() {
+        let mut out = Vec::new();
+        svg(&sample_recording(), &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(svg.contains("EVP_DigestSign [sign]"));
+    }
+
+    #[test]
+    fn empty_recording_is_a_clear_error() {
+        let mut rec = sample_recording();
+        rec.samples.clear();
+        let err = svg(&rec, Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("no CPU samples"), "{err}");
+    }
+}

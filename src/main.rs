@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+//! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
+
+mod attach;
+mod bpf;
+mod catalogue;
+mod collect;
+mod flame;
+mod objects;
+mod profile;
+mod report;
+mod symbolize;
+mod targets;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::attach::AttachOptions;
+use crate::collect::RecordOptions;
+use crate::profile::Recording;
+
+#[derive(Parser)]
+#[command(
+    name = "tlsprof",
+    version,
+    about = "Profile the TLS CPU of running processes, stage by stage"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Attach to running processes, record until the duration, Ctrl-C, or every target exits; print the summary.
+    Record {
+        /// Process id to profile (repeatable).
+        #[arg(long = "pid", value_name = "PID")]
+        pids: Vec<u32>,
+        /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
+        #[arg(long = "comm", value_name = "NAME")]
+        comms: Vec<String>,
+        /// Stop after this many seconds.
+        #[arg(long, value_name = "SECS")]
+        duration: Option<f64>,
+        /// CPU sampling frequency, per CPU.
+        #[arg(long, value_name = "HZ", default_value_t = 99)]
+        freq: u64,
+        /// Where to write the recording.
+        #[arg(long, short, value_name = "FILE", default_value = "tlsprof.data")]
+        output: PathBuf,
+        /// Also probe functions called many times per handshake or on every request (SSL_read/SSL_write for
+        /// the read/write stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
+        #[arg(long)]
+        all_probes: bool,
+    },
+    /// Print the summary of a recording.
+    Report {
+        file: PathBuf,
+        /// Machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw a flame graph (SVG) of a recording, or print its folded stacks.
+    Flamegraph {
+        file: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Folded stacks (for inferno, FlameGraph, speedscope) instead of SVG.
+        #[arg(long)]
+        folded: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tlsprof: error: {}", one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The outermost context, then the root cause when it adds something: one line, no backtrace.
+fn one_line(e: &anyhow::Error) -> String {
+    let top = e.to_string();
+    let root = e.root_cause().to_string();
+    if root == top || top.contains(&root) {
+        top
+    } else {
+        format!("{top}: {root}")
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Record {
+            pids,
+            comms,
+            duration,
+            freq,
+            output,
+            all_probes,
+        } => {
+            if pids.is_empty() && comms.is_empty() {
+                bail!("no target: give --pid PID or --comm NAME");
+            }
+            if !(1..=10_000).contains(&freq) {
+                bail!("--freq {freq} is out of range: use 1 to 10000 Hz");
+            }
+            let duration = match duration {
+                Some(d) if !(d > 0.0 && d.is_finite()) => {
+                    bail!("--duration {d} is not a positive number of seconds")
+                }
+                d => d.map(Duration::from_secs_f64),
+            };
+            let procs = targets::resolve(&pids, &comms)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+                .context("install the Ctrl-C handler")?;
+            let opts = RecordOptions {
+                duration,
+                attach: AttachOptions {
+                    freq_hz: freq,
+                    all_probes,
+                },
+            };
+            let rec = collect::record(&procs, &opts, stop)?;
+            rec.save(&output)?;
+            print!("{}", report::text(&rec));
+            eprintln!("tlsprof: recording written to {}", output.display());
+            Ok(())
+        }
+        Command::Report { file, json } => {
+            let rec = Recording::load(&file)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report::json(&rec))?);
+            } else {
+                print!("{}", report::text(&rec));
+            }
+            Ok(())
+        }
+        Command::Flamegraph {
+            file,
+            output,
+            folded,
+        } => {
+            let rec = Recording::load(&file)?;
+            let mut out: Box<dyn Write> = match &output {
+                Some(p) => Box::new(BufWriter::new(
+                    File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+                )),
+                None => Box::new(BufWriter::new(std::io::stdout().lock())),
+            };
+            if folded {
+                for line in flame::folded(&rec) {
+                    writeln!(out, "{line}")?;
+                }
+            } else {
+                flame::svg(&rec, &mut out)?;
+            }
+            out.flush()?;
+            Ok(())
+        }
+    }
+}

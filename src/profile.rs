@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The profile model: what a recording holds, its file format, and the figures derived from it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::Stage;
+use crate::objects::{Flavor, Symbols};
+
+pub const FORMAT: &str = "tlsprof-recording";
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Recording {
+    pub format: String,
+    pub format_version: u32,
+    pub tlsprof_version: String,
+    pub duration_s: f64,
+    pub sample_freq_hz: u64,
+    pub all_probes: bool,
+    pub targets: Vec<Target>,
+    pub libraries: Vec<Library>,
+    /// Indexed by function id (the id in tree paths and sample paths).
+    pub functions: Vec<Function>,
+    pub tree: Vec<TreeNode>,
+    pub samples: Vec<Sample>,
+    pub handshakes: Vec<HandshakeGroup>,
+    pub lost: Lost,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Target {
+    pub pid: u32,
+    pub comm: String,
+    /// CPU the whole process used while recorded (all threads, user + system), from /proc/PID/stat.
+    pub process_cpu_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Library {
+    pub path: String,
+    pub flavor: Flavor,
+    pub version: Option<String>,
+    pub symbols: Symbols,
+    pub functions_found: usize,
+    pub pids: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Function {
+    pub name: String,
+    /// Index into `libraries`.
+    pub library: usize,
+    pub stage: Option<Stage>,
+}
+
+/// One call-tree node: the path of function ids from the outermost stage function down.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TreeNode {
+    pub pid: u32,
+    pub path: Vec<u16>,
+    pub calls: u64,
+    pub cpu_ns: u64,
+    pub self_ns: u64,
+}
+
+/// CPU samples with the same process, stage path and leaf frame.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sample {
+    pub pid: u32,
+    pub path: Vec<u16>,
+    /// Symbolized user-space leaf frame ("ossl_bn_sqr8x_internal", "libcrypto.so.3+0x1a2b").
+    pub leaf: String,
+    pub in_kernel: bool,
+    pub count: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Server,
+    Client,
+    /// The connection began before tlsprof attached (its SSL_set_*_state call was not seen): only part of
+    /// its handshake was observed, so it is reported apart and not counted.
+    Partial,
+}
+
+/// Completed handshakes of one kind, with a histogram of their CPU.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HandshakeGroup {
+    pub role: Role,
+    pub resumed: bool,
+    pub cpu: CpuHistogram,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Lost {
+    /// CPU samples taken on target processes, and those the sample map had no room for.
+    pub samples_taken: u64,
+    pub samples: u64,
+    pub handshake_events: u64,
+    pub tree_nodes: u64,
+    pub depth_overflow: u64,
+    pub threads: u64,
+    pub connections: u64,
+}
+
+/// Log-scale histogram (1% wide buckets): bounded memory whatever the number of values.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CpuHistogram {
+    pub count: u64,
+    pub sum_ns: u64,
+    pub buckets: BTreeMap<u32, u64>,
+}
+
+const BUCKET_GROWTH: f64 = 1.01;
+
+impl CpuHistogram {
+    pub fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.sum_ns += ns;
+        let bucket = ((ns.max(1) as f64).ln() / BUCKET_GROWTH.ln()).floor() as u32;
+        *self.buckets.entry(bucket).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, other: &CpuHistogram) {
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        for (b, n) in &other.buckets {
+            *self.buckets.entry(*b).or_default() += n;
+        }
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
+    }
+
+    /// The value below which fraction `q` of the values lie, to within the 1% bucket width.
+    pub fn quantile_ns(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = (q * self.count as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return BUCKET_GROWTH.powf(*b as f64 + 0.5);
+            }
+        }
+        0.0
+    }
+}
+
+impl Recording {
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_vec(self)?;
+        fs::write(path, text).with_context(|| format!("cannot write recording {}", path.display()))
+    }
+
+    pub fn load(path: &Path) -> Result<Recording> {
+        let bytes =
+            fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
+            anyhow::anyhow!(
+                "{} is not a tlsprof recording (not JSON): record one with `tlsprof record`",
+                path.display()
+            )
+        })?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            bail!(
+                "{} is not a tlsprof recording: record one with `tlsprof record`",
+                path.display()
+            );
+        }
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(FORMAT_VERSION)) {
+            bail!(
+                "{} has recording format {:?}, this tlsprof reads format {FORMAT_VERSION}: use the tlsprof that wrote it",
+                path.display(),
+                version
+            );
+        }
+        let rec: Recording = serde_json::from_value(value).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is a damaged tlsprof recording ({e}): record it again",
+                path.display()
+            )
+        })?;
+        rec.check()?;
+        Ok(rec)
+    }
+
+    /// Cross-references must hold, or derived figures would silently be wrong.
+    fn check(&self) -> Result<()> {
+        let nfunc = self.functions.len();
+        let bad_path = |p: &[u16]| p.iter().any(|&f| usize::from(f) >= nfunc);
+        if self
+            .functions
+            .iter()
+            .any(|f| f.library >= self.libraries.len())
+            || self
+                .tree
+                .iter()
+                .any(|n| n.path.is_empty() || bad_path(&n.path))
+            || self.samples.iter().any(|s| bad_path(&s.path))
+        {
+            bail!("the recording's function references are inconsistent (damaged file): record it again");
+        }
+        Ok(())
+    }
+
+    pub fn comm_of(&self, pid: u32) -> &str {
+        self.targets
+            .iter()
+            .find(|t| t.pid == pid)
+            .map_or("?", |t| t.comm.as_str())
+    }
+
+    pub fn stage_of(&self, func: u16) -> Option<Stage> {
+        self.functions.get(usize::from(func)).and_then(|f| f.stage)
+    }
+
+    pub fn process_cpu_ms(&self) -> f64 {
+        self.targets.iter().map(|t| t.process_cpu_ms).sum()
+    }
+
+    /// TLS CPU: everything inside any stage, each nanosecond counted once (the sum of self times).
+    pub fn tls_cpu_ns(&self) -> u64 {
+        self.tree.iter().map(|n| n.self_ns).sum()
+    }
+
+    pub fn stages(&self) -> Vec<StageFigures> {
+        let mut by_stage: HashMap<Stage, StageFigures> = HashMap::new();
+        for n in &self.tree {
+            let Some(stage) = self.stage_of(*n.path.last().expect("checked non-empty")) else {
+                continue;
+            };
+            let fig = by_stage
+                .entry(stage)
+                .or_insert_with(|| StageFigures::new(stage));
+            fig.self_ns += n.self_ns;
+            // Outermost entry: no ancestor is in the same stage (EVP_DigestSign calling EVP_DigestSignFinal is one).
+            let ancestors = &n.path[..n.path.len() - 1];
+            if !ancestors.iter().any(|&f| self.stage_of(f) == Some(stage)) {
+                fig.calls += n.calls;
+                fig.cpu_ns += n.cpu_ns;
+            }
+        }
+        Stage::ALL
+            .iter()
+            .filter_map(|s| by_stage.remove(s))
+            .collect()
+    }
+
+    pub fn function_figures(&self) -> Vec<FunctionFigures> {
+        let mut figs: Vec<FunctionFigures> = self
+            .functions
+            .iter()
+            .map(|f| FunctionFigures {
+                name: f.name.clone(),
+                library: self.libraries[f.library].path.clone(),
+                stage: f.stage,
+                calls: 0,
+                cpu_ns: 0,
+            })
+            .collect();
+        for n in &self.tree {
+            let (&func, ancestors) = n.path.split_last().expect("checked non-empty");
+            let fig = &mut figs[usize::from(func)];
+            fig.calls += n.calls;
+            if !ancestors.contains(&func) {
+                fig.cpu_ns += n.cpu_ns;
+            }
+        }
+        figs.retain(|f| f.calls > 0);
+        figs.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.name.cmp(&b.name)));
+        figs
+    }
+
+    pub fn handshake_totals(&self) -> HandshakeTotals {
+        let mut t = HandshakeTotals::default();
+        for g in &self.handshakes {
+            let n = g.cpu.count;
+            if g.role == Role::Partial {
+                t.partial += n;
+                continue;
+            }
+            t.total += n;
+            if g.resumed {
+                t.resumed += n
+            } else {
+                t.full += n
+            }
+            match g.role {
+                Role::Server => t.server += n,
+                Role::Client => t.client += n,
+                Role::Partial => {}
+            }
+            t.cpu.merge(&g.cpu);
+        }
+        t
+    }
+
+    pub fn samples_total(&self) -> u64 {
+        self.samples.iter().map(|s| s.count).sum()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StageFigures {
+    pub stage: Stage,
+    /// Outermost entries.
+    pub calls: u64,
+    /// CPU of outermost entries, including nested stages.
+    pub cpu_ns: u64,
+    /// CPU in this stage and no deeper one.
+    pub self_ns: u64,
+}
+
+impl StageFigures {
+    fn new(stage: Stage) -> Self {
+        StageFigures {
+            stage,
+            calls: 0,
+            cpu_ns: 0,
+            self_ns: 0,
+        }
+    }
+
+    /// Per operation: the stage's own CPU per outermost entry (nested other stages excluded).
+    pub fn self_us_per_call(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.self_ns as f64 / 1e3 / self.calls as f64
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FunctionFigures {
+    pub name: String,
+    pub library: String,
+    pub stage: Option<Stage>,
+    pub calls: u64,
+    pub cpu_ns: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct HandshakeTotals {
+    pub total: u64,
+    pub full: u64,
+    pub resumed: u64,
+    pub server: u64,
+    pub client: u64,
+    pub partial: u64,
+    pub cpu: CpuHistogram,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// nginx-like: SSL_do_handshake > EVP_DigestSign > EVP_DigestSignFinal, plus EVP_PKEY_derive.
+    pub fn sample_recording() -> Recording {
+        let lib = Library {
+            path: "/usr/lib/x86_64-linux-gnu/libssl.so.3".into(),
+            flavor: Flavor::Shared,
+            version: Some("OpenSSL 3.0.19 27 Jan 2026".into()),
+            symbols: Symbols::Exported,
+            functions_found: 3,
+            pids: vec![10],
+        };
+        let func = |name: &str, stage| Function {
+            name: name.into(),
+            library: 0,
+            stage: Some(stage),
+        };
+        let node = |path: Vec<u16>, calls, cpu_ns, self_ns| TreeNode {
+            pid: 10,
+            path,
+            calls,
+            cpu_ns,
+            self_ns,
+        };
+        let mut full = CpuHistogram::default();
+        for ns in [1_200_000, 1_300_000, 1_250_000, 1_400_000] {
+            full.add(ns);
+        }
+        Recording {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            tlsprof_version: "test".into(),
+            duration_s: 2.0,
+            sample_freq_hz: 99,
+            all_probes: false,
+            targets: vec![Target {
+                pid: 10,
+                comm: "nginx".into(),
+                process_cpu_ms: 10.0,
+            }],
+            libraries: vec![lib],
+            functions: vec![
+                func("SSL_do_handshake", Stage::Handshake),
+                func("EVP_DigestSign", Stage::Sign),
+                func("EVP_DigestSignFinal", Stage::Sign),
+                func("EVP_PKEY_derive", Stage::Derive),
+            ],
+            tree: vec![
+                node(vec![0], 4, 5_150_000, 650_000),
+                node(vec![0, 1], 4, 4_400_000, 100_000),
+                node(vec![0, 1, 2], 4, 4_300_000, 4_300_000),
+                node(vec![0, 3], 4, 100_000, 100_000),
+                node(vec![2], 2, 20_000, 20_000),
+            ],
+            samples: vec![Sample {
+                pid: 10,
+                path: vec![0, 1],
+                leaf: "bn_mul_mont".into(),
+                in_kernel: false,
+                count: 3,
+            }],
+            handshakes: vec![HandshakeGroup {
+                role: Role::Server,
+                resumed: false,
+                cpu: full,
+            }],
+            lost: Lost::default(),
+        }
+    }
+
+    #[test]
+    fn stage_calls_count_outermost_entries_and_self_sums_to_tls_cpu() {
+        let rec = sample_recording();
+        let stages = rec.stages();
+        let sign = stages.iter().find(|s| s.stage == Stage::Sign).unwrap();
+        // 4 EVP_DigestSign (Final nested inside is the same call) + 2 bare EVP_DigestSignFinal.
+        assert_eq!(sign.calls, 6);
+        assert_eq!(sign.self_ns, 100_000 + 4_300_000 + 20_000);
+        assert_eq!(sign.cpu_ns, 4_400_000 + 20_000);
+        let self_sum: u64 = stages.iter().map(|s| s.self_ns).sum();
+        assert_eq!(self_sum, rec.tls_cpu_ns());
+        assert_eq!(
+            rec.tls_cpu_ns(),
+            650_000 + 100_000 + 4_300_000 + 100_000 + 20_000
+        );
+    }
+
+    #[test]
+    fn function_figures_count_every_call() {
+        let rec = sample_recording();
+        let figs = rec.function_figures();
+        let fin = figs
+            .iter()
+            .find(|f| f.name == "EVP_DigestSignFinal")
+            .unwrap();
+        assert_eq!(fin.calls, 6);
+        assert_eq!(fin.cpu_ns, 4_320_000);
+    }
+
+    #[test]
+    fn histogram_quantiles_are_within_a_bucket() {
+        let mut h = CpuHistogram::default();
+        for i in 1..=1000u64 {
+            h.add(i * 1000);
+        }
+        assert_eq!(h.count, 1000);
+        assert!((h.mean_ns() - 500_500.0).abs() < 1.0);
+        let p50 = h.quantile_ns(0.5);
+        let p99 = h.quantile_ns(0.99);
+        assert!((p50 / 500_000.0 - 1.0).abs() < 0.015, "p50 {p50}");
+        assert!((p99 / 990_000.0 - 1.0).abs() < 0.015, "p99 {p99}");
+    }
+
+    #[test]
+    fn recording_round_trips_and_rejects_damage() {
+        let dir = std::env::temp_dir().join(format!("tlsprof-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.tlsprof");
+        sample_recording().save(&good).unwrap();
+        let back = Recording::load(&good).unwrap();
+        assert_eq!(back.tree.len(), 5);
+
+        let junk = dir.join("junk.tlsprof");
+        fs::write(&junk, b"\x7fELF not json").unwrap();
+        let err = Recording::load(&junk).unwrap_err().to_string();
+        assert!(err.contains("is not a tlsprof recording"), "{err}");
+
+        let mut broken = sample_recording();
+        broken.tree.push(TreeNode {
+            pid: 10,
+            path: vec![99],
+            calls: 1,
+            cpu_ns: 1,
+            self_ns: 1,
+        });
+        let bad = dir.join("bad.tlsprof");
+        broken.save(&bad).unwrap();
+        let err = Recording::load(&bad).unwrap_err().to_string();
+        assert!(err.contains("damaged"), "{err}");
+
+        let missing = Recording::load(&dir.join("missing")).unwrap_err();
+        assert!(format!("{missing:#}").contains("cannot read recording"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The summary of a recording: headline, per-stage table and call tree as text, and the same as JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use crate::profile::{CpuHistogram, Recording, Role};
+
+/// Tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
+const TREE_MIN_SHARE: f64 = 0.001;
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+fn cpu_line(h: &CpuHistogram) -> String {
+    format!(
+        "mean {:.3} ms, p50 {:.3} ms, p99 {:.3} ms",
+        h.mean_ns() / 1e6,
+        h.quantile_ns(0.5) / 1e6,
+        h.quantile_ns(0.99) / 1e6
+    )
+}
+
+fn targets_line(rec: &Recording) -> String {
+    let mut by_comm: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for t in &rec.targets {
+        by_comm.entry(&t.comm).or_default().push(t.pid);
+    }
+    by_comm
+        .iter()
+        .map(|(comm, pids)| {
+            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            format!("{comm} (pid {})", pids.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+pub fn text(rec: &Recording) -> String {
+    let mut out = String::new();
+    let hs = rec.handshake_totals();
+    let tls_ms = ms(rec.tls_cpu_ns());
+    let proc_ms = rec.process_cpu_ms();
+    let dur = rec.duration_s.max(1e-9);
+
+    let _ = writeln!(
+        out,
+        "tlsprof: {} for {:.1} s",
+        targets_line(rec),
+        rec.duration_s
+    );
+    for l in &rec.libraries {
+        let _ = writeln!(
+            out,
+            "  {}: {} ({:?}, {} symbols, {} catalogue functions)",
+            l.version.as_deref().unwrap_or("TLS code"),
+            l.path,
+            l.flavor,
+            match l.symbols {
+                crate::objects::Symbols::Internal => "internal",
+                crate::objects::Symbols::Exported => "exported only",
+                crate::objects::Symbols::None => "application",
+            },
+            l.functions_found
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Handshakes: {} ({:.1}/s): {} full, {} resumed; {} server, {} client{}",
+        hs.total,
+        hs.total as f64 / dur,
+        hs.full,
+        hs.resumed,
+        hs.server,
+        hs.client,
+        if hs.partial > 0 {
+            format!(" ({} under way at attach, not counted)", hs.partial)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms, from /proc)",
+        tls_ms,
+        pct(tls_ms, proc_ms),
+        proc_ms
+    );
+    if hs.total > 0 {
+        let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
+        for g in &rec.handshakes {
+            let kind = if g.resumed { "resumed" } else { "full" };
+            let role = match g.role {
+                Role::Server => "server",
+                Role::Client => "client",
+                Role::Partial => continue,
+            };
+            let _ = writeln!(
+                out,
+                "  {kind} {role} ({}): {}",
+                g.cpu.count,
+                cpu_line(&g.cpu)
+            );
+        }
+    }
+    let _ = writeln!(out, "{}", samples_line(rec));
+    if !rec.all_probes {
+        let _ = writeln!(out, "Frequent functions not probed (read/write stages, EVP_KDF_derive): add --all-probes to time them (costs the target CPU on every call)");
+    }
+
+    let _ = writeln!(
+        out,
+        "\n{:<14}{:>11}{:>8}{:>12}{:>10}{:>12}",
+        "stage", "self ms", "% TLS", "total ms", "calls", "µs/call"
+    );
+    for s in rec.stages() {
+        let _ = writeln!(
+            out,
+            "{:<14}{:>11.1}{:>7.1}%{:>12.1}{:>10}{:>12.1}",
+            s.stage.name(),
+            ms(s.self_ns),
+            pct(ms(s.self_ns), tls_ms),
+            ms(s.cpu_ns),
+            s.calls,
+            s.self_us_per_call()
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\nCall tree (CPU; % of process CPU)\n{:>11}{:>8}{:>11}{:>10}  frame",
+        "total ms", "%", "self ms", "calls"
+    );
+    tree_text(rec, proc_ms, &mut out);
+    out
+}
+
+fn samples_line(rec: &Recording) -> String {
+    let total = rec.samples_total();
+    let in_tls: u64 = rec
+        .samples
+        .iter()
+        .filter(|s| !s.path.is_empty())
+        .map(|s| s.count)
+        .sum();
+    let l = &rec.lost;
+    let lost_events =
+        l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
+    format!(
+        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%); lost: {} samples, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections{}",
+        total,
+        rec.sample_freq_hz,
+        in_tls,
+        pct(in_tls as f64, total as f64),
+        l.samples,
+        l.handshake_events,
+        l.tree_nodes,
+        l.depth_overflow,
+        l.threads,
+        l.connections,
+        if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
+    )
+}
+
+#[derive(Default)]
+struct Node {
+    calls: u64,
+    cpu_ns: u64,
+    self_ns: u64,
+    children: BTreeMap<u16, Node>,
+}
+
+fn tree_text(rec: &Recording, proc_ms: f64, out: &mut String) {
+    let mut roots: BTreeMap<&str, (f64, Node)> = BTreeMap::new();
+    for t in &rec.targets {
+        roots.entry(&t.comm).or_default().0 += t.process_cpu_ms;
+    }
+    for n in &rec.tree {
+        let (_, root) = roots.entry(rec.comm_of(n.pid)).or_default();
+        let mut node = root;
+        for f in &n.path {
+            node = node.children.entry(*f).or_default();
+        }
+        node.calls += n.calls;
+        node.cpu_ns += n.cpu_ns;
+        node.self_ns += n.self_ns;
+    }
+    let min_ns = (rec.tls_cpu_ns() as f64 * TREE_MIN_SHARE) as u64;
+    let mut hidden = 0;
+    for (comm, (cpu_ms, root)) in &roots {
+        let _ = writeln!(
+            out,
+            "{:>11.1}{:>7.1}%{:>11}{:>10}  {comm}",
+            cpu_ms,
+            pct(*cpu_ms, proc_ms),
+            "-",
+            "-"
+        );
+        print_children(rec, root, 1, proc_ms, min_ns, &mut hidden, out);
+    }
+    if hidden > 0 {
+        let _ = writeln!(
+            out,
+            "  ({hidden} nodes under {:.1}% of TLS CPU not shown)",
+            TREE_MIN_SHARE * 100.0
+        );
+    }
+}
+
+fn print_children(
+    rec: &Recording,
+    node: &Node,
+    depth: usize,
+    proc_ms: f64,
+    min_ns: u64,
+    hidden: &mut usize,
+    out: &mut String,
+) {
+    let mut kids: Vec<(&u16, &Node)> = node.children.iter().collect();
+    kids.sort_by(|a, b| b.1.cpu_ns.cmp(&a.1.cpu_ns));
+    for (f, n) in kids {
+        if n.cpu_ns < min_ns {
+            *hidden += 1 + count_nodes(n);
+            continue;
+        }
+        let func = &rec.functions[usize::from(*f)];
+        let stage = func
+            .stage
+            .map_or(String::new(), |s| format!(" [{}]", s.name()));
+        let _ = writeln!(
+            out,
+            "{:>11.1}{:>7.1}%{:>11.1}{:>10}  {}{}{}",
+            ms(n.cpu_ns),
+            pct(ms(n.cpu_ns), proc_ms),
+            ms(n.self_ns),
+            n.calls,
+            "  ".repeat(depth),
+            func.name,
+            stage
+        );
+        print_children(rec, n, depth + 1, proc_ms, min_ns, hidden, out);
+    }
+}
+
+fn count_nodes(n: &Node) -> usize {
+    n.children.values().map(|c| 1 + count_nodes(c)).sum()
+}
+
+pub fn json(rec: &Recording) -> Value {
+    let hs = rec.handshake_totals();
+    let tls_ms = ms(rec.tls_cpu_ns());
+    let proc_ms = rec.process_cpu_ms();
+    let hist = |h: &CpuHistogram| json!({"mean": h.mean_ns() / 1e6, "p50": h.quantile_ns(0.5) / 1e6, "p99": h.quantile_ns(0.99) / 1e6});
+    let stages: Vec<Value> = rec
+        .stages()
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.stage,
+                "cpu_ms": ms(s.cpu_ns),
+                "self_cpu_ms": ms(s.self_ns),
+                "calls": s.calls,
+                "cpu_us_per_call": s.self_us_per_call(),
+            })
+        })
+        .collect();
+    let functions: Vec<Value> = rec
+        .function_figures()
+        .iter()
+        .map(|f| json!({"name": f.name, "library": f.library, "stage": f.stage, "calls": f.calls, "cpu_ms": ms(f.cpu_ns)}))
+        .collect();
+    let libraries: Vec<Value> = rec
+        .libraries
+        .iter()
+        .map(|l| json!({"path": l.path, "flavor": l.flavor, "version": l.version, "symbols": l.symbols, "pids": l.pids}))
+        .collect();
+    let kinds: Vec<Value> = rec
+        .handshakes
+        .iter()
+        .map(|g| json!({"role": g.role, "resumed": g.resumed, "count": g.cpu.count, "cpu_ms": hist(&g.cpu)}))
+        .collect();
+    json!({
+        "duration_s": rec.duration_s,
+        "targets": rec.targets,
+        "process_cpu_ms": proc_ms,
+        "tls_cpu_ms": tls_ms,
+        "tls_share": if proc_ms > 0.0 { Some(tls_ms / proc_ms) } else { None },
+        "handshakes": {
+            "total": hs.total, "full": hs.full, "resumed": hs.resumed,
+            "server": hs.server, "client": hs.client, "partial": hs.partial,
+            "cpu_ms": hist(&hs.cpu),
+            "kinds": kinds,
+        },
+        "stages": stages,
+        "functions": functions,
+        "libraries": libraries,
+        "all_probes": rec.all_probes,
+        "sample_freq_hz": rec.sample_freq_hz,
+        "samples": rec.samples_total(),
+        "lost_samples": rec.lost.samples,
+        "lost": rec.lost,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Stage;
+    use crate::profile::tests::sample_recording;
+
+    #[test]
+    fn text_has_headline_stage_table_and_tree() {
+        let t = text(&sample_recording());
+        assert!(t.contains("nginx (pid 10)"), "{t}");
+        assert!(
+            t.contains("Handshakes: 4 (2.0/s): 4 full, 0 resumed; 4 server, 0 client"),
+            "{t}"
+        );
+        // TLS CPU 5.17 ms of 10 ms process CPU.
+        assert!(t.contains("TLS CPU: 5.2 ms = 51.7% of process CPU"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("sign") && l.contains("4.4") && l.contains(" 6 ")),
+            "{t}"
+        );
+        assert!(
+            t.contains("      SSL_do_handshake [handshake]")
+                || t.contains("  SSL_do_handshake [handshake]"),
+            "{t}"
+        );
+        assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let j = json(&sample_recording());
+        for field in [
+            "duration_s",
+            "process_cpu_ms",
+            "tls_cpu_ms",
+            "handshakes",
+            "stages",
+            "functions",
+            "libraries",
+            "samples",
+            "lost_samples",
+        ] {
+            assert!(j.get(field).is_some(), "missing {field}");
+        }
+        for field in ["total", "full", "resumed", "server", "client"] {
+            assert!(
+                j["handshakes"].get(field).is_some(),
+                "missing handshakes.{field}"
+            );
+        }
+        let sign = j["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "sign")
+            .unwrap();
+        assert_eq!(sign["calls"], 6);
+        assert!((sign["cpu_us_per_call"].as_f64().unwrap() - 4420.0 / 6.0).abs() < 1e-6);
+        let f = &j["functions"][0];
+        for field in ["name", "library", "stage", "calls", "cpu_ms"] {
+            assert!(f.get(field).is_some(), "missing functions[].{field}");
+        }
+        for field in ["path", "flavor", "version", "symbols"] {
+            assert!(
+                j["libraries"][0].get(field).is_some(),
+                "missing libraries[].{field}"
+            );
+        }
+        assert_eq!(j["stages"][0]["name"], Stage::Handshake.name());
+    }
+}

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Target processes: resolving --pid/--comm, their memory maps, and the files that may hold TLS code.
+
+use std::fs;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub comm: String,
+    /// Start time in clock ticks since boot: tells a live process from a new one that reused its pid.
+    pub start_ticks: u64,
+}
+
+/// One file-backed mapping from /proc/PID/maps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub executable: bool,
+    pub dev: String,
+    pub inode: u64,
+    /// The path as the target sees it; may end in " (deleted)" when the file was replaced.
+    pub path: String,
+}
+
+impl Mapping {
+    /// A path to the mapped file that works from our mount namespace, even when the file was deleted or replaced.
+    pub fn open_path(&self, pid: u32) -> PathBuf {
+        PathBuf::from(format!(
+            "/proc/{pid}/map_files/{:x}-{:x}",
+            self.start, self.end
+        ))
+    }
+
+    pub fn display_path(&self) -> &str {
+        self.path.strip_suffix(" (deleted)").unwrap_or(&self.path)
+    }
+}
+
+/// CPU time a process has used so far (user + system, all threads), in milliseconds.
+pub fn cpu_ms(pid: u32) -> Option<f64> {
+    let stat = read_stat(pid)?;
+    let ticks = ticks_per_second();
+    Some((stat.utime + stat.stime) as f64 * 1000.0 / ticks)
+}
+
+struct Stat {
+    comm: String,
+    utime: u64,
+    stime: u64,
+    start_ticks: u64,
+}
+
+fn read_stat(pid: u32) -> Option<Stat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+fn parse_stat(text: &str) -> Option<Stat> {
+    // comm is in parentheses and may itself contain spaces and parentheses: split at the last ')'.
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let fields: Vec<&str> = text.get(close + 2..)?.split_whitespace().collect();
+    // Field numbers in proc(5) start at 1 with pid; fields[0] here is field 3 (state).
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some(Stat {
+        comm,
+        utime: field(14)?,
+        stime: field(15)?,
+        start_ticks: field(22)?,
+    })
+}
+
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+impl Process {
+    pub fn from_pid(pid: u32) -> Option<Process> {
+        let stat = read_stat(pid)?;
+        Some(Process {
+            pid,
+            comm: stat.comm,
+            start_ticks: stat.start_ticks,
+        })
+    }
+
+    pub fn alive(&self) -> bool {
+        read_stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks)
+    }
+
+    pub fn maps(&self) -> Result<Vec<Mapping>> {
+        let text = fs::read_to_string(format!("/proc/{}/maps", self.pid))
+            .with_context(|| format!("cannot read /proc/{}/maps", self.pid))?;
+        Ok(parse_maps(&text))
+    }
+}
+
+/// Resolves the command line's target selection into live processes.
+pub fn resolve(pids: &[u32], comms: &[String]) -> Result<Vec<Process>> {
+    let mut found = Vec::new();
+    for &pid in pids {
+        match Process::from_pid(pid) {
+            Some(p) => found.push(p),
+            None => bail!("no process with pid {pid}: check the pid with `ps -p {pid}`"),
+        }
+    }
+    for comm in comms {
+        let matching = processes_named(comm);
+        if matching.is_empty() {
+            bail!("no running process is named '{comm}': check the name with `pgrep -l {comm}`");
+        }
+        found.extend(matching);
+    }
+    found.sort_by_key(|p| p.pid);
+    found.dedup_by_key(|p| p.pid);
+    Ok(found)
+}
+
+/// Every process whose comm is `name` (the kernel truncates comm to 15 bytes, so compare that much).
+pub fn processes_named(name: &str) -> Vec<Process> {
+    let want: String = name.chars().take(15).collect();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<Process> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(Process::from_pid)
+        .filter(|p| p.comm == want)
+        .collect();
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines().filter_map(parse_maps_line).collect()
+}
+
+fn parse_maps_line(line: &str) -> Option<Mapping> {
+    let mut parts = line.splitn(6, ' ');
+    let range = parts.next()?;
+    let perms = parts.next()?;
+    let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
+    let dev = parts.next()?.to_string();
+    let inode = parts.next()?.parse::<u64>().ok()?;
+    let path = parts.next().unwrap_or("").trim_start().to_string();
+    if inode == 0 || !path.starts_with('/') {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    Some(Mapping {
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        offset,
+        executable: perms.as_bytes().get(2) == Some(&b'x'),
+        dev,
+        inode,
+        path,
+    })
+}
+
+/// Files worth inspecting for TLS code: the executable itself (static OpenSSL, app glue) and TLS libraries.
+/// One mapping per file, the one at the lowest file offset.
+pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>) -> Vec<Mapping> {
+    let mut out: Vec<Mapping> = Vec::new();
+    for m in maps {
+        let name = m.display_path().rsplit('/').next().unwrap_or("");
+        let tls_lib = name.starts_with("libssl") || name.starts_with("libcrypto");
+        if !(tls_lib || Some(m.inode) == exe_inode) {
+            continue;
+        }
+        match out
+            .iter_mut()
+            .find(|o| o.inode == m.inode && o.dev == m.dev)
+        {
+            Some(o) if m.offset < o.offset => *o = m.clone(),
+            Some(_) => {}
+            None => out.push(m.clone()),
+        }
+    }
+    out
+}
+
+/// Inode of /proc/PID/exe, to recognise the executable among the mappings.
+pub fn exe_inode(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Finds the mapping that contains a virtual address.
+pub fn mapping_for(maps: &[Mapping], addr: u64) -> Option<&Mapping> {
+    maps.iter().find(|m| m.start <= addr && addr < m.end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0a0a00000-55d0a0a2c000 r--p 00000000 fe:01 1311 /usr/sbin/nginx
+55d0a0a2c000-55d0a0b1e000 r-xp 0002c000 fe:01 1311 /usr/sbin/nginx
+7f1c2c000000-7f1c2c021000 rw-p 00000000 00:00 0 
+7f1c2d200000-7f1c2d25e000 r--p 00000000 fe:01 2222 /usr/lib/x86_64-linux-gnu/libssl.so.3
+7f1c2d25e000-7f1c2d36f000 r-xp 0005e000 fe:01 2222 /usr/lib/x86_64-linux-gnu/libssl.so.3 (deleted)
+7f1c2d400000-7f1c2d460000 r-xp 00000000 fe:01 3333 /usr/lib/x86_64-linux-gnu/libz.so.1
+7ffd1c000000-7ffd1c021000 rw-p 00000000 00:00 0                          [stack]
+";
+
+    #[test]
+    fn parses_file_backed_mappings_only() {
+        let maps = parse_maps(MAPS);
+        assert_eq!(maps.len(), 5);
+        assert_eq!(maps[1].start, 0x55d0a0a2c000);
+        assert_eq!(maps[1].offset, 0x2c000);
+        assert!(maps[1].executable);
+        assert!(!maps[0].executable);
+        assert_eq!(
+            maps[3].display_path(),
+            "/usr/lib/x86_64-linux-gnu/libssl.so.3"
+        );
+    }
+
+    #[test]
+    fn candidates_are_exe_and_tls_libraries_once_each() {
+        let maps = parse_maps(MAPS);
+        let c = candidate_objects(&maps, Some(1311));
+        let names: Vec<_> = c.iter().map(|m| (m.display_path(), m.offset)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("/usr/sbin/nginx", 0),
+                ("/usr/lib/x86_64-linux-gnu/libssl.so.3", 0)
+            ]
+        );
+        assert_eq!(
+            c[0].open_path(7).to_str().unwrap(),
+            "/proc/7/map_files/55d0a0a00000-55d0a0a2c000"
+        );
+    }
+
+    #[test]
+    fn stat_with_odd_comm() {
+        let text = "42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123456 0 0";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(s.comm, "a) b) c");
+        assert_eq!((s.utime, s.stime, s.start_ticks), (250, 75, 123456));
+    }
+
+    #[test]
+    fn unknown_pid_is_one_clear_error() {
+        let err = resolve(&[u32::MAX - 1], &[]).unwrap_err().to_string();
+        assert!(err.starts_with("no process with pid"), "{err}");
+    }
+
+    #[test]
+    fn unknown_comm_is_one_clear_error() {
+        let err = resolve(&[], &["no-such-proc-xyz".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no running process is named 'no-such-proc-xyz'"),
+            "{err}"
+        );
+    }
+}
