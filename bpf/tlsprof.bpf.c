@@ -12,6 +12,8 @@ struct frame {
 	__u64 sp;
 	__u64 start_cpu_ns;
 	__u64 child_cpu_ns;
+	/* The thread's hit count just after this frame's entry. */
+	__u64 hits_at_entry;
 	__u16 func;
 	__u8 stage;
 };
@@ -22,6 +24,8 @@ struct thread_state {
 	__u64 last_in;
 	/* SSL * of the handshake this thread is inside, 0 outside one. */
 	__u64 ssl;
+	/* Probe hits on this thread so far: the hits inside a frame are what its figures must be corrected for. */
+	__u64 hits;
 	__u32 running;
 	__u32 depth;
 	struct frame frames[TLSPROF_MAX_DEPTH];
@@ -35,6 +39,8 @@ struct conn_key {
 
 struct conn_state {
 	__u64 handshake_cpu_ns;
+	__u32 handshake_calls;
+	__u32 handshake_hits;
 	__u16 role;
 	__u16 cert_ops;
 	__u32 counted;
@@ -64,6 +70,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct thread_state);
 } threads SEC(".maps");
+
+/* One all-zero thread_state, the template for new threads: too big for the 512-byte BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} thread_zero SEC(".maps");
 
 /* (tgid, SSL *) -> handshake CPU, role and certificate operations, so each connection counts once. */
 struct {
@@ -185,6 +199,10 @@ int stage_enter(struct pt_regs *ctx)
 	__u64 now;
 	__u32 d;
 
+	count_stat(STAT_PROBE_HITS);
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (ts)
+		ts->hits++;
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
 		return 0;
@@ -194,14 +212,13 @@ int stage_enter(struct pt_regs *ctx)
 	}
 
 	now = bpf_ktime_get_ns();
-	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts) {
-		struct thread_state fresh = {};
+		__u32 zero = 0;
+		struct thread_state *fresh = bpf_map_lookup_elem(&thread_zero, &zero);
 
-		/* The thread is on a CPU right now, executing this probe. */
-		fresh.last_in = now;
-		fresh.running = 1;
-		if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
+		if (!fresh)
+			return 0;
+		if (bpf_map_update_elem(&threads, &tid, fresh, BPF_NOEXIST) &&
 		    bpf_map_lookup_elem(&threads, &tid) == NULL) {
 			count_stat(STAT_THREAD_DROPS);
 			return 0;
@@ -209,6 +226,10 @@ int stage_enter(struct pt_regs *ctx)
 		ts = bpf_map_lookup_elem(&threads, &tid);
 		if (!ts)
 			return 0;
+		/* The thread is on a CPU right now, executing this probe. */
+		ts->last_in = now;
+		ts->running = 1;
+		ts->hits = 1;
 	}
 	d = ts->depth;
 	if (d >= TLSPROF_MAX_DEPTH) {
@@ -231,6 +252,7 @@ int stage_enter(struct pt_regs *ctx)
 	f->sp = PT_REGS_SP(ctx);
 	f->start_cpu_ns = thread_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
+	f->hits_at_entry = ts->hits;
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
 	ts->depth = d + 1;
@@ -238,7 +260,7 @@ int stage_enter(struct pt_regs *ctx)
 }
 
 static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts,
-					     __u64 cpu_ns)
+					     __u64 cpu_ns, __u64 nested_hits)
 {
 	struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
 	struct handshake_event *e;
@@ -247,6 +269,8 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	if (!c)
 		return;
 	c->handshake_cpu_ns += cpu_ns;
+	c->handshake_calls++;
+	c->handshake_hits += nested_hits;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
 	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
 		return;
@@ -260,6 +284,8 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	e->role = c->role;
 	e->cert_ops = c->cert_ops;
 	e->cpu_ns = c->handshake_cpu_ns;
+	e->calls = c->handshake_calls;
+	e->nested_hits = c->handshake_hits;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -275,12 +301,14 @@ int stage_exit(struct pt_regs *ctx)
 	struct thread_state *ts;
 	struct tree_key key = {};
 	struct tree_val *val;
-	__u64 total, self;
+	__u64 total, self, nested_hits;
 	int i, found = -1;
 
+	count_stat(STAT_PROBE_HITS);
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)
 		return 0;
+	ts->hits++;
 	/* Match by stack pointer: skipped length queries and lost returns (longjmp) cannot pop the wrong frame. */
 	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
 		if (i < ts->depth && ts->frames[i].sp == entry_sp && ts->frames[i].func == func) {
@@ -297,6 +325,8 @@ int stage_exit(struct pt_regs *ctx)
 		self = 0;
 	if (found > 0)
 		ts->frames[found - 1].child_cpu_ns += total;
+	/* Less this return's own hit. */
+	nested_hits = ts->hits - 1 - ts->frames[found].hits_at_entry;
 
 	key.tgid = tgid;
 	key.depth = found + 1;
@@ -315,11 +345,12 @@ int stage_exit(struct pt_regs *ctx)
 		__sync_fetch_and_add(&val->calls, 1);
 		__sync_fetch_and_add(&val->cpu_ns, total);
 		__sync_fetch_and_add(&val->self_ns, self);
+		__sync_fetch_and_add(&val->nested_hits, nested_hits);
 	}
 
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
-		finish_handshake(ctx, tgid, ts, total);
+		finish_handshake(ctx, tgid, ts, total, nested_hits);
 	ts->depth = found;
 	return 0;
 }

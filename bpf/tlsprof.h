@@ -53,6 +53,9 @@ struct tree_val {
 	__u64 calls;
 	__u64 cpu_ns;
 	__u64 self_ns;
+	/* Probe hits inside these calls (not their own entry and return): each cost the thread CPU that the
+	 * figures above include and user space removes with the calibrated cost of a hit. */
+	__u64 nested_hits;
 };
 
 /* One CPU sample: process, leaf user address, and the thread's stage path at that instant. */
@@ -73,6 +76,9 @@ struct handshake_event {
 	/* FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK seen during the handshake. */
 	__u16 cert_ops;
 	__u64 cpu_ns;
+	/* Outermost handshake calls, and the probe hits inside them (see tree_val.nested_hits). */
+	__u32 calls;
+	__u32 nested_hits;
 };
 
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */
@@ -84,7 +90,9 @@ enum tlsprof_stat {
 	STAT_THREAD_DROPS = 4,
 	STAT_CONN_DROPS = 5,
 	STAT_SAMPLES = 6,
-	STAT_COUNT = 7,
+	/* Every probe hit on a target (entries and returns): what the probes cost the targets. */
+	STAT_PROBE_HITS = 7,
+	STAT_COUNT = 8,
 };
 
 #endif

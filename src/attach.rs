@@ -12,6 +12,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
 
 use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
+use crate::calibrate::{self, ProbeCost};
 use crate::catalogue;
 use crate::objects::{self, TlsObject};
 use crate::profile::{Function, Library};
@@ -35,6 +36,7 @@ pub struct Attached<'obj> {
     /// Each target's file mappings at attach time, to symbolize samples after it exits.
     pub maps: HashMap<u32, Vec<Mapping>>,
     pub probes: usize,
+    pub probe_cost: ProbeCost,
     _links: Vec<Link>,
 }
 
@@ -106,8 +108,10 @@ pub fn attach<'obj>(
         anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
     })?;
 
+    let probe_cost = calibrate::measure(&skel)?;
     let mut att = Attached {
         skel,
+        probe_cost,
         libraries: Vec::new(),
         functions: Vec::new(),
         maps: HashMap::new(),

@@ -73,16 +73,18 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
 
     let groups = std::cell::RefCell::new(HandshakeGroups::new());
     let completed = AtomicU64::new(0);
+    let cost = att.probe_cost;
     let mut rb = RingBufferBuilder::new();
     rb.add(&att.skel.maps.handshakes, |data: &[u8]| {
         let mut e = handshake_event::default();
         if plain::copy_from_bytes(&mut e, data).is_ok() {
             let (role, resumed) = classify(&e);
+            let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
             groups
                 .borrow_mut()
                 .entry((role, resumed))
                 .or_default()
-                .add(e.cpu_ns);
+                .add(cpu_ns);
             completed.fetch_add(1, Ordering::Relaxed);
         }
         0
@@ -211,7 +213,7 @@ fn build_recording(
         })
         .collect();
 
-    let mut tree = Vec::new();
+    let mut raw_tree = Vec::new();
     for key in att.skel.maps.tree.keys() {
         let Some(value) = att.skel.maps.tree.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
             continue;
@@ -224,15 +226,9 @@ fn build_recording(
             .ok()
             .context("tree value size")?;
         let depth = usize::from(k.depth).min(k.funcs.len());
-        tree.push(TreeNode {
-            pid: k.tgid,
-            path: k.funcs[..depth].to_vec(),
-            calls: v.calls,
-            cpu_ns: v.cpu_ns,
-            self_ns: v.self_ns,
-        });
+        raw_tree.push(((k.tgid, k.funcs[..depth].to_vec()), v));
     }
-    tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
+    let tree = corrected_tree(raw_tree, &att.probe_cost);
 
     let mut raw = Vec::new();
     for key in att.skel.maps.samples.keys() {
@@ -306,5 +302,43 @@ fn build_recording(
             .map(|((role, resumed), cpu)| HandshakeGroup { role, resumed, cpu })
             .collect(),
         lost,
+        probe_cost: att.probe_cost,
+        probe_hits: stat_sum(att, tlsprof_stat::STAT_PROBE_HITS),
     })
+}
+
+/// Removes the probes' own cost from every node, then derives self time from the corrected totals.
+fn corrected_tree(
+    raw: Vec<((u32, Vec<u16>), tree_val)>,
+    cost: &crate::calibrate::ProbeCost,
+) -> Vec<TreeNode> {
+    let totals: HashMap<(u32, Vec<u16>), u64> = raw
+        .iter()
+        .map(|(k, v)| (k.clone(), cost.correct(v.cpu_ns, v.calls, v.nested_hits)))
+        .collect();
+    let mut children_ns: HashMap<(u32, &[u16]), u64> = HashMap::new();
+    for ((pid, path), total) in &totals {
+        if let Some((_, parent)) = path.split_last() {
+            *children_ns.entry((*pid, parent)).or_default() += total;
+        }
+    }
+    let mut tree: Vec<TreeNode> = raw
+        .iter()
+        .map(|((pid, path), v)| {
+            let cpu_ns = totals[&(*pid, path.clone())];
+            let children = children_ns
+                .get(&(*pid, path.as_slice()))
+                .copied()
+                .unwrap_or(0);
+            TreeNode {
+                pid: *pid,
+                path: path.clone(),
+                calls: v.calls,
+                cpu_ns,
+                self_ns: cpu_ns.saturating_sub(children),
+            }
+        })
+        .collect();
+    tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
+    tree
 }

@@ -3,6 +3,7 @@
 
 mod attach;
 mod bpf;
+mod calibrate;
 mod catalogue;
 mod collect;
 mod flame;

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::calibrate::ProbeCost;
 use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
@@ -30,6 +31,10 @@ pub struct Recording {
     pub samples: Vec<Sample>,
     pub handshakes: Vec<HandshakeGroup>,
     pub lost: Lost,
+    /// Measured at attach; tree and handshake CPU figures are already corrected with it.
+    pub probe_cost: ProbeCost,
+    /// Probe hits on the targets: about probe_hits × probe_cost.hit_ns of their CPU went to tlsprof.
+    pub probe_hits: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -171,7 +176,7 @@ impl Recording {
             fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
             anyhow::anyhow!(
-                "{} is not a tlsprof recording (not JSON): record one with `tlsprof record`",
+                "{} is not a tlsprof recording or is damaged (not valid JSON): record it again with `tlsprof record`",
                 path.display()
             )
         })?;
@@ -310,6 +315,11 @@ impl Recording {
         t
     }
 
+    /// Target CPU spent in tlsprof's probes, estimated from the hit count and the calibrated cost.
+    pub fn probe_overhead_ms(&self) -> f64 {
+        self.probe_hits as f64 * self.probe_cost.hit_ns / 1e6
+    }
+
     pub fn samples_total(&self) -> u64 {
         self.samples.iter().map(|s| s.count).sum()
     }
@@ -435,6 +445,8 @@ pub(crate) mod tests {
                 cpu: full,
             }],
             lost: Lost::default(),
+            probe_cost: ProbeCost { hit_ns: 2000.0, inside_ns: 1500.0 },
+            probe_hits: 100,
         }
     }
 

@@ -115,6 +115,14 @@ pub fn text(rec: &Recording) -> String {
         }
     }
     let _ = writeln!(out, "{}", samples_line(rec));
+    let _ = writeln!(
+        out,
+        "Probe cost: {:.1} µs per hit (measured at attach), {} hits = {:.1} ms of target CPU ({:.1}% of process CPU), removed from the figures above and below",
+        rec.probe_cost.hit_ns / 1e3,
+        rec.probe_hits,
+        rec.probe_overhead_ms(),
+        pct(rec.probe_overhead_ms(), proc_ms)
+    );
     if !rec.all_probes {
         let _ = writeln!(out, "Frequent functions not probed (read/write stages, EVP_KDF_derive): add --all-probes to time them (costs the target CPU on every call)");
     }
@@ -310,6 +318,9 @@ pub fn json(rec: &Recording) -> Value {
         "samples": rec.samples_total(),
         "lost_samples": rec.lost.samples,
         "lost": rec.lost,
+        "probe_cost_us_per_hit": rec.probe_cost.hit_ns / 1e3,
+        "probe_hits": rec.probe_hits,
+        "probe_overhead_ms": rec.probe_overhead_ms(),
     })
 }
 

@@ -84,7 +84,7 @@ mod tests {
         let me = Process::from_pid(pid).unwrap();
         let maps = HashMap::from([(pid, me.maps().unwrap())]);
         let mut s = LeafSymbolizer::new(&maps);
-        let addr = own_function_resolves_by_name_and_unmapped_is_anon as usize as u64;
+        let addr = own_function_resolves_by_name_and_unmapped_is_anon as *const () as usize as u64;
         let name = s.leaf(pid, addr);
         assert!(
             name.contains("own_function_resolves_by_name_and_unmapped_is_anon"),

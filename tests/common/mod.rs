@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Shared pieces of the live tests: root check, targets (nginx, Node.js, the fixture), running tlsprof.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn tlsprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tlsprof"))
+}
+
+/// Live tests need root. In CI they must run: fail loudly there; elsewhere skip with a message.
+pub fn require_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: live BPF tests must run in CI, but this is not root");
+    }
+    eprintln!("skipped {test}: needs root to load BPF programs");
+    false
+}
+
+/// A scratch directory under target/, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = repo()
+            .join("target")
+            .join("live-tests")
+            .join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An nginx from scripts/nginx-target.sh, stopped on drop.
+pub struct Nginx {
+    pub dir: PathBuf,
+    pub port: u16,
+    pub master: u32,
+}
+
+impl Nginx {
+    pub fn start(dir: &Path, args: &[&str]) -> Nginx {
+        let port = free_port();
+        let out = Command::new(repo().join("scripts/nginx-target.sh"))
+            .args(["start", dir.to_str().unwrap(), &port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nginx-target.sh start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let master = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        Nginx {
+            dir: dir.to_path_buf(),
+            port,
+            master,
+        }
+    }
+
+    /// The worker processes (they do the TLS work; the master only manages them).
+    pub fn workers(&self) -> Vec<u32> {
+        let out = Command::new("pgrep")
+            .args(["-P", &self.master.to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/nginx-target.sh"))
+            .args(["stop", self.dir.to_str().unwrap()])
+            .status();
+    }
+}
+
+/// A child process killed on drop.
+pub struct Running(pub Child);
+
+impl Running {
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The Node.js HTTPS server of examples/, using the certificate an nginx-target run made in `cert_dir`.
+pub fn start_node_server(cert_dir: &Path) -> (Running, u16) {
+    let port = free_port();
+    let mut child = Command::new("node")
+        .arg(repo().join("examples/node/https-server.js"))
+        .args(["--port", &port.to_string()])
+        .arg("--key")
+        .arg(cert_dir.join("key.pem"))
+        .arg("--cert")
+        .arg(cert_dir.join("cert.pem"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.starts_with("listening"),
+        "node server did not start: {line:?}"
+    );
+    (Running(child), port)
+}
+
+/// A `tlsprof record` run; `wait_live` returns once its probes are attached.
+pub struct Recorder {
+    child: Child,
+    stderr_lines: mpsc::Receiver<String>,
+    pub stderr: String,
+}
+
+impl Recorder {
+    pub fn start(args: &[&str]) -> Recorder {
+        let mut child = tlsprof()
+            .arg("record")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut rec = Recorder {
+            child,
+            stderr_lines: rx,
+            stderr: String::new(),
+        };
+        rec.wait_live();
+        rec
+    }
+
+    fn wait_live(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            match self.stderr_lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(line) => {
+                    self.stderr.push_str(&line);
+                    self.stderr.push('\n');
+                    if line.contains("probes live") {
+                        return;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let _ = self.child.kill();
+        panic!("tlsprof did not attach:\n{}", self.stderr);
+    }
+
+    /// Stops the recording as Ctrl-C would, and returns the printed summary.
+    pub fn interrupt(self) -> String {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.finish()
+    }
+
+    /// Waits for tlsprof to stop by itself (duration or every target exited).
+    pub fn finish(mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                while let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_millis(100)) {
+                    self.stderr.push_str(&line);
+                    self.stderr.push('\n');
+                }
+                let mut out = String::new();
+                self.child
+                    .stdout
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut out)
+                    .unwrap();
+                assert!(
+                    status.success(),
+                    "tlsprof record failed: {}\n{out}",
+                    self.stderr
+                );
+                return out;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("tlsprof record did not stop:\n{}", self.stderr);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+pub fn report_json(recording: &Path) -> Value {
+    let out = tlsprof()
+        .args(["report", "--json"])
+        .arg(recording)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report --json: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+pub fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {report:#}"))
+}
+
+pub fn function<'a>(report: &'a Value, name: &str) -> Option<&'a Value> {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `openssl s_time -new` for `secs` seconds: returns the number of connections it made.
+pub fn s_time_new(port: u16, secs: u32) -> u64 {
+    let out = Command::new("openssl")
+        .args([
+            "s_time",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-new",
+            "-time",
+            &secs.to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "1733 connections in 4 real seconds, ..." is the whole-run line (the user-seconds line comes first).
+    text.lines()
+        .find(|l| l.contains("real seconds"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("cannot parse s_time output: {text}"))
+}
+
+/// Per-operation seconds from `openssl speed`, measured now on this machine (`rsa2048` → sign time).
+pub fn openssl_speed_rsa2048_sign_us() -> f64 {
+    let out = Command::new("openssl")
+        .args(["speed", "-seconds", "2", "rsa2048"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "rsa 2048 bits 0.000765s 0.000022s   1307.0  45000.0"
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("rsa 2048 bits"))
+        .unwrap_or_else(|| panic!("openssl speed: {text}"));
+    let secs: f64 = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .trim_end_matches('s')
+        .parse()
+        .unwrap();
+    secs * 1e6
+}
+
+pub fn within(value: f64, truth: f64, tolerance: f64) -> bool {
+    (value - truth).abs() <= tolerance * truth
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap()
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: Debian nginx under full-handshake and resuming load, profiled by tlsprof (needs root).
+mod common;
+
+use common::*;
+
+#[test]
+fn nginx_full_handshakes_counted_and_sign_dominates() {
+    if !require_root("nginx_full_handshakes_counted_and_sign_dominates") {
+        return;
+    }
+    let scratch = Scratch::new("nginx-full");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let speed_before = openssl_speed_rsa2048_sign_us();
+    let recording = scratch.path("full.tlsprof");
+    let mut args = vec!["--pid".to_string(), nginx.master.to_string()];
+    for w in nginx.workers() {
+        args.extend(["--pid".to_string(), w.to_string()]);
+    }
+    args.extend(["-o".to_string(), recording.to_str().unwrap().to_string()]);
+    let rec = Recorder::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let connections = s_time_new(nginx.port, 4);
+    let summary = rec.interrupt();
+    // The machine is shared: ground truth measured on both sides of the load, averaged.
+    let speed_us = (speed_before + openssl_speed_rsa2048_sign_us()) / 2.0;
+
+    let r = report_json(&recording);
+    let full = f(&r["handshakes"]["full"]);
+    assert!(
+        within(full, connections as f64, 0.05),
+        "full handshakes {full} vs {connections} client connections"
+    );
+    assert_eq!(r["handshakes"]["resumed"], 0, "{summary}");
+    assert_eq!(f(&r["handshakes"]["server"]), full);
+    let sign = stage(&r, "sign");
+    let share = f(&sign["self_cpu_ms"]) / f(&r["tls_cpu_ms"]);
+    assert!(
+        share > 0.5,
+        "sign is {:.0}% of TLS CPU\n{summary}",
+        share * 100.0
+    );
+    let per_call = f(&sign["cpu_us_per_call"]);
+    assert!(
+        within(per_call, speed_us, 0.20),
+        "sign {per_call:.0} µs per call vs openssl speed rsa2048 {speed_us:.0} µs\n{summary}"
+    );
+    assert!(
+        f(&r["tls_cpu_ms"]) <= f(&r["process_cpu_ms"]) * 1.05,
+        "TLS CPU exceeds process CPU\n{summary}"
+    );
+    let libssl = r["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["path"].as_str().unwrap().contains("libssl"));
+    let libssl = libssl.expect("libssl found");
+    assert_eq!(libssl["symbols"], "exported");
+    assert!(libssl["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("OpenSSL 3."));
+    assert!(
+        summary.contains("SSL_do_handshake [handshake]"),
+        "{summary}"
+    );
+    assert!(summary.contains("EVP_DigestSign [sign]"), "{summary}");
+
+    // Flame graph: an SVG naming the signing frame, and folded stacks inferno accepts.
+    let svg = scratch.path("full.svg");
+    let out = run(tlsprof()
+        .args(["flamegraph"])
+        .arg(&recording)
+        .arg("-o")
+        .arg(&svg));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<?xml") && svg_text.contains("EVP_DigestSign"));
+    let out = run(tlsprof().args(["flamegraph", "--folded"]).arg(&recording));
+    let folded = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with("nginx;SSL_do_handshake [handshake];EVP_DigestSign [sign];")),
+        "{folded}"
+    );
+    let mut redrawn = Vec::new();
+    inferno::flamegraph::from_lines(&mut Default::default(), folded.lines(), &mut redrawn)
+        .expect("inferno parses the folded stacks");
+}
+
+fn resumption(tls: &str, nginx_args: &[&str]) {
+    let scratch = Scratch::new(&format!("nginx-resume-{tls}"));
+    let nginx = Nginx::start(&scratch.path("nginx"), nginx_args);
+    let recording = scratch.path("resume.tlsprof");
+    let workers = nginx.workers();
+    let rec = Recorder::start(&[
+        "--pid",
+        &workers[0].to_string(),
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let out = run(std::process::Command::new("python3")
+        .arg(repo().join("examples/resume_client.py"))
+        .args([
+            "--port",
+            &nginx.port.to_string(),
+            "--count",
+            "300",
+            "--tls",
+            tls,
+        ]));
+    assert!(
+        out.status.success(),
+        "resume_client: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = rec.interrupt();
+    let r = report_json(&recording);
+    let reused = f(&client["reused"]);
+    let connections = f(&client["connections"]);
+    assert!(
+        reused >= connections * 0.9,
+        "the client did not resume: {client}"
+    );
+    let resumed = f(&r["handshakes"]["resumed"]);
+    let full = f(&r["handshakes"]["full"]);
+    assert!(
+        within(resumed, reused, 0.05),
+        "TLS {tls}: {resumed} resumed vs {reused} reused by the client\n{summary}"
+    );
+    let expected_full = connections - reused;
+    assert!(
+        (full - expected_full).abs() <= 0.05 * connections,
+        "TLS {tls}: {full} full vs {expected_full}\n{summary}"
+    );
+}
+
+#[test]
+fn nginx_resumed_handshakes_tls12_session_cache() {
+    if require_root("nginx_resumed_handshakes_tls12_session_cache") {
+        resumption("1.2", &["--session-cache", "on", "--tickets", "off"]);
+    }
+}
+
+#[test]
+fn nginx_resumed_handshakes_tls13_tickets() {
+    if require_root("nginx_resumed_handshakes_tls13_tickets") {
+        resumption("1.3", &["--tickets", "on"]);
+    }
+}
