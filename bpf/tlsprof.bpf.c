@@ -259,8 +259,8 @@ int stage_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts,
-					     __u64 cpu_ns, __u64 nested_hits)
+static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
+					     __u64 nested_hits)
 {
 	struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
 	struct handshake_event *e;

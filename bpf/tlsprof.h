@@ -37,7 +37,7 @@ enum tlsprof_func_flags {
 };
 
 /* Attach cookie layout: function id | stage | argument that is NULL for a length query | flags. */
-#define COOKIE_FUNC(c) ((__u16)((c) & 0xffff))
+#define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> 16) & 0xff))
 #define COOKIE_NULL_ARG(c) ((__u8)(((c) >> 24) & 0xff))
 #define COOKIE_FLAGS(c) ((__u16)(((c) >> 32) & 0xffff))

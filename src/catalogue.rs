@@ -196,7 +196,7 @@ pub const ROWS: &[Row] = &[
     row("tls_process_cert_verify", Verify, Internal, 0),
     row("tls_process_key_exchange", Verify, Internal, 0),
     // Key schedule: PRF/HKDF and switching cipher state.
-    // About 20 calls per TLS 1.3 handshake: attached only with --all-probes.
+    // About 20 calls per TLS 1.3 handshake: only with --all-probes.
     frequent("EVP_KDF_derive", KeySchedule),
     row("tls13_change_cipher_state", KeySchedule, Internal, 0),
     row("tls1_change_cipher_state", KeySchedule, Internal, 0),
@@ -207,8 +207,9 @@ pub const ROWS: &[Row] = &[
     row("ssl_generate_master_secret", KeySchedule, Internal, 0),
     row("tls1_setup_key_block", KeySchedule, Internal, 0),
     // Resumption: session cache and tickets.
-    row("d2i_SSL_SESSION", Resume, Public, 0),
-    row("i2d_SSL_SESSION", Resume, Public, 0),
+    // Session (de)serialization: several calls per handshake (nginx: ~8), so only with --all-probes.
+    frequent("d2i_SSL_SESSION", Resume),
+    frequent("i2d_SSL_SESSION", Resume),
     row("ssl_get_prev_session", Resume, Internal, 0),
     row("lookup_sess_in_cache", Resume, Internal, 0),
     row("tls_decrypt_ticket", Resume, Internal, 0),

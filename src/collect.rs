@@ -307,38 +307,70 @@ fn build_recording(
     })
 }
 
-/// Removes the probes' own cost from every node, then derives self time from the corrected totals.
+/// Removes the probes' own cost from every node, deepest first, then derives self time from the corrected
+/// totals. A node never ends below its children: the correction uses an average cost per hit.
 fn corrected_tree(
     raw: Vec<((u32, Vec<u16>), tree_val)>,
     cost: &crate::calibrate::ProbeCost,
 ) -> Vec<TreeNode> {
-    let totals: HashMap<(u32, Vec<u16>), u64> = raw
-        .iter()
-        .map(|(k, v)| (k.clone(), cost.correct(v.cpu_ns, v.calls, v.nested_hits)))
-        .collect();
-    let mut children_ns: HashMap<(u32, &[u16]), u64> = HashMap::new();
-    for ((pid, path), total) in &totals {
+    let mut order: Vec<usize> = (0..raw.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(raw[i].0 .1.len()));
+    let mut children_ns: HashMap<(u32, Vec<u16>), u64> = HashMap::new();
+    let mut tree = Vec::with_capacity(raw.len());
+    for i in order {
+        let ((pid, path), v) = &raw[i];
+        let children = children_ns.get(&(*pid, path.clone())).copied().unwrap_or(0);
+        let cpu_ns = cost.correct(v.cpu_ns, v.calls, v.nested_hits).max(children);
         if let Some((_, parent)) = path.split_last() {
-            *children_ns.entry((*pid, parent)).or_default() += total;
+            *children_ns.entry((*pid, parent.to_vec())).or_default() += cpu_ns;
         }
+        tree.push(TreeNode {
+            pid: *pid,
+            path: path.clone(),
+            calls: v.calls,
+            cpu_ns,
+            self_ns: cpu_ns - children,
+        });
     }
-    let mut tree: Vec<TreeNode> = raw
-        .iter()
-        .map(|((pid, path), v)| {
-            let cpu_ns = totals[&(*pid, path.clone())];
-            let children = children_ns
-                .get(&(*pid, path.as_slice()))
-                .copied()
-                .unwrap_or(0);
-            TreeNode {
-                pid: *pid,
-                path: path.clone(),
-                calls: v.calls,
-                cpu_ns,
-                self_ns: cpu_ns.saturating_sub(children),
-            }
-        })
-        .collect();
     tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
     tree
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::ProbeCost;
+
+    fn val(calls: u64, cpu_ns: u64, nested_hits: u64) -> tree_val {
+        tree_val {
+            calls,
+            cpu_ns,
+            self_ns: 0,
+            nested_hits,
+        }
+    }
+
+    #[test]
+    fn corrected_tree_subtracts_probe_cost_and_keeps_parents_above_children() {
+        let cost = ProbeCost {
+            hit_ns: 1000.0,
+            inside_ns: 800.0,
+        };
+        let raw = vec![
+            ((1, vec![0]), val(10, 1_000_000, 40)),
+            ((1, vec![0, 1]), val(10, 600_000, 20)),
+            ((1, vec![0, 1, 2]), val(10, 500_000, 0)),
+            ((1, vec![5]), val(1, 10_000, 30)),
+            ((1, vec![5, 6]), val(1, 9_000, 0)),
+        ];
+        let tree = corrected_tree(raw, &cost);
+        let node = |p: &[u16]| tree.iter().find(|n| n.path == p).unwrap();
+        assert_eq!(node(&[0]).cpu_ns, 1_000_000 - 8_000 - 40_000);
+        assert_eq!(node(&[0, 1]).cpu_ns, 600_000 - 8_000 - 20_000);
+        assert_eq!(node(&[0, 1, 2]).cpu_ns, 500_000 - 8_000);
+        assert_eq!(node(&[0]).self_ns, node(&[0]).cpu_ns - node(&[0, 1]).cpu_ns);
+        // Over-correction is capped: a parent keeps at least its children's CPU.
+        assert_eq!(node(&[5]).cpu_ns, node(&[5, 6]).cpu_ns);
+        assert_eq!(node(&[5]).self_ns, 0);
+    }
 }

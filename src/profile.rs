@@ -445,7 +445,10 @@ pub(crate) mod tests {
                 cpu: full,
             }],
             lost: Lost::default(),
-            probe_cost: ProbeCost { hit_ns: 2000.0, inside_ns: 1500.0 },
+            probe_cost: ProbeCost {
+                hit_ns: 2000.0,
+                inside_ns: 1500.0,
+            },
             probe_hits: 100,
         }
     }

@@ -6,6 +6,8 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use crate::objects::{Flavor, Symbols};
+
 use crate::profile::{CpuHistogram, Recording, Role};
 
 /// Tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -61,17 +63,21 @@ pub fn text(rec: &Recording) -> String {
         rec.duration_s
     );
     for l in &rec.libraries {
+        let flavor = match l.flavor {
+            Flavor::Shared => "shared library",
+            Flavor::Static => "linked into the executable",
+            Flavor::App => "application TLS glue",
+        };
+        let symbols = match l.symbols {
+            Symbols::Internal => "internal handshake functions visible",
+            Symbols::Exported => "public API only",
+            Symbols::None => "no OpenSSL functions",
+        };
         let _ = writeln!(
             out,
-            "  {}: {} ({:?}, {} symbols, {} catalogue functions)",
+            "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
             l.version.as_deref().unwrap_or("TLS code"),
             l.path,
-            l.flavor,
-            match l.symbols {
-                crate::objects::Symbols::Internal => "internal",
-                crate::objects::Symbols::Exported => "exported only",
-                crate::objects::Symbols::None => "application",
-            },
             l.functions_found
         );
     }
@@ -236,7 +242,7 @@ fn print_children(
     out: &mut String,
 ) {
     let mut kids: Vec<(&u16, &Node)> = node.children.iter().collect();
-    kids.sort_by(|a, b| b.1.cpu_ns.cmp(&a.1.cpu_ns));
+    kids.sort_by_key(|(_, n)| std::cmp::Reverse(n.cpu_ns));
     for (f, n) in kids {
         if n.cpu_ns < min_ns {
             *hidden += 1 + count_nodes(n);
