@@ -8,8 +8,7 @@ use libbpf_cargo::SkeletonBuilder;
 const SRC: &str = "bpf/tlsprof.bpf.c";
 
 fn main() {
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"))
-        .join("tlsprof.skel.rs");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo")).join("tlsprof.skel.rs");
     SkeletonBuilder::new()
         .source(SRC)
         .clang_args(["-Ibpf", "-Wall", "-Wno-unused-function"])

@@ -8,12 +8,21 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Set by user space before load. */
+const volatile __u32 stack_bytes = 16384;
+const volatile __u32 call_graph = CALL_GRAPH_DWARF;
+const volatile __u32 kernel_stacks = 0;
+
 struct frame {
 	__u64 sp;
 	__u64 start_cpu_ns;
 	__u64 child_cpu_ns;
 	/* The thread's hit count just after this frame's entry. */
 	__u64 hits_at_entry;
+	/* The caller's return address, read before the uretprobe replaces it; ip and bp at entry. */
+	__u64 ret_addr;
+	__u64 entry_ip;
+	__u64 entry_bp;
 	__u16 func;
 	__u8 stage;
 };
@@ -49,7 +58,8 @@ struct conn_state {
 /* Make the boundary types visible in BTF so the skeleton emits them for user space. */
 struct tree_key _tree_key = {};
 struct tree_val _tree_val = {};
-struct sample_key _sample_key = {};
+struct stack_sample _stack_sample = {};
+enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
@@ -95,13 +105,20 @@ struct {
 	__type(value, struct tree_val);
 } tree SEC(".maps");
 
-/* (tgid, leaf address, stage path) -> number of CPU samples. */
+/* CPU samples with their stacks, streamed: user space unwinds and aggregates them. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct sample_key);
-	__type(value, __u64);
-} samples SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} stacks SEC(".maps");
+
+/* Scratch space for one stack_sample per CPU, indexed by CPU: too big for the BPF stack, and above the
+ * 32 KiB value limit of per-CPU maps. User space sizes it to the number of possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_sample);
+} sample_scratch SEC(".maps");
 
 /* Completed handshakes, one event each: rare enough to stream. */
 struct {
@@ -196,8 +213,8 @@ int stage_enter(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct thread_state *ts;
 	struct frame *f;
-	__u64 now;
-	__u32 d;
+	__u64 now, d;
+	int i;
 
 	count_stat(STAT_PROBE_HITS);
 	ts = bpf_map_lookup_elem(&threads, &tid);
@@ -231,7 +248,18 @@ int stage_enter(struct pt_regs *ctx)
 		ts->running = 1;
 		ts->hits = 1;
 	}
+	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
+	 * slot is a tail call: both frames are live). */
 	d = ts->depth;
+	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
+		if (i < d && ts->frames[i].sp < PT_REGS_SP(ctx)) {
+			count_stat(STAT_MISSED_RETURNS);
+			d = i;
+		}
+	}
+	ts->depth = d;
+	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
+	barrier_var(d);
 	if (d >= TLSPROF_MAX_DEPTH) {
 		count_stat(STAT_DEPTH_OVERFLOW);
 		return 0;
@@ -250,6 +278,10 @@ int stage_enter(struct pt_regs *ctx)
 
 	f = &ts->frames[d];
 	f->sp = PT_REGS_SP(ctx);
+	if (bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)f->sp))
+		f->ret_addr = 0;
+	f->entry_ip = PT_REGS_IP(ctx);
+	f->entry_bp = PT_REGS_FP(ctx);
 	f->start_cpu_ns = thread_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
@@ -375,46 +407,95 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	return 0;
 }
 
+/* Copies up to stack_bytes of user stack from sp. A read may not cross the top of the stack mapping, which
+ * is page aligned: on failure, retry ending one page lower. */
+static __always_inline __u32 copy_user_stack(struct stack_sample *s)
+{
+	__u64 end = s->sp + stack_bytes;
+	__u32 len = stack_bytes;
+	int i;
+
+	for (i = 0; i < TLSPROF_MAX_STACK_BYTES / 4096 + 1; i++) {
+		if (len == 0 || len > TLSPROF_MAX_STACK_BYTES)
+			return 0;
+		/* A no-op for 1..MAX, but a bound the verifier can see whatever registers clang picks. */
+		len = ((len - 1) & (TLSPROF_MAX_STACK_BYTES - 1)) + 1;
+		if (bpf_probe_read_user(s->stack, len, (void *)s->sp) == 0)
+			return len;
+		end = (end - 1) & ~4095ULL;
+		if (end <= s->sp)
+			return 0;
+		len = end - s->sp;
+	}
+	return 0;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
-	struct sample_key key = {};
 	struct thread_state *ts;
-	__u64 *count, one = 1;
+	struct stack_sample *s;
+	struct pt_regs *regs;
+	__u32 cpu = bpf_get_smp_processor_id(), len;
+	long n;
 	int i;
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
 	count_stat(STAT_SAMPLES);
-	key.tgid = tgid;
+	s = bpf_map_lookup_elem(&sample_scratch, &cpu);
+	if (!s)
+		return 0;
+	s->tgid = tgid;
+	s->tid = tid;
 	/* x86-64 kernel addresses have the top bit set; user ones never do. */
-	key.in_kernel = (__s64)ctx->regs.ip < 0;
-	if (key.in_kernel) {
-		if (bpf_get_stack(ctx, &key.user_ip, sizeof(key.user_ip), BPF_F_USER_STACK) < 0)
-			key.user_ip = 0;
-	} else {
-		key.user_ip = ctx->regs.ip;
+	s->in_kernel = (__s64)ctx->regs.ip < 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	s->ip = BPF_CORE_READ(regs, ip);
+	s->sp = BPF_CORE_READ(regs, sp);
+	s->bp = BPF_CORE_READ(regs, bp);
+	s->depth = 0;
+	for (i = 0; i < TLSPROF_MAX_DEPTH; i++) {
+		s->funcs[i] = 0;
+		s->ret_slots[i] = 0;
+		s->ret_addrs[i] = 0;
+		s->entry_ips[i] = 0;
+		s->entry_bps[i] = 0;
 	}
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
-		key.depth = ts->depth;
-		for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
-			if (i < ts->depth)
-				key.funcs[i] = ts->frames[i].func;
+		for (i = 0; i < TLSPROF_MAX_DEPTH; i++) {
+			/* Frames whose return slot is below the stack pointer have returned unseen. */
+			if (i >= ts->depth || ts->frames[i].sp < s->sp)
+				break;
+			s->funcs[i] = ts->frames[i].func;
+			s->ret_slots[i] = ts->frames[i].sp;
+			s->ret_addrs[i] = ts->frames[i].ret_addr;
+			s->entry_ips[i] = ts->frames[i].entry_ip;
+			s->entry_bps[i] = ts->frames[i].entry_bp;
+			s->depth = i + 1;
+		}
 	}
-	count = bpf_map_lookup_elem(&samples, &key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-		return 0;
+
+	s->kernel_frames = 0;
+	if (kernel_stacks && s->in_kernel) {
+		n = bpf_get_stack(ctx, s->kernel_ips, sizeof(s->kernel_ips), 0);
+		s->kernel_frames = n > 0 ? n / sizeof(__u64) : 0;
 	}
-	if (bpf_map_update_elem(&samples, &key, &one, BPF_NOEXIST)) {
-		count = bpf_map_lookup_elem(&samples, &key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-		else
-			count_stat(STAT_SAMPLE_DROPS);
+	if (call_graph == CALL_GRAPH_FP) {
+		n = bpf_get_stack(ctx, s->stack, TLSPROF_MAX_STACK_BYTES, BPF_F_USER_STACK);
+		len = n > 0 ? n : 0;
+	} else {
+		len = copy_user_stack(s);
 	}
+	if (len > TLSPROF_MAX_STACK_BYTES)
+		len = 0;
+	s->stack_len = len;
+	/* 0..MAX, in a form the verifier can bound (see copy_user_stack). */
+	len = len ? ((len - 1) & (TLSPROF_MAX_STACK_BYTES - 1)) + 1 : 0;
+	if (bpf_ringbuf_output(&stacks, s, offsetof(struct stack_sample, stack) + len, 0))
+		count_stat(STAT_SAMPLE_DROPS);
 	return 0;
 }

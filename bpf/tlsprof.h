@@ -58,14 +58,42 @@ struct tree_val {
 	__u64 nested_hits;
 };
 
-/* One CPU sample: process, leaf user address, and the thread's stage path at that instant. */
-struct sample_key {
+/* Upper bounds of a stack sample's variable parts: --stack-bytes is at most TLSPROF_MAX_STACK_BYTES. */
+#define TLSPROF_MAX_STACK_BYTES 32768
+#define TLSPROF_MAX_KERNEL_FRAMES 64
+
+/* How the sampler captures user stacks (--call-graph). */
+enum tlsprof_call_graph {
+	/* A copy of the user stack from sp, unwound in user space with .eh_frame/.debug_frame. */
+	CALL_GRAPH_DWARF = 0,
+	/* Return addresses found by following frame pointers in the kernel. */
+	CALL_GRAPH_FP = 1,
+};
+
+/* One CPU sample of a target thread, streamed; only the first stack_len bytes of stack are sent. */
+struct stack_sample {
 	__u32 tgid;
+	__u32 tid;
 	__u8 depth;
 	__u8 in_kernel;
-	__u16 pad;
-	__u64 user_ip;
+	__u16 kernel_frames;
+	__u32 stack_len;
 	__u16 funcs[TLSPROF_MAX_DEPTH];
+	/* User registers at the sample (at kernel entry when the sample hit the kernel). */
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	/* Where each stage frame's return address sits on the stack, and its value: a uretprobe replaces it
+	 * with a trampoline address that no unwinder can follow. */
+	__u64 ret_slots[TLSPROF_MAX_DEPTH];
+	__u64 ret_addrs[TLSPROF_MAX_DEPTH];
+	/* Each stage frame's entry ip and bp: with ret_slots, the registers at its entry, from which user space
+	 * restarts unwinding when code without correct unwind tables (hand-written assembly) stops it. */
+	__u64 entry_ips[TLSPROF_MAX_DEPTH];
+	__u64 entry_bps[TLSPROF_MAX_DEPTH];
+	__u64 kernel_ips[TLSPROF_MAX_KERNEL_FRAMES];
+	/* CALL_GRAPH_DWARF: stack bytes from sp; CALL_GRAPH_FP: user return addresses, innermost first. */
+	__u8 stack[TLSPROF_MAX_STACK_BYTES];
 };
 
 /* Emitted once per connection when its handshake completes. */
@@ -84,6 +112,7 @@ struct handshake_event {
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */
 enum tlsprof_stat {
 	STAT_TREE_DROPS = 0,
+	/* Samples the stack ring buffer had no room for. */
 	STAT_SAMPLE_DROPS = 1,
 	STAT_HANDSHAKE_DROPS = 2,
 	STAT_DEPTH_OVERFLOW = 3,
@@ -92,7 +121,9 @@ enum tlsprof_stat {
 	STAT_SAMPLES = 6,
 	/* Every probe hit on a target (entries and returns): what the probes cost the targets. */
 	STAT_PROBE_HITS = 7,
-	STAT_COUNT = 8,
+	/* Frames dropped because their function had returned unseen (a longjmp, or probes attached mid-call). */
+	STAT_MISSED_RETURNS = 8,
+	STAT_COUNT = 9,
 };
 
 #endif

@@ -11,11 +11,12 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
 
+use crate::bpf::types::tlsprof_call_graph;
 use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use crate::calibrate::{self, ProbeCost};
 use crate::catalogue;
 use crate::objects::{self, TlsObject};
-use crate::profile::{Function, Library};
+use crate::profile::{CallGraph, Function, Library};
 use crate::targets::{self, Mapping, Process};
 
 /// From linux/perf_event.h; the libc crate does not carry it.
@@ -26,6 +27,18 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 pub struct AttachOptions {
     pub freq_hz: u64,
     pub all_probes: bool,
+    pub call_graph: CallGraph,
+    pub stack_bytes: u32,
+    pub kernel_stacks: bool,
+}
+
+impl AttachOptions {
+    pub fn call_graph_id(&self) -> tlsprof_call_graph {
+        match self.call_graph {
+            CallGraph::Dwarf => tlsprof_call_graph::CALL_GRAPH_DWARF,
+            CallGraph::Fp => tlsprof_call_graph::CALL_GRAPH_FP,
+        }
+    }
 }
 
 /// Everything attached to the targets; dropping it detaches.
@@ -77,15 +90,7 @@ fn mount_tracefs() -> Result<()> {
     let target = std::ffi::CString::new(TRACEFS).expect("no NUL");
     let fstype = std::ffi::CString::new("tracefs").expect("no NUL");
     // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
-    let rc = unsafe {
-        libc::mount(
-            fstype.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
+    let rc = unsafe { libc::mount(fstype.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
     if rc != 0 {
         bail!(
             "tracefs is not mounted and mounting it at {TRACEFS} failed ({}): run `mount -t tracefs tracefs {TRACEFS}`",
@@ -101,12 +106,21 @@ pub fn attach<'obj>(
     procs: &[Process],
     opts: &AttachOptions,
 ) -> Result<Attached<'obj>> {
-    let open = TlsprofSkelBuilder::default()
+    let mut open = TlsprofSkelBuilder::default()
         .open(open_object)
         .context("open the BPF object")?;
-    let skel = open.load().map_err(|e| {
-        anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
-    })?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF read-only data")?;
+    rodata.stack_bytes = opts.stack_bytes;
+    rodata.call_graph = opts.call_graph_id().0;
+    rodata.kernel_stacks = u32::from(opts.kernel_stacks);
+    let cpus = libbpf_rs::num_possible_cpus().context("count possible CPUs")? as u32;
+    open.maps
+        .sample_scratch
+        .set_max_entries(cpus)
+        .context("size the sample scratch map")?;
+    let skel = open
+        .load()
+        .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))?;
 
     let probe_cost = calibrate::measure(&skel)?;
     let mut att = Attached {
@@ -156,10 +170,7 @@ pub fn attach<'obj>(
         );
     }
     for p in without_tls {
-        eprintln!(
-            "tlsprof: skipping process {} ({}): no OpenSSL code",
-            p.pid, p.comm
-        );
+        eprintln!("tlsprof: skipping process {} ({}): no OpenSSL code", p.pid, p.comm);
     }
     fill_library_versions(&mut att.libraries);
 
@@ -167,10 +178,7 @@ pub fn attach<'obj>(
         .skel
         .progs
         .on_sched_switch
-        .attach_tracepoint(
-            libbpf_rs::TracepointCategory::Custom("sched".into()),
-            "sched_switch",
-        )
+        .attach_tracepoint(libbpf_rs::TracepointCategory::Custom("sched".into()), "sched_switch")
         .context("attach tracepoint sched:sched_switch")?;
     att._links.push(tp);
     for cpu in online_cpus()? {
@@ -189,13 +197,7 @@ pub fn attach<'obj>(
 }
 
 impl Attached<'_> {
-    fn attach_object(
-        &mut self,
-        p: &Process,
-        m: &Mapping,
-        obj: &TlsObject,
-        opts: &AttachOptions,
-    ) -> Result<()> {
+    fn attach_object(&mut self, p: &Process, m: &Mapping, obj: &TlsObject, opts: &AttachOptions) -> Result<()> {
         let path = m.display_path().to_string();
         let lib = match self.libraries.iter().position(|l| l.path == path) {
             Some(i) => i,
@@ -214,11 +216,7 @@ impl Attached<'_> {
         self.libraries[lib].pids.push(p.pid);
 
         let (mut entry, mut ret) = (Probes::default(), Probes::default());
-        for f in obj
-            .functions
-            .iter()
-            .filter(|f| opts.all_probes || !f.row.frequent)
-        {
+        for f in obj.functions.iter().filter(|f| opts.all_probes || !f.row.frequent) {
             let id = match self
                 .functions
                 .iter()
@@ -242,7 +240,8 @@ impl Attached<'_> {
             }
         }
         let open_path = m.open_path(p.pid);
-        for (probes, retprobe) in [(entry, false), (ret, true)] {
+        // Returns first: a call entered between the two attachments would otherwise never see its return.
+        for (probes, retprobe) in [(ret, true), (entry, false)] {
             if probes.offsets.is_empty() {
                 continue;
             }

@@ -7,5 +7,4 @@ include!(concat!(env!("OUT_DIR"), "/tlsprof.skel.rs"));
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl plain::Plain for types::tree_key {}
 unsafe impl plain::Plain for types::tree_val {}
-unsafe impl plain::Plain for types::sample_key {}
 unsafe impl plain::Plain for types::handshake_event {}

@@ -70,10 +70,7 @@ extern "C" {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -108,10 +105,7 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     let cookie = catalogue::cookie(CALIBRATION_FUNC, &CALIBRATION_ROW);
 
     let mut links = Vec::new();
-    for (prog, retprobe) in [
-        (&skel.progs.stage_enter, false),
-        (&skel.progs.stage_exit, true),
-    ] {
+    for (prog, retprobe) in [(&skel.progs.stage_enter, false), (&skel.progs.stage_exit, true)] {
         let opts = UprobeMultiOpts {
             offsets: vec![offset],
             cookies: vec![cookie],
@@ -140,9 +134,7 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
         .tree
         .lookup(key_bytes, MapFlags::ANY)?
         .context("calibration calls were not recorded")?;
-    plain::copy_from_bytes(&mut val, &raw)
-        .ok()
-        .context("tree value size")?;
+    plain::copy_from_bytes(&mut val, &raw).ok().context("tree value size")?;
     skel.maps.tree.delete(key_bytes)?;
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;

@@ -226,13 +226,8 @@ pub const ROWS: &[Row] = &[
 
 /// Builds the BPF attach cookie of a function (bpf/tlsprof.h, COOKIE_*).
 pub fn cookie(func_id: u16, row: &Row) -> u64 {
-    let stage = row
-        .stage
-        .map_or(tlsprof_stage::STAGE_NONE.0, |s| s.bpf_id().0) as u64;
-    u64::from(func_id)
-        | stage << 16
-        | u64::from(row.length_query_arg) << 24
-        | u64::from(row.flags) << 32
+    let stage = row.stage.map_or(tlsprof_stage::STAGE_NONE.0, |s| s.bpf_id().0) as u64;
+    u64::from(func_id) | stage << 16 | u64::from(row.length_query_arg) << 24 | u64::from(row.flags) << 32
 }
 
 #[cfg(test)]
@@ -289,11 +284,7 @@ mod tests {
             .iter()
             .filter(|r| matches!(r.stage, Some(Stage::Read | Stage::Write)))
         {
-            assert!(
-                r.frequent,
-                "{} would cost a probe hit on every request",
-                r.symbol
-            );
+            assert!(r.frequent, "{} would cost a probe hit on every request", r.symbol);
         }
     }
 }

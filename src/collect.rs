@@ -13,13 +13,9 @@ use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
 
 use crate::attach::{self, AttachOptions, Attached};
-use crate::bpf::types::{
-    handshake_event, sample_key, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
-};
-use crate::profile::{
-    self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Sample, Target, TreeNode,
-};
-use crate::symbolize::LeafSymbolizer;
+use crate::bpf::types::{handshake_event, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val};
+use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Target, TreeNode};
+use crate::samples::SampleAggregator;
 use crate::targets::{self, Process};
 
 pub struct RecordOptions {
@@ -43,10 +39,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let mut open_object = MaybeUninit::uninit();
     let t0 = Instant::now();
     let att = attach::attach(&mut open_object, procs, &opts.attach)?;
-    let live: Vec<&Process> = procs
-        .iter()
-        .filter(|p| att.maps.contains_key(&p.pid))
-        .collect();
+    let live: Vec<&Process> = procs.iter().filter(|p| att.maps.contains_key(&p.pid)).collect();
     eprintln!(
         "tlsprof: probes live: {} functions in {} files of {} processes ({:.0} ms); sampling at {} Hz",
         att.probes,
@@ -72,6 +65,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         .collect();
 
     let groups = std::cell::RefCell::new(HandshakeGroups::new());
+    let samples = std::cell::RefCell::new(SampleAggregator::new(opts.attach.call_graph_id(), att.maps.clone()));
     let completed = AtomicU64::new(0);
     let cost = att.probe_cost;
     let mut rb = RingBufferBuilder::new();
@@ -80,13 +74,13 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         if plain::copy_from_bytes(&mut e, data).is_ok() {
             let (role, resumed) = classify(&e);
             let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
-            groups
-                .borrow_mut()
-                .entry((role, resumed))
-                .or_default()
-                .add(cpu_ns);
+            groups.borrow_mut().entry((role, resumed)).or_default().add(cpu_ns);
             completed.fetch_add(1, Ordering::Relaxed);
         }
+        0
+    })?;
+    rb.add(&att.skel.maps.stacks, |data: &[u8]| {
+        samples.borrow_mut().add(data);
         0
     })?;
     let rb = rb.build()?;
@@ -98,7 +92,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         match rb.poll(POLL) {
             Ok(()) => {}
             Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e).context("poll handshake events"),
+            Err(e) => return Err(e).context("poll the ring buffers"),
         }
         let elapsed = started.elapsed();
         if last_cpu_poll.elapsed() >= CPU_POLL {
@@ -107,15 +101,10 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         }
         if status && last_status.elapsed() >= Duration::from_millis(500) {
             last_status = Instant::now();
-            print_status(
-                elapsed,
-                completed.load(Ordering::Relaxed),
-                samples_taken(&att),
-            );
+            print_status(elapsed, completed.load(Ordering::Relaxed), samples_taken(&att));
         }
         let all_exited = live.iter().all(|p| !p.alive());
-        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited
-        {
+        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
                 eprintln!(
                     "{}tlsprof: every target has exited",
@@ -126,14 +115,14 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         }
     }
     let duration_s = started.elapsed().as_secs_f64();
-    rb.consume().context("drain handshake events")?;
+    rb.consume().context("drain the ring buffers")?;
     poll_cpu(&live, &mut cpu);
     if status {
         eprint!("\r\x1b[K");
     }
     drop(rb);
     let groups = groups.into_inner();
-    build_recording(&att, &live, &cpu, groups, duration_s, opts)
+    build_recording(&att, &live, &cpu, groups, samples.into_inner(), duration_s, opts)
 }
 
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
@@ -174,19 +163,10 @@ fn print_status(elapsed: Duration, handshakes: u64, samples: u64) {
 
 fn stat_sum(att: &Attached, stat: tlsprof_stat) -> u64 {
     let key = stat.0.to_ne_bytes();
-    match att
-        .skel
-        .maps
-        .stats
-        .lookup_percpu(&key, libbpf_rs::MapFlags::ANY)
-    {
+    match att.skel.maps.stats.lookup_percpu(&key, libbpf_rs::MapFlags::ANY) {
         Ok(Some(per_cpu)) => per_cpu
             .iter()
-            .map(|v| {
-                v.get(..8)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u64::from_ne_bytes)
-            })
+            .map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
             .sum(),
         _ => 0,
     }
@@ -201,6 +181,7 @@ fn build_recording(
     live: &[&Process],
     cpu: &HashMap<u32, CpuMeter>,
     groups: HandshakeGroups,
+    samples: SampleAggregator,
     duration_s: f64,
     opts: &RecordOptions,
 ) -> Result<Recording> {
@@ -219,68 +200,24 @@ fn build_recording(
             continue;
         };
         let (mut k, mut v) = (tree_key::default(), tree_val::default());
-        plain::copy_from_bytes(&mut k, &key)
-            .ok()
-            .context("tree key size")?;
-        plain::copy_from_bytes(&mut v, &value)
-            .ok()
-            .context("tree value size")?;
+        plain::copy_from_bytes(&mut k, &key).ok().context("tree key size")?;
+        plain::copy_from_bytes(&mut v, &value).ok().context("tree value size")?;
         let depth = usize::from(k.depth).min(k.funcs.len());
         raw_tree.push(((k.tgid, k.funcs[..depth].to_vec()), v));
     }
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
-    let mut raw = Vec::new();
-    for key in att.skel.maps.samples.keys() {
-        let Some(value) = att
-            .skel
-            .maps
-            .samples
-            .lookup(&key, libbpf_rs::MapFlags::ANY)?
-        else {
-            continue;
-        };
-        let mut k = sample_key::default();
-        plain::copy_from_bytes(&mut k, &key)
-            .ok()
-            .context("sample key size")?;
-        let count = value
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_ne_bytes);
-        raw.push((k, count));
-    }
-    let mut symbolizer = LeafSymbolizer::new(&att.maps);
-    let mut samples: HashMap<(u32, Vec<u16>, String, bool), u64> = HashMap::new();
-    for (k, count) in raw {
-        let depth = usize::from(k.depth).min(k.funcs.len());
-        let leaf = symbolizer.leaf(k.tgid, k.user_ip);
-        *samples
-            .entry((k.tgid, k.funcs[..depth].to_vec(), leaf, k.in_kernel != 0))
-            .or_default() += count;
-    }
-    let mut samples: Vec<Sample> = samples
-        .into_iter()
-        .map(|((pid, path, leaf, in_kernel), count)| Sample {
-            pid,
-            path,
-            leaf,
-            in_kernel,
-            count,
-        })
-        .collect();
-    samples.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then_with(|| (a.pid, &a.path, &a.leaf).cmp(&(b.pid, &b.path, &b.leaf)))
-    });
+    let unreadable_stacks = samples.unreadable;
+    let (samples, unnamed_jit_pids) = samples.finish(&att.functions);
 
     let lost = Lost {
         samples_taken: stat_sum(att, tlsprof_stat::STAT_SAMPLES),
         samples: stat_sum(att, tlsprof_stat::STAT_SAMPLE_DROPS),
+        unreadable_stacks,
         handshake_events: stat_sum(att, tlsprof_stat::STAT_HANDSHAKE_DROPS),
         tree_nodes: stat_sum(att, tlsprof_stat::STAT_TREE_DROPS),
         depth_overflow: stat_sum(att, tlsprof_stat::STAT_DEPTH_OVERFLOW),
+        missed_returns: stat_sum(att, tlsprof_stat::STAT_MISSED_RETURNS),
         threads: stat_sum(att, tlsprof_stat::STAT_THREAD_DROPS),
         connections: stat_sum(att, tlsprof_stat::STAT_CONN_DROPS),
     };
@@ -291,6 +228,9 @@ fn build_recording(
         tlsprof_version: env!("CARGO_PKG_VERSION").into(),
         duration_s,
         sample_freq_hz: opts.attach.freq_hz,
+        call_graph: opts.attach.call_graph,
+        stack_bytes: opts.attach.stack_bytes,
+        unnamed_jit_pids,
         all_probes: opts.attach.all_probes,
         targets,
         libraries: att.libraries.clone(),
@@ -309,10 +249,7 @@ fn build_recording(
 
 /// Removes the probes' own cost from every node, deepest first, then derives self time from the corrected
 /// totals. A node never ends below its children: the correction uses an average cost per hit.
-fn corrected_tree(
-    raw: Vec<((u32, Vec<u16>), tree_val)>,
-    cost: &crate::calibrate::ProbeCost,
-) -> Vec<TreeNode> {
+fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &crate::calibrate::ProbeCost) -> Vec<TreeNode> {
     let mut order: Vec<usize> = (0..raw.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(raw[i].0 .1.len()));
     let mut children_ns: HashMap<(u32, Vec<u16>), u64> = HashMap::new();

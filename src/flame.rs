@@ -8,7 +8,8 @@ use inferno::flamegraph::{self, Options};
 
 use crate::profile::Recording;
 
-/// One line per distinct stack: `nginx;SSL_do_handshake [handshake];EVP_DigestSign [sign];leaf 42`.
+/// One line per distinct stack:
+/// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
 pub fn folded(rec: &Recording) -> Vec<String> {
     let clean = |s: &str| s.replace(';', ":");
     let mut lines: Vec<String> = rec
@@ -16,17 +17,8 @@ pub fn folded(rec: &Recording) -> Vec<String> {
         .iter()
         .map(|s| {
             let mut frames = vec![clean(rec.comm_of(s.pid))];
-            for &f in &s.path {
-                let func = &rec.functions[usize::from(f)];
-                let stage = func
-                    .stage
-                    .map_or(String::new(), |st| format!(" [{}]", st.name()));
-                frames.push(format!("{}{}", clean(&func.name), stage));
-            }
-            frames.push(clean(&s.leaf));
-            if s.in_kernel {
-                frames.push("[kernel]".into());
-            }
+            frames.extend(s.frames.iter().map(|f| clean(f)));
+            frames.extend(s.kernel.iter().map(|k| format!("{}_[k]", clean(k))));
             format!("{} {}", frames.join(";"), s.count)
         })
         .collect();
@@ -42,8 +34,7 @@ pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
     let mut opts = Options::default();
     opts.title = "tlsprof: CPU of the recorded processes, by TLS stage".into();
     opts.count_name = "samples".into();
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .context("draw the flame graph")
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out).context("draw the flame graph")
 }
 
 #[cfg(test)]
@@ -52,10 +43,13 @@ mod tests {
     use crate::profile::tests::sample_recording;
 
     #[test]
-    fn folded_lines_carry_stage_frames_and_leaf() {
+    fn folded_lines_join_process_frames_and_kernel_frames() {
         assert_eq!(
             folded(&sample_recording()),
-            vec!["nginx;SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont 3"]
+            vec![
+                "nginx;[truncated];SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont;asm_sysvec_apic_timer_interrupt_[k] 2",
+                "nginx;main;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont 3",
+            ]
         );
     }
 

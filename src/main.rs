@@ -10,8 +10,10 @@ mod flame;
 mod objects;
 mod profile;
 mod report;
+mod samples;
 mod symbolize;
 mod targets;
+mod unwind;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -26,7 +28,10 @@ use clap::{Parser, Subcommand};
 
 use crate::attach::AttachOptions;
 use crate::collect::RecordOptions;
-use crate::profile::Recording;
+use crate::profile::{CallGraph, Recording};
+
+/// TLSPROF_MAX_STACK_BYTES in bpf/tlsprof.h: the size of the stack field of a sample.
+const MAX_STACK_BYTES: u32 = std::mem::size_of::<[u8; 32768]>() as u32;
 
 #[derive(Parser)]
 #[command(
@@ -62,6 +67,16 @@ enum Command {
         /// the read/write stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
         #[arg(long)]
         all_probes: bool,
+        /// How to capture user stacks: copy the stack and unwind it with DWARF unwind tables, or follow
+        /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
+        #[arg(long, value_enum, default_value = "dwarf")]
+        call_graph: CallGraph,
+        /// Bytes of user stack copied per sample for --call-graph dwarf (the deeper the stack, the more needed).
+        #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+        stack_bytes: u32,
+        /// Also record kernel frames.
+        #[arg(long)]
+        kernel: bool,
     },
     /// Print the summary of a recording.
     Report {
@@ -112,6 +127,9 @@ fn run(cli: Cli) -> Result<()> {
             freq,
             output,
             all_probes,
+            call_graph,
+            stack_bytes,
+            kernel,
         } => {
             if pids.is_empty() && comms.is_empty() {
                 bail!("no target: give --pid PID or --comm NAME");
@@ -128,15 +146,18 @@ fn run(cli: Cli) -> Result<()> {
             let procs = targets::resolve(&pids, &comms)?;
             let stop = Arc::new(AtomicBool::new(false));
             let flag = stop.clone();
-            ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-                .context("install the Ctrl-C handler")?;
-            let opts = RecordOptions {
-                duration,
-                attach: AttachOptions {
-                    freq_hz: freq,
-                    all_probes,
-                },
+            ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("install the Ctrl-C handler")?;
+            if !(8..=MAX_STACK_BYTES).contains(&stack_bytes) || stack_bytes % 8 != 0 {
+                bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
+            }
+            let attach = AttachOptions {
+                freq_hz: freq,
+                all_probes,
+                call_graph,
+                stack_bytes,
+                kernel_stacks: kernel,
             };
+            let opts = RecordOptions { duration, attach };
             let rec = collect::record(&procs, &opts, stop)?;
             rec.save(&output)?;
             print!("{}", report::text(&rec));
@@ -152,11 +173,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Flamegraph {
-            file,
-            output,
-            folded,
-        } => {
+        Command::Flamegraph { file, output, folded } => {
             let rec = Recording::load(&file)?;
             let mut out: Box<dyn Write> = match &output {
                 Some(p) => Box::new(BufWriter::new(

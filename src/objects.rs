@@ -61,9 +61,7 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
     let mut functions = Vec::new();
     for (row, syms) in catalogue::ROWS.iter().zip(results) {
-        let defined = syms
-            .iter()
-            .find(|s| s.sym_type == SymType::Function && s.addr != 0);
+        let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
             functions.push(FoundFunction {
                 row,
@@ -114,8 +112,7 @@ fn find_version(bytes: &[u8]) -> Option<String> {
         // "3.0.19 27 Jan 2026": a dotted version, then the release date.
         let mut words = text.split(' ');
         let version = words.next()?;
-        let dotted =
-            version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
+        let dotted = version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
         if dotted && words.count() == 3 {
             return Some(format!("OpenSSL {text}"));
         }
@@ -130,10 +127,7 @@ mod tests {
     #[test]
     fn version_string_is_found_among_other_text() {
         let blob = b"\0OpenSSL %s\0OpenSSL 3.0.19 27 Jan 2026\0more";
-        assert_eq!(
-            find_version(blob).as_deref(),
-            Some("OpenSSL 3.0.19 27 Jan 2026")
-        );
+        assert_eq!(find_version(blob).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
         assert_eq!(find_version(b"OpenSSL support\0"), None);
     }
 
@@ -149,19 +143,9 @@ mod tests {
             .expect("libcrypto defines EVP_PKEY_derive");
         assert_eq!(obj.flavor, Flavor::Shared);
         assert_eq!(obj.symbols, Symbols::Exported);
-        assert!(obj
-            .version
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("OpenSSL 3."));
-        assert!(obj
-            .functions
-            .iter()
-            .any(|f| f.row.symbol == "EVP_PKEY_derive"));
+        assert!(obj.version.as_deref().unwrap_or("").starts_with("OpenSSL 3."));
+        assert!(obj.functions.iter().any(|f| f.row.symbol == "EVP_PKEY_derive"));
         // libcrypto imports nothing from libssl: SSL_do_handshake must not appear.
-        assert!(!obj
-            .functions
-            .iter()
-            .any(|f| f.row.symbol == "SSL_do_handshake"));
+        assert!(!obj.functions.iter().any(|f| f.row.symbol == "SSL_do_handshake"));
     }
 }

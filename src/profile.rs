@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -22,6 +22,10 @@ pub struct Recording {
     pub tlsprof_version: String,
     pub duration_s: f64,
     pub sample_freq_hz: u64,
+    pub call_graph: CallGraph,
+    pub stack_bytes: u32,
+    /// Processes whose JIT code ran without a perf map, so its frames have no names.
+    pub unnamed_jit_pids: Vec<u32>,
     pub all_probes: bool,
     pub targets: Vec<Target>,
     pub libraries: Vec<Library>,
@@ -73,14 +77,29 @@ pub struct TreeNode {
     pub self_ns: u64,
 }
 
-/// CPU samples with the same process, stage path and leaf frame.
+/// How user stacks were captured (--call-graph).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum CallGraph {
+    /// Copy the user stack and unwind it with .eh_frame/.debug_frame (frame pointers for JIT code).
+    Dwarf,
+    /// Follow frame pointers in the kernel: cheaper, wrong through code built without them.
+    Fp,
+}
+
+/// CPU samples with the same process, stage path and stack.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sample {
     pub pid: u32,
     pub path: Vec<u16>,
-    /// Symbolized user-space leaf frame ("ossl_bn_sqr8x_internal", "libcrypto.so.3+0x1a2b").
-    pub leaf: String,
-    pub in_kernel: bool,
+    /// User frames, outermost first, stage functions tagged: ("main", ..., "ngx_ssl_handshake",
+    /// "SSL_do_handshake [handshake]", ..., "bn_sqrx8x_internal"); "[truncated]" first when unwinding stopped
+    /// early (the stage frames the probes recorded then stand in for the lost part).
+    pub frames: Vec<String>,
+    /// Kernel frames below the user ones, outermost first (with --kernel).
+    pub kernel: Vec<String>,
+    /// The unwinder reached the root of the stack; false: outer frames are missing.
+    pub complete: bool,
     pub count: u64,
 }
 
@@ -107,9 +126,13 @@ pub struct Lost {
     /// CPU samples taken on target processes, and those the sample map had no room for.
     pub samples_taken: u64,
     pub samples: u64,
+    /// Samples whose user stack could not be copied.
+    pub unreadable_stacks: u64,
     pub handshake_events: u64,
     pub tree_nodes: u64,
     pub depth_overflow: u64,
+    /// Frames whose return was never seen (longjmp, or entered before attach), dropped when found stale.
+    pub missed_returns: u64,
     pub threads: u64,
     pub connections: u64,
 }
@@ -172,8 +195,7 @@ impl Recording {
     }
 
     pub fn load(path: &Path) -> Result<Recording> {
-        let bytes =
-            fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))?;
+        let bytes = fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
             anyhow::anyhow!(
                 "{} is not a tlsprof recording or is damaged (not valid JSON): record it again with `tlsprof record`",
@@ -189,9 +211,9 @@ impl Recording {
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(FORMAT_VERSION)) {
             bail!(
-                "{} has recording format {:?}, this tlsprof reads format {FORMAT_VERSION}: use the tlsprof that wrote it",
+                "{} has recording format {}, this tlsprof reads format {FORMAT_VERSION}: use the tlsprof that wrote it",
                 path.display(),
-                version
+                version.map_or("(none)".to_string(), |v| v.to_string())
             );
         }
         let rec: Recording = serde_json::from_value(value).map_err(|e| {
@@ -208,14 +230,8 @@ impl Recording {
     fn check(&self) -> Result<()> {
         let nfunc = self.functions.len();
         let bad_path = |p: &[u16]| p.iter().any(|&f| usize::from(f) >= nfunc);
-        if self
-            .functions
-            .iter()
-            .any(|f| f.library >= self.libraries.len())
-            || self
-                .tree
-                .iter()
-                .any(|n| n.path.is_empty() || bad_path(&n.path))
+        if self.functions.iter().any(|f| f.library >= self.libraries.len())
+            || self.tree.iter().any(|n| n.path.is_empty() || bad_path(&n.path))
             || self.samples.iter().any(|s| bad_path(&s.path))
         {
             bail!("the recording's function references are inconsistent (damaged file): record it again");
@@ -249,9 +265,7 @@ impl Recording {
             let Some(stage) = self.stage_of(*n.path.last().expect("checked non-empty")) else {
                 continue;
             };
-            let fig = by_stage
-                .entry(stage)
-                .or_insert_with(|| StageFigures::new(stage));
+            let fig = by_stage.entry(stage).or_insert_with(|| StageFigures::new(stage));
             fig.self_ns += n.self_ns;
             // Outermost entry: no ancestor is in the same stage (EVP_DigestSign calling EVP_DigestSignFinal is one).
             let ancestors = &n.path[..n.path.len() - 1];
@@ -260,10 +274,7 @@ impl Recording {
                 fig.cpu_ns += n.cpu_ns;
             }
         }
-        Stage::ALL
-            .iter()
-            .filter_map(|s| by_stage.remove(s))
-            .collect()
+        Stage::ALL.iter().filter_map(|s| by_stage.remove(s)).collect()
     }
 
     pub fn function_figures(&self) -> Vec<FunctionFigures> {
@@ -412,6 +423,9 @@ pub(crate) mod tests {
             tlsprof_version: "test".into(),
             duration_s: 2.0,
             sample_freq_hz: 99,
+            call_graph: CallGraph::Dwarf,
+            stack_bytes: 16384,
+            unnamed_jit_pids: Vec::new(),
             all_probes: false,
             targets: vec![Target {
                 pid: 10,
@@ -432,13 +446,39 @@ pub(crate) mod tests {
                 node(vec![0, 3], 4, 100_000, 100_000),
                 node(vec![2], 2, 20_000, 20_000),
             ],
-            samples: vec![Sample {
-                pid: 10,
-                path: vec![0, 1],
-                leaf: "bn_mul_mont".into(),
-                in_kernel: false,
-                count: 3,
-            }],
+            samples: vec![
+                Sample {
+                    pid: 10,
+                    path: vec![0, 1],
+                    frames: [
+                        "main",
+                        "ngx_ssl_handshake",
+                        "SSL_do_handshake [handshake]",
+                        "EVP_DigestSign [sign]",
+                        "bn_mul_mont",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    kernel: Vec::new(),
+                    complete: true,
+                    count: 3,
+                },
+                Sample {
+                    pid: 10,
+                    path: vec![0, 1],
+                    frames: [
+                        "[truncated]",
+                        "SSL_do_handshake [handshake]",
+                        "EVP_DigestSign [sign]",
+                        "bn_mul_mont",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    kernel: vec!["asm_sysvec_apic_timer_interrupt".into()],
+                    complete: false,
+                    count: 2,
+                },
+            ],
             handshakes: vec![HandshakeGroup {
                 role: Role::Server,
                 resumed: false,
@@ -464,20 +504,14 @@ pub(crate) mod tests {
         assert_eq!(sign.cpu_ns, 4_400_000 + 20_000);
         let self_sum: u64 = stages.iter().map(|s| s.self_ns).sum();
         assert_eq!(self_sum, rec.tls_cpu_ns());
-        assert_eq!(
-            rec.tls_cpu_ns(),
-            650_000 + 100_000 + 4_300_000 + 100_000 + 20_000
-        );
+        assert_eq!(rec.tls_cpu_ns(), 650_000 + 100_000 + 4_300_000 + 100_000 + 20_000);
     }
 
     #[test]
     fn function_figures_count_every_call() {
         let rec = sample_recording();
         let figs = rec.function_figures();
-        let fin = figs
-            .iter()
-            .find(|f| f.name == "EVP_DigestSignFinal")
-            .unwrap();
+        let fin = figs.iter().find(|f| f.name == "EVP_DigestSignFinal").unwrap();
         assert_eq!(fin.calls, 6);
         assert_eq!(fin.cpu_ns, 4_320_000);
     }

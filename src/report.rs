@@ -56,12 +56,7 @@ pub fn text(rec: &Recording) -> String {
     let proc_ms = rec.process_cpu_ms();
     let dur = rec.duration_s.max(1e-9);
 
-    let _ = writeln!(
-        out,
-        "tlsprof: {} for {:.1} s",
-        targets_line(rec),
-        rec.duration_s
-    );
+    let _ = writeln!(out, "tlsprof: {} for {:.1} s", targets_line(rec), rec.duration_s);
     for l in &rec.libraries {
         let flavor = match l.flavor {
             Flavor::Shared => "shared library",
@@ -112,12 +107,7 @@ pub fn text(rec: &Recording) -> String {
                 Role::Client => "client",
                 Role::Partial => continue,
             };
-            let _ = writeln!(
-                out,
-                "  {kind} {role} ({}): {}",
-                g.cpu.count,
-                cpu_line(&g.cpu)
-            );
+            let _ = writeln!(out, "  {kind} {role} ({}): {}", g.cpu.count, cpu_line(&g.cpu));
         }
     }
     let _ = writeln!(out, "{}", samples_line(rec));
@@ -162,29 +152,37 @@ pub fn text(rec: &Recording) -> String {
 
 fn samples_line(rec: &Recording) -> String {
     let total = rec.samples_total();
-    let in_tls: u64 = rec
-        .samples
-        .iter()
-        .filter(|s| !s.path.is_empty())
-        .map(|s| s.count)
-        .sum();
+    let in_tls: u64 = rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum();
+    let whole: u64 = rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum();
     let l = &rec.lost;
-    let lost_events =
-        l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
-    format!(
-        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%); lost: {} samples, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections{}",
+    let lost_events = l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
+    let mut line = format!(
+        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%), {:.1}% with whole stacks ({:?} call graph, {}-byte stack copies)\n\
+         Lost: {} samples, {} unreadable stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
         total,
         rec.sample_freq_hz,
         in_tls,
         pct(in_tls as f64, total as f64),
+        pct(whole as f64, total as f64),
+        rec.call_graph,
+        rec.stack_bytes,
         l.samples,
+        l.unreadable_stacks,
         l.handshake_events,
         l.tree_nodes,
         l.depth_overflow,
         l.threads,
         l.connections,
+        l.missed_returns,
         if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
-    )
+    );
+    for pid in &rec.unnamed_jit_pids {
+        line.push_str(&format!(
+            "\nJIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
+            rec.comm_of(*pid)
+        ));
+    }
+    line
 }
 
 #[derive(Default)]
@@ -249,9 +247,7 @@ fn print_children(
             continue;
         }
         let func = &rec.functions[usize::from(*f)];
-        let stage = func
-            .stage
-            .map_or(String::new(), |s| format!(" [{}]", s.name()));
+        let stage = func.stage.map_or(String::new(), |s| format!(" [{}]", s.name()));
         let _ = writeln!(
             out,
             "{:>11.1}{:>7.1}%{:>11.1}{:>10}  {}{}{}",
@@ -297,7 +293,9 @@ pub fn json(rec: &Recording) -> Value {
     let libraries: Vec<Value> = rec
         .libraries
         .iter()
-        .map(|l| json!({"path": l.path, "flavor": l.flavor, "version": l.version, "symbols": l.symbols, "pids": l.pids}))
+        .map(
+            |l| json!({"path": l.path, "flavor": l.flavor, "version": l.version, "symbols": l.symbols, "pids": l.pids}),
+        )
         .collect();
     let kinds: Vec<Value> = rec
         .handshakes
@@ -352,8 +350,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("      SSL_do_handshake [handshake]")
-                || t.contains("  SSL_do_handshake [handshake]"),
+            t.contains("      SSL_do_handshake [handshake]") || t.contains("  SSL_do_handshake [handshake]"),
             "{t}"
         );
         assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
@@ -376,10 +373,7 @@ mod tests {
             assert!(j.get(field).is_some(), "missing {field}");
         }
         for field in ["total", "full", "resumed", "server", "client"] {
-            assert!(
-                j["handshakes"].get(field).is_some(),
-                "missing handshakes.{field}"
-            );
+            assert!(j["handshakes"].get(field).is_some(), "missing handshakes.{field}");
         }
         let sign = j["stages"]
             .as_array()
@@ -394,10 +388,7 @@ mod tests {
             assert!(f.get(field).is_some(), "missing functions[].{field}");
         }
         for field in ["path", "flavor", "version", "symbols"] {
-            assert!(
-                j["libraries"][0].get(field).is_some(),
-                "missing libraries[].{field}"
-            );
+            assert!(j["libraries"][0].get(field).is_some(), "missing libraries[].{field}");
         }
         assert_eq!(j["stages"][0]["name"], Stage::Handshake.name());
     }

@@ -1,20 +1,85 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Turning sampled user addresses into function names with blazesym, through the target's mappings.
+//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames), the
+//! /tmp/perf-PID.map that JIT runtimes write (Node.js --perf-basic-prof) for code outside files.
 
 use std::collections::HashMap;
+use std::fs;
 use std::path::PathBuf;
 
-use blazesym::symbolize::{source::Elf, source::Source, Input, Symbolizer};
+use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
 use crate::targets::{self, Mapping, Process};
 
-pub struct LeafSymbolizer {
-    maps: HashMap<u32, Vec<Mapping>>,
-    symbolizer: Symbolizer,
-    cache: HashMap<(u32, u64), String>,
+/// Names for code outside any file, as a JIT runtime published them.
+struct PerfMap {
+    /// (start, end, name), sorted by start.
+    entries: Vec<(u64, u64, String)>,
 }
 
-impl LeafSymbolizer {
+impl PerfMap {
+    fn parse(text: &str) -> PerfMap {
+        let mut entries: Vec<(u64, u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.splitn(3, ' ');
+                let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+                let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+                Some((start, start + size, parts.next()?.trim().to_string()))
+            })
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        PerfMap { entries }
+    }
+
+    fn lookup(&self, addr: u64) -> Option<&str> {
+        let i = self.entries.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        let (start, end, name) = &self.entries[i];
+        (*start <= addr && addr < *end).then_some(name.as_str())
+    }
+}
+
+/// The perf map a process wrote, looked up inside its own mount and pid namespace first.
+fn read_perf_map(pid: u32) -> Option<PerfMap> {
+    let ns_pid = fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|v| v.split_whitespace().last().map(str::to_string))
+        })
+        .unwrap_or_else(|| pid.to_string());
+    [
+        format!("/proc/{pid}/root/tmp/perf-{ns_pid}.map"),
+        format!("/tmp/perf-{pid}.map"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok())
+    .map(|t| PerfMap::parse(&t))
+}
+
+/// Ranges of the kernel's uprobe page (uretprobe trampoline, out-of-line single-step slots) in a process.
+fn uprobe_pages(pid: u32) -> Vec<(u64, u64)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.ends_with("[uprobes]"))
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?))
+        })
+        .collect()
+}
+
+pub struct FrameSymbolizer {
+    maps: HashMap<u32, Vec<Mapping>>,
+    uprobe_pages: HashMap<u32, Vec<(u64, u64)>>,
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+    symbolizer: Symbolizer,
+    cache: HashMap<(u32, u64), Vec<String>>,
+    /// Processes with code outside files but no perf map: their JIT frames have no names.
+    pub unnamed_jit: Vec<u32>,
+}
+
+impl FrameSymbolizer {
     /// Uses each target's current mappings when it is still running, else those seen at attach time.
     pub fn new(attach_maps: &HashMap<u32, Vec<Mapping>>) -> Self {
         let maps = attach_maps
@@ -24,34 +89,69 @@ impl LeafSymbolizer {
                 (pid, fresh.unwrap_or_else(|| old.clone()))
             })
             .collect();
-        LeafSymbolizer {
+        let uprobe_pages = attach_maps.keys().map(|&pid| (pid, uprobe_pages(pid))).collect();
+        FrameSymbolizer {
             maps,
+            uprobe_pages,
+            perf_maps: HashMap::new(),
             symbolizer: Symbolizer::new(),
             cache: HashMap::new(),
+            unnamed_jit: Vec::new(),
         }
     }
 
-    /// A function name; `file+0xOFFSET` when the file has no symbol there (never a neighbour's name);
-    /// `[anon]` for code outside any file (JIT).
-    pub fn leaf(&mut self, pid: u32, addr: u64) -> String {
-        if let Some(name) = self.cache.get(&(pid, addr)) {
-            return name.clone();
+    /// Frames at an address, outermost first: the function, then the functions inlined into it down to
+    /// the one executing. A file without a symbol there gives `file+0xOFFSET`, never a neighbour's name;
+    /// code outside files gives its perf-map name or `[anon]`.
+    pub fn names(&mut self, pid: u32, addr: u64) -> &[String] {
+        if !self.cache.contains_key(&(pid, addr)) {
+            let names = self.resolve(pid, addr);
+            self.cache.insert((pid, addr), names);
         }
-        let name = self.resolve(pid, addr);
-        self.cache.insert((pid, addr), name.clone());
-        name
+        &self.cache[&(pid, addr)]
     }
 
-    fn resolve(&self, pid: u32, addr: u64) -> String {
+    /// A kernel function name, from /proc/kallsyms.
+    pub fn kernel_name(&mut self, addr: u64) -> String {
+        let src = Source::Kernel(Kernel::default());
+        self.symbolizer
+            .symbolize_single(&src, Input::AbsAddr(addr))
+            .ok()
+            .and_then(|s| s.into_sym().map(|sym| sym.name.to_string()))
+            .unwrap_or_else(|| format!("[kernel {addr:#x}]"))
+    }
+
+    fn resolve(&mut self, pid: u32, addr: u64) -> Vec<String> {
         if addr == 0 {
-            return "[unknown]".into();
+            return vec!["[unknown]".into()];
+        }
+        if addr == u64::MAX {
+            return vec!["[unwind gap]".into()];
         }
         let Some(m) = self
             .maps
             .get(&pid)
             .and_then(|maps| targets::mapping_for(maps, addr))
+            .cloned()
         else {
-            return "[anon]".into();
+            if self
+                .uprobe_pages
+                .get(&pid)
+                .is_some_and(|r| r.iter().any(|(a, b)| (*a..*b).contains(&addr)))
+            {
+                // A probed instruction being single-stepped, or a return through the uretprobe trampoline.
+                return vec!["[uprobes]".into()];
+            }
+            let perf_map = self.perf_maps.entry(pid).or_insert_with(|| read_perf_map(pid));
+            return match perf_map.as_ref().and_then(|p| p.lookup(addr)) {
+                Some(name) => vec![name.to_string()],
+                None => {
+                    if perf_map.is_none() && !self.unnamed_jit.contains(&pid) {
+                        self.unnamed_jit.push(pid);
+                    }
+                    vec!["[anon]".into()]
+                }
+            };
         };
         let file_offset = addr - m.start + m.offset;
         let live_path = m.open_path(pid);
@@ -61,15 +161,22 @@ impl LeafSymbolizer {
             m.display_path().into()
         };
         let src = Source::Elf(Elf::new(path));
-        let found = self
+        let sym = self
             .symbolizer
             .symbolize_single(&src, Input::FileOffset(file_offset))
             .ok()
-            .and_then(|s| s.into_sym().map(|sym| sym.name.into_owned()));
-        found.unwrap_or_else(|| {
-            let base = m.display_path().rsplit('/').next().unwrap_or("?");
-            format!("{base}+{file_offset:#x}")
-        })
+            .and_then(|s| s.into_sym());
+        match sym {
+            Some(sym) => {
+                let mut names = vec![sym.name.to_string()];
+                names.extend(sym.inlined.iter().map(|f| f.name.to_string()));
+                names
+            }
+            None => {
+                let base = m.display_path().rsplit('/').next().unwrap_or("?");
+                vec![format!("{base}+{file_offset:#x}")]
+            }
+        }
     }
 }
 
@@ -83,14 +190,24 @@ mod tests {
         let pid = std::process::id();
         let me = Process::from_pid(pid).unwrap();
         let maps = HashMap::from([(pid, me.maps().unwrap())]);
-        let mut s = LeafSymbolizer::new(&maps);
+        let mut s = FrameSymbolizer::new(&maps);
         let addr = own_function_resolves_by_name_and_unmapped_is_anon as *const () as usize as u64;
-        let name = s.leaf(pid, addr);
+        let name = s.names(pid, addr).join(";");
         assert!(
             name.contains("own_function_resolves_by_name_and_unmapped_is_anon"),
             "{name}"
         );
-        assert_eq!(s.leaf(pid, 8), "[anon]");
-        assert_eq!(s.leaf(pid, 0), "[unknown]");
+        assert_eq!(s.names(pid, 8), ["[anon]"]);
+        assert_eq!(s.names(pid, 0), ["[unknown]"]);
+    }
+
+    #[test]
+    fn perf_map_names_jit_code() {
+        let map = PerfMap::parse("7f00001000 40 JS:*afterConnect node:net:1400\n7f00000100 10 Builtin:ArgumentsAdaptorTrampoline\nbad line\n");
+        assert_eq!(map.lookup(0x7f00001000), Some("JS:*afterConnect node:net:1400"));
+        assert_eq!(map.lookup(0x7f0000103f), Some("JS:*afterConnect node:net:1400"));
+        assert_eq!(map.lookup(0x7f00001040), None);
+        assert_eq!(map.lookup(0x7f00000105), Some("Builtin:ArgumentsAdaptorTrampoline"));
+        assert_eq!(map.lookup(0x10), None);
     }
 }

@@ -30,10 +30,7 @@ pub struct Mapping {
 impl Mapping {
     /// A path to the mapped file that works from our mount namespace, even when the file was deleted or replaced.
     pub fn open_path(&self, pid: u32) -> PathBuf {
-        PathBuf::from(format!(
-            "/proc/{pid}/map_files/{:x}-{:x}",
-            self.start, self.end
-        ))
+        PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", self.start, self.end))
     }
 
     pub fn display_path(&self) -> &str {
@@ -180,10 +177,7 @@ pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>) -> Vec<Mappin
         if !(tls_lib || Some(m.inode) == exe_inode) {
             continue;
         }
-        match out
-            .iter_mut()
-            .find(|o| o.inode == m.inode && o.dev == m.dev)
-        {
+        match out.iter_mut().find(|o| o.inode == m.inode && o.dev == m.dev) {
             Some(o) if m.offset < o.offset => *o = m.clone(),
             Some(_) => {}
             None => out.push(m.clone()),
@@ -195,9 +189,7 @@ pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>) -> Vec<Mappin
 /// Inode of /proc/PID/exe, to recognise the executable among the mappings.
 pub fn exe_inode(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    fs::metadata(format!("/proc/{pid}/exe"))
-        .ok()
-        .map(|m| m.ino())
+    fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| m.ino())
 }
 
 /// Finds the mapping that contains a virtual address.
@@ -227,10 +219,7 @@ mod tests {
         assert_eq!(maps[1].offset, 0x2c000);
         assert!(maps[1].executable);
         assert!(!maps[0].executable);
-        assert_eq!(
-            maps[3].display_path(),
-            "/usr/lib/x86_64-linux-gnu/libssl.so.3"
-        );
+        assert_eq!(maps[3].display_path(), "/usr/lib/x86_64-linux-gnu/libssl.so.3");
     }
 
     #[test]
@@ -240,10 +229,7 @@ mod tests {
         let names: Vec<_> = c.iter().map(|m| (m.display_path(), m.offset)).collect();
         assert_eq!(
             names,
-            vec![
-                ("/usr/sbin/nginx", 0),
-                ("/usr/lib/x86_64-linux-gnu/libssl.so.3", 0)
-            ]
+            vec![("/usr/sbin/nginx", 0), ("/usr/lib/x86_64-linux-gnu/libssl.so.3", 0)]
         );
         assert_eq!(
             c[0].open_path(7).to_str().unwrap(),
@@ -267,12 +253,7 @@ mod tests {
 
     #[test]
     fn unknown_comm_is_one_clear_error() {
-        let err = resolve(&[], &["no-such-proc-xyz".into()])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("no running process is named 'no-such-proc-xyz'"),
-            "{err}"
-        );
+        let err = resolve(&[], &["no-such-proc-xyz".into()]).unwrap_err().to_string();
+        assert!(err.contains("no running process is named 'no-such-proc-xyz'"), "{err}");
     }
 }

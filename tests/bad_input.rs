@@ -8,11 +8,7 @@ use common::*;
 
 fn one_line_error(out: &Output, expected: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "exit code for {expected:?}: {stderr}"
-    );
+    assert_eq!(out.status.code(), Some(1), "exit code for {expected:?}: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line expected: {stderr}");
     assert!(
         stderr.starts_with("tlsprof: error: ") && stderr.contains(expected),
@@ -57,16 +53,10 @@ fn unreadable_and_corrupt_recordings() {
         &run(tlsprof().arg("report").arg(scratch.path("missing"))),
         "cannot read recording",
     );
-    one_line_error(
-        &run(tlsprof().arg("report").arg(&scratch.0)),
-        "cannot read recording",
-    );
+    one_line_error(&run(tlsprof().arg("report").arg(&scratch.0)), "cannot read recording");
     let junk = scratch.path("junk");
     std::fs::write(&junk, b"\x00\x01garbage").unwrap();
-    one_line_error(
-        &run(tlsprof().arg("report").arg(&junk)),
-        "is not a tlsprof recording",
-    );
+    one_line_error(&run(tlsprof().arg("report").arg(&junk)), "is not a tlsprof recording");
     one_line_error(
         &run(tlsprof().arg("flamegraph").arg(&junk)),
         "is not a tlsprof recording",
@@ -80,7 +70,7 @@ fn unreadable_and_corrupt_recordings() {
     let truncated = scratch.path("truncated");
     std::fs::write(
         &truncated,
-        br#"{"format":"tlsprof-recording","format_version":1,"duration_s":"#,
+        br#"{"format":"tlsprof-recording","format_version":2,"duration_s":"#,
     )
     .unwrap();
     one_line_error(
@@ -90,13 +80,16 @@ fn unreadable_and_corrupt_recordings() {
     let wrong_shape = scratch.path("wrong-shape");
     std::fs::write(
         &wrong_shape,
-        br#"{"format":"tlsprof-recording","format_version":1,"duration_s":"x"}"#,
+        br#"{"format":"tlsprof-recording","format_version":2,"duration_s":"x"}"#,
     )
     .unwrap();
     one_line_error(
         &run(tlsprof().arg("report").arg(&wrong_shape)),
         "damaged tlsprof recording",
     );
+    let future = scratch.path("future");
+    std::fs::write(&future, br#"{"format":"tlsprof-recording","format_version":999}"#).unwrap();
+    one_line_error(&run(tlsprof().arg("report").arg(&future)), "has recording format 999");
 }
 
 /// A process that runs no OpenSSL code: a plain `sleep`.

@@ -26,10 +26,7 @@ fn build_fixture(scratch: &Scratch) -> std::path::PathBuf {
 }
 
 /// Runs the fixture under tlsprof (optionally pinned to CPU 0); returns (fixture's JSON, tlsprof's report).
-fn profile_fixture(
-    scratch: &Scratch,
-    pin: Option<&str>,
-) -> (serde_json::Value, serde_json::Value, String) {
+fn profile_fixture(scratch: &Scratch, pin: Option<&str>) -> (serde_json::Value, serde_json::Value, String) {
     let bin = build_fixture(scratch);
     let mut cmd = match pin {
         Some(cpu) => {
@@ -51,12 +48,7 @@ fn profile_fixture(
     assert_eq!(line.trim(), "ready");
 
     let recording = scratch.path("fixture.tlsprof");
-    let rec = Recorder::start(&[
-        "--pid",
-        &fixture.id().to_string(),
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let rec = Recorder::start(&["--pid", &fixture.id().to_string(), "-o", recording.to_str().unwrap()]);
     fixture.stdin.take().unwrap().write_all(b"go\n").unwrap();
     line.clear();
     stdout.read_line(&mut line).unwrap();
@@ -64,11 +56,7 @@ fn profile_fixture(
     // tlsprof stops by itself once its only target has exited.
     let summary = rec.finish();
     assert!(summary.contains("crypto_ops"), "{summary}");
-    (
-        serde_json::from_str(&line).unwrap(),
-        report_json(&recording),
-        summary,
-    )
+    (serde_json::from_str(&line).unwrap(), report_json(&recording), summary)
 }
 
 fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summary: &str) {
@@ -118,9 +106,6 @@ fn fixture_cpu_excludes_time_waiting_for_a_shared_cpu() {
     let (truth, r, summary) = profile_fixture(&scratch, Some("0"));
     drop(busy);
     let ratio = f(&truth["sign_wall_us"]) / f(&truth["sign_cpu_us"]);
-    assert!(
-        ratio > 1.6,
-        "the busy loop did not share the CPU (wall/CPU {ratio:.2})"
-    );
+    assert!(ratio > 1.6, "the busy loop did not share the CPU (wall/CPU {ratio:.2})");
     check_against_fixture(&truth, &r, &summary);
 }

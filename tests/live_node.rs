@@ -15,12 +15,7 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
     let (node, port) = start_node_server(&certs.dir);
     let speed_before = openssl_speed_rsa2048_sign_us();
     let recording = scratch.path("node.tlsprof");
-    let rec = Recorder::start(&[
-        "--pid",
-        &node.pid().to_string(),
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let rec = Recorder::start(&["--pid", &node.pid().to_string(), "-o", recording.to_str().unwrap()]);
     let connections = s_time_new(port, 4);
     let summary = rec.interrupt();
     let speed_us = (speed_before + openssl_speed_rsa2048_sign_us()) / 2.0;
@@ -45,8 +40,7 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
         "ssl_generate_pkey",
         "tls13_change_cipher_state",
     ] {
-        let func =
-            function(&r, internal).unwrap_or_else(|| panic!("{internal} not counted\n{summary}"));
+        let func = function(&r, internal).unwrap_or_else(|| panic!("{internal} not counted\n{summary}"));
         assert!(f(&func["calls"]) >= full, "{internal}: {func}");
     }
     let sign = stage(&r, "sign");
@@ -55,11 +49,7 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
         "one signature per full handshake: {sign}"
     );
     let share = f(&sign["self_cpu_ms"]) / f(&r["tls_cpu_ms"]);
-    assert!(
-        share > 0.5,
-        "sign is {:.0}% of TLS CPU\n{summary}",
-        share * 100.0
-    );
+    assert!(share > 0.5, "sign is {:.0}% of TLS CPU\n{summary}", share * 100.0);
     // In the server, under its client's load, a TLS 1.3 RSA-PSS signature measures 20-25% above
     // `openssl speed` (measured; the same signature in a plain crypto.sign loop matches tlsprof within 2%),
     // hence the wider band than nginx's.
@@ -68,8 +58,5 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
         within(per_call, speed_us, 0.30),
         "sign {per_call:.0} µs vs openssl speed {speed_us:.0} µs\n{summary}"
     );
-    assert!(
-        summary.contains("tls_construct_cert_verify [sign]"),
-        "{summary}"
-    );
+    assert!(summary.contains("tls_construct_cert_verify [sign]"), "{summary}");
 }

@@ -58,11 +58,7 @@ impl Drop for Scratch {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// An nginx from scripts/nginx-target.sh, stopped on drop.
@@ -147,10 +143,7 @@ pub fn start_node_server(cert_dir: &Path) -> (Running, u16) {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert!(
-        line.starts_with("listening"),
-        "node server did not start: {line:?}"
-    );
+    assert!(line.starts_with("listening"), "node server did not start: {line:?}");
     (Running(child), port)
 }
 
@@ -224,17 +217,8 @@ impl Recorder {
                     self.stderr.push('\n');
                 }
                 let mut out = String::new();
-                self.child
-                    .stdout
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut out)
-                    .unwrap();
-                assert!(
-                    status.success(),
-                    "tlsprof record failed: {}\n{out}",
-                    self.stderr
-                );
+                self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                assert!(status.success(), "tlsprof record failed: {}\n{out}", self.stderr);
                 return out;
             }
             if Instant::now() > deadline {
@@ -247,11 +231,7 @@ impl Recorder {
 }
 
 pub fn report_json(recording: &Path) -> Value {
-    let out = tlsprof()
-        .args(["report", "--json"])
-        .arg(recording)
-        .output()
-        .unwrap();
+    let out = tlsprof().args(["report", "--json"]).arg(recording).output().unwrap();
     assert!(
         out.status.success(),
         "report --json: {}",

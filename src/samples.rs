@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+//! CPU samples: each unwound as it arrives, identical stacks counted together, frames named once at the end.
+
+use std::collections::HashMap;
+
+use crate::bpf::types::{stack_sample, tlsprof_call_graph};
+use crate::profile::{Function, Sample};
+use crate::symbolize::FrameSymbolizer;
+use crate::targets::Mapping;
+use crate::unwind::{self, ProcessUnwinder, SectionCache};
+
+/// (pid, stage path, user frames, kernel frames, whole stack): identical once named.
+type NamedStack = (u32, Vec<u16>, Vec<String>, Vec<String>, bool);
+
+/// Marks the outer end of a stack whose root the unwinder did not reach.
+const TRUNCATED: &str = "[truncated]";
+
+/// Stands for frames lost between the trusted inner frames and a restarted unwind.
+const GAP: u64 = u64::MAX;
+/// Inner frames kept from an unwind that went wrong: the first ones, inside file-backed code.
+const MAX_TRUSTED_INNER: usize = 3;
+
+/// Size of a stack_sample before its variable-length stack bytes.
+pub const HEADER_LEN: usize = std::mem::offset_of!(stack_sample, stack);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct StackKey {
+    pid: u32,
+    path: Vec<u16>,
+    /// User addresses, innermost first.
+    user: Vec<u64>,
+    /// Kernel addresses, innermost first.
+    kernel: Vec<u64>,
+    /// Per stage frame: index in `user` of the frame it returns to (found by its saved return address).
+    callers: Vec<Option<u16>>,
+    complete: bool,
+}
+
+pub struct SampleAggregator {
+    call_graph: tlsprof_call_graph,
+    maps: HashMap<u32, Vec<Mapping>>,
+    unwinders: HashMap<u32, ProcessUnwinder>,
+    sections: SectionCache,
+    stacks: HashMap<StackKey, u64>,
+    /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
+    pub unreadable: u64,
+}
+
+impl SampleAggregator {
+    pub fn new(call_graph: tlsprof_call_graph, maps: HashMap<u32, Vec<Mapping>>) -> Self {
+        SampleAggregator {
+            call_graph,
+            maps,
+            unwinders: HashMap::new(),
+            sections: SectionCache::default(),
+            stacks: HashMap::new(),
+            unreadable: 0,
+        }
+    }
+
+    /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
+    pub fn add(&mut self, data: &[u8]) {
+        let Some(header) = data.get(..HEADER_LEN) else {
+            self.unreadable += 1;
+            return;
+        };
+        // SAFETY: stack_sample is plain data; the header prefix is copied, the stack stays in `data`.
+        let mut s = stack_sample::default();
+        unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), &mut s as *mut stack_sample as *mut u8, HEADER_LEN) };
+        let stack = data.get(HEADER_LEN..HEADER_LEN + s.stack_len as usize).unwrap_or(&[]);
+        let depth = usize::from(s.depth).min(s.funcs.len());
+        let (user, complete) = if self.call_graph == tlsprof_call_graph::CALL_GRAPH_FP {
+            let ips: Vec<u64> = stack
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            let u = unwind::from_return_addresses(&ips);
+            (u.addrs, u.complete)
+        } else {
+            if stack.is_empty() {
+                self.unreadable += 1;
+            }
+            let Some(maps) = self.maps.get(&s.tgid) else { return };
+            let sections = &mut self.sections;
+            let unwinder = self
+                .unwinders
+                .entry(s.tgid)
+                .or_insert_with(|| ProcessUnwinder::new(maps, |m| m.open_path(s.tgid), sections));
+            let restored: Vec<(u64, u64)> = s.ret_slots[..depth]
+                .iter()
+                .copied()
+                .zip(s.ret_addrs[..depth].iter().copied())
+                .collect();
+            let u = unwinder.unwind(s.ip, s.sp, s.bp, stack, &restored);
+            if depth == 0
+                || caller_positions(&u.addrs, &s.ret_slots[..depth], &s.ret_addrs[..depth])
+                    .iter()
+                    .all(Option::is_some)
+            {
+                (u.addrs, u.complete)
+            } else {
+                // Unwinding went wrong inside the stage (assembly without correct unwind tables): restart it
+                // from the innermost stage's entry registers, and keep the inner frames that can be trusted.
+                let i = depth - 1;
+                let outer = unwinder.unwind(
+                    s.entry_ips[i],
+                    s.ret_slots[i],
+                    s.entry_bps[i],
+                    stack_from(stack, s.sp, s.ret_slots[i]),
+                    &restored,
+                );
+                let mut addrs: Vec<u64> = u
+                    .addrs
+                    .iter()
+                    .copied()
+                    .take_while(|&a| maps_contain(maps, a))
+                    .take(MAX_TRUSTED_INNER)
+                    .collect();
+                addrs.push(GAP);
+                addrs.extend(outer.addrs);
+                (addrs, outer.complete)
+            }
+        };
+        let callers = caller_positions(&user, &s.ret_slots[..depth], &s.ret_addrs[..depth]);
+        let kernel_frames = usize::from(s.kernel_frames).min(s.kernel_ips.len());
+        let key = StackKey {
+            pid: s.tgid,
+            path: s.funcs[..depth].to_vec(),
+            user,
+            kernel: s.kernel_ips[..kernel_frames].to_vec(),
+            callers,
+            complete,
+        };
+        *self.stacks.entry(key).or_default() += 1;
+    }
+
+    /// Names every frame; returns the samples (heaviest first) and the processes whose JIT code had no names.
+    pub fn finish(self, functions: &[Function]) -> (Vec<Sample>, Vec<u32>) {
+        let mut sym = FrameSymbolizer::new(&self.maps);
+        let mut merged: HashMap<NamedStack, u64> = HashMap::new();
+        for (k, count) in self.stacks {
+            let stages: Vec<(&str, String)> = k
+                .path
+                .iter()
+                .map(|&f| {
+                    let func = &functions[usize::from(f)];
+                    (
+                        func.name.as_str(),
+                        func.stage.map_or(String::new(), |s| format!(" [{}]", s.name())),
+                    )
+                })
+                .collect();
+            let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a).to_vec());
+            let kernel: Vec<String> = k.kernel.iter().rev().map(|&a| sym.kernel_name(a)).collect();
+            *merged
+                .entry((k.pid, k.path, frames, kernel, k.complete && placed))
+                .or_default() += count;
+        }
+        let mut samples: Vec<Sample> = merged
+            .into_iter()
+            .map(|((pid, path, frames, kernel, complete), count)| Sample {
+                pid,
+                path,
+                frames,
+                kernel,
+                complete,
+                count,
+            })
+            .collect();
+        samples.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
+        });
+        (samples, sym.unnamed_jit)
+    }
+}
+
+fn maps_contain(maps: &[Mapping], addr: u64) -> bool {
+    crate::targets::mapping_for(maps, addr).is_some_and(|m| m.executable)
+}
+
+/// The part of the copied stack that starts at `from` (a higher address than `sp`).
+fn stack_from(stack: &[u8], sp: u64, from: u64) -> &[u8] {
+    let skip = from.saturating_sub(sp) as usize;
+    stack.get(skip..).unwrap_or(&[])
+}
+
+/// Where each stage frame returns to in the unwound stack: the frame whose lookup address is the call
+/// before its saved return address. Stages nest, so each is searched inside (innermost of) the previous.
+/// A frame entered by a tail call shares its caller's return slot (and saw only the uretprobe trampoline
+/// there): it returns to the same frame.
+fn caller_positions(addrs: &[u64], slots: &[u64], ret_addrs: &[u64]) -> Vec<Option<u16>> {
+    let mut limit = addrs.len();
+    let mut out: Vec<Option<u16>> = Vec::with_capacity(ret_addrs.len());
+    for (i, &ra) in ret_addrs.iter().enumerate() {
+        if i > 0 && slots[i] == slots[i - 1] {
+            out.push(out[i - 1]);
+            continue;
+        }
+        let found = (ra != 0)
+            .then(|| addrs[..limit].iter().rposition(|&a| a == ra - 1))
+            .flatten();
+        if let Some(j) = found {
+            limit = j + 1;
+        }
+        out.push(found.and_then(|j| u16::try_from(j).ok()));
+    }
+    out
+}
+
+/// The sample's frames, outermost first, with each stage function tagged ` [stage]` where the probes say it
+/// was: on the unwound frame just inside its caller, or inserted there when the call was a tail call that left
+/// no frame. When unwinding did not reach a stage's caller, the stage frames stand in for the lost part,
+/// under `[truncated]`. Returns the frames and whether every stage found its place.
+fn compose(k: &StackKey, stages: &[(&str, String)], mut names: impl FnMut(u64) -> Vec<String>) -> (Vec<String>, bool) {
+    let placed = k.callers.iter().all(Option::is_some);
+    let mut frames = Vec::new();
+    if !placed {
+        frames.push(TRUNCATED.to_string());
+        frames.extend(stages.iter().map(|(name, tag)| format!("{name}{tag}")));
+        // Keep what was unwound inside the deepest stage that was found, or just the leaf.
+        let inner_from = k.callers.iter().rev().find_map(|c| *c).map_or(1, usize::from);
+        for &a in k.user[..inner_from.min(k.user.len())].iter().rev() {
+            frames.extend(names(a));
+        }
+        return (frames, false);
+    }
+    if !k.complete {
+        frames.push(TRUNCATED.to_string());
+    }
+    let mut pending: Vec<&(&str, String)> = Vec::new();
+    for idx in (0..k.user.len()).rev() {
+        let mut here = names(k.user[idx]);
+        // A stage entered from the frame above: this is its frame if the names match, else it left none.
+        for stage in pending.drain(..) {
+            match here.iter_mut().find(|n| n.as_str() == stage.0) {
+                Some(n) => n.push_str(&stage.1),
+                None => frames.push(format!("{}{}", stage.0, stage.1)),
+            }
+        }
+        frames.extend(here);
+        pending.extend(
+            stages
+                .iter()
+                .zip(&k.callers)
+                .filter(|(_, c)| **c == Some(idx as u16))
+                .map(|(s, _)| s),
+        );
+    }
+    frames.extend(pending.into_iter().map(|(name, tag)| format!("{name}{tag}")));
+    (frames, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(user: Vec<u64>, callers: Vec<Option<u16>>, complete: bool) -> StackKey {
+        StackKey {
+            pid: 1,
+            path: vec![0, 1],
+            user,
+            kernel: Vec::new(),
+            callers,
+            complete,
+        }
+    }
+
+    fn names(a: u64) -> Vec<String> {
+        let n = match a {
+            0x10 => "main",
+            0x20 => "ngx_ssl_handshake",
+            0x30 => "state_machine",
+            0x40 => "EVP_DigestSign",
+            0x50 => "bn_mul",
+            _ => "?",
+        };
+        vec![n.to_string()]
+    }
+
+    fn stages() -> Vec<(&'static str, String)> {
+        vec![
+            ("SSL_do_handshake", " [handshake]".into()),
+            ("EVP_DigestSign", " [sign]".into()),
+        ]
+    }
+
+    #[test]
+    fn caller_positions_follow_saved_return_addresses() {
+        // Innermost first: bn_mul, EVP_DigestSign, state_machine, ngx_ssl_handshake, main.
+        let addrs = [0x50, 0x40, 0x30, 0x20, 0x10];
+        assert_eq!(
+            caller_positions(&addrs, &[0x900, 0x800], &[0x21, 0x31]),
+            vec![Some(3), Some(2)]
+        );
+        assert_eq!(
+            caller_positions(&addrs, &[0x900, 0x800], &[0x21, 0x99]),
+            vec![Some(3), None]
+        );
+        assert_eq!(
+            caller_positions(&addrs, &[0x900, 0x800], &[0, 0x31]),
+            vec![None, Some(2)]
+        );
+        // A tail call: same return slot, and the trampoline address where the return address was.
+        assert_eq!(
+            caller_positions(&addrs, &[0x900, 0x900], &[0x21, 0x7fff_f000]),
+            vec![Some(3), Some(3)]
+        );
+    }
+
+    #[test]
+    fn tail_called_stage_is_inserted_and_present_stage_is_tagged() {
+        // SSL_do_handshake tail-called state_machine (no frame of its own); EVP_DigestSign has a frame.
+        let k = key(vec![0x50, 0x40, 0x30, 0x20, 0x10], vec![Some(3), Some(2)], true);
+        let (frames, placed) = compose(&k, &stages(), names);
+        assert!(placed);
+        assert_eq!(
+            frames,
+            vec![
+                "main",
+                "ngx_ssl_handshake",
+                "SSL_do_handshake [handshake]",
+                "state_machine",
+                "EVP_DigestSign [sign]",
+                "bn_mul"
+            ]
+        );
+    }
+
+    #[test]
+    fn lost_stage_caller_falls_back_to_probe_frames() {
+        let k = key(vec![0x50, 0x40], vec![None, None], false);
+        let (frames, placed) = compose(&k, &stages(), names);
+        assert!(!placed);
+        assert_eq!(
+            frames,
+            vec![
+                "[truncated]",
+                "SSL_do_handshake [handshake]",
+                "EVP_DigestSign [sign]",
+                "bn_mul"
+            ]
+        );
+    }
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Unwinding sampled user stacks in user space with framehop: DWARF CFI (.eh_frame, .debug_frame) for code in
+//! files, frame pointers for code with no unwind information (JIT).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::sync::Arc;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use object::{Object, ObjectSection, ObjectSegment, ReadCache};
+
+use crate::targets::Mapping;
+
+/// Frames past this many are dropped (runaway frame-pointer chains).
+const MAX_FRAMES: usize = 256;
+
+/// Unwind sections of one file, shared by every process that maps it.
+#[derive(Clone)]
+struct UnwindSections {
+    /// Virtual address of the segment that contains each file offset, as (file range, vaddr) pairs.
+    segments: Vec<(Range<u64>, u64)>,
+    eh_frame: Option<(Range<u64>, Arc<[u8]>)>,
+    eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
+    debug_frame: Option<Arc<[u8]>>,
+}
+
+fn read_sections(path: &std::path::Path) -> Option<UnwindSections> {
+    let file = File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let section = |name: &str| {
+        let s = obj.section_by_name(name)?;
+        let data: Arc<[u8]> = Arc::from(s.data().ok()?);
+        Some((s.address()..s.address() + s.size(), data))
+    };
+    let segments = obj
+        .segments()
+        .map(|s| {
+            let (offset, size) = s.file_range();
+            (offset..offset + size, s.address())
+        })
+        .collect();
+    Some(UnwindSections {
+        segments,
+        eh_frame: section(".eh_frame"),
+        eh_frame_hdr: section(".eh_frame_hdr"),
+        debug_frame: section(".debug_frame").map(|(_, d)| d),
+    })
+}
+
+impl UnwindSections {
+    /// The address the file's virtual address 0 is mapped at in a process, from one of its mappings.
+    fn load_bias(&self, m: &Mapping) -> Option<u64> {
+        let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&m.offset))?;
+        let svma = vaddr + (m.offset - range.start);
+        m.start.checked_sub(svma)
+    }
+}
+
+/// The unwinder of one process, with a module per mapped file.
+pub struct ProcessUnwinder {
+    unwinder: UnwinderX86_64<Arc<[u8]>>,
+    cache: CacheX86_64,
+}
+
+/// Result of unwinding one sample.
+pub struct Unwound {
+    /// Addresses to look up, innermost first (return addresses already moved back into the call).
+    pub addrs: Vec<u64>,
+    /// The unwinder reached the stack's root (false: it stopped early, the outer frames are missing).
+    pub complete: bool,
+}
+
+/// Unwind sections per file (dev, inode), parsed once.
+#[derive(Default)]
+pub struct SectionCache {
+    files: HashMap<(String, u64), Option<UnwindSections>>,
+}
+
+impl ProcessUnwinder {
+    /// Builds the module list from the process's mappings; `open` gives a readable path for a mapping.
+    pub fn new(
+        maps: &[Mapping],
+        open: impl Fn(&Mapping) -> std::path::PathBuf,
+        sections: &mut SectionCache,
+    ) -> ProcessUnwinder {
+        let mut unwinder = UnwinderX86_64::new();
+        let mut ranges: HashMap<(String, u64), (u64, u64, &Mapping)> = HashMap::new();
+        for m in maps {
+            let key = (m.dev.clone(), m.inode);
+            let e = ranges.entry(key).or_insert((m.start, m.end, m));
+            e.0 = e.0.min(m.start);
+            e.1 = e.1.max(m.end);
+            if m.offset < e.2.offset {
+                e.2 = m;
+            }
+        }
+        for (key, (start, end, first)) in ranges {
+            let Some(s) = sections
+                .files
+                .entry(key)
+                .or_insert_with(|| read_sections(&open(first)))
+                .clone()
+            else {
+                continue;
+            };
+            let Some(bias) = s.load_bias(first) else { continue };
+            let info = ExplicitModuleSectionInfo {
+                base_svma: 0,
+                eh_frame_svma: s.eh_frame.as_ref().map(|(r, _)| r.clone()),
+                eh_frame: s.eh_frame.map(|(_, d)| d),
+                eh_frame_hdr_svma: s.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
+                eh_frame_hdr: s.eh_frame_hdr.map(|(_, d)| d),
+                debug_frame: s.debug_frame,
+                ..Default::default()
+            };
+            unwinder.add_module(Module::new(first.display_path().to_string(), start..end, bias, info));
+        }
+        ProcessUnwinder {
+            unwinder,
+            cache: CacheX86_64::new(),
+        }
+    }
+
+    /// Unwinds from the sampled registers through `stack`, the bytes copied from `sp` upwards. `restored`
+    /// gives (stack address, value) of return addresses that uretprobes replaced with their trampoline.
+    pub fn unwind(&mut self, ip: u64, sp: u64, bp: u64, stack: &[u8], restored: &[(u64, u64)]) -> Unwound {
+        let mut read_stack = |addr: u64| {
+            if let Some(&(_, value)) = restored.iter().find(|(slot, _)| *slot == addr) {
+                return Ok(value);
+            }
+            let off = addr.checked_sub(sp).ok_or(())? as usize;
+            let bytes = stack.get(off..off + 8).ok_or(())?;
+            Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+        };
+        let mut iter =
+            self.unwinder
+                .iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), &mut self.cache, &mut read_stack);
+        let mut addrs = Vec::new();
+        loop {
+            match iter.next() {
+                Ok(Some(frame)) if addrs.len() < MAX_FRAMES => addrs.push(frame.address_for_lookup()),
+                Ok(None) => return Unwound { addrs, complete: true },
+                _ => return Unwound { addrs, complete: false },
+            }
+        }
+    }
+}
+
+/// Frame-pointer stacks from the kernel: the first entry is the sampled IP, the rest are return addresses.
+pub fn from_return_addresses(ips: &[u64]) -> Unwound {
+    let addrs = ips
+        .iter()
+        .enumerate()
+        .take_while(|(_, &a)| a != 0)
+        .map(|(i, &a)| if i == 0 { a } else { a - 1 })
+        .collect();
+    Unwound { addrs, complete: true }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::Process;
+
+    /// Captures this thread's registers and stack at a known call depth.
+    #[inline(never)]
+    fn capture(buf: &mut Vec<u8>) -> (u64, u64, u64) {
+        let (ip, sp, bp): (u64, u64, u64);
+        // SAFETY: reads three registers, touches no memory.
+        unsafe {
+            std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {bp}, rbp", ip = out(reg) ip, sp = out(reg) sp, bp = out(reg) bp);
+        }
+        // SAFETY: [sp, top of this thread's stack) is this thread's live stack.
+        let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, (stack_top() - sp).min(16384) as usize) };
+        buf.extend_from_slice(stack);
+        (ip, sp, bp)
+    }
+
+    fn stack_top() -> u64 {
+        // SAFETY: pthread_getattr_np fills attr for the calling thread; it is destroyed after use.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+            let (mut addr, mut size) = (std::ptr::null_mut(), 0);
+            libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            addr as u64 + size as u64
+        }
+    }
+
+    #[inline(never)]
+    fn recorded_caller(buf: &mut Vec<u8>) -> (u64, u64, u64) {
+        let r = capture(buf);
+        std::hint::black_box(r)
+    }
+
+    #[test]
+    fn unwinds_a_recorded_sample_of_this_process_through_its_callers() {
+        let mut stack = Vec::new();
+        let (ip, sp, bp) = recorded_caller(&mut stack);
+        let me = Process::from_pid(std::process::id()).unwrap();
+        let maps = me.maps().unwrap();
+        let mut cache = SectionCache::default();
+        let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut cache);
+        let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
+        let mut sym = crate::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
+        let names: Vec<String> = unwound.addrs.iter().map(|&a| sym.names(me.pid, a).join(";")).collect();
+        let pos = |needle: &str| names.iter().position(|n| n.contains(needle));
+        let (c, r, t) = (pos("capture"), pos("recorded_caller"), pos("unwinds_a_recorded_sample"));
+        assert!(c.is_some() && r.is_some() && t.is_some(), "{names:#?}");
+        assert!(c < r && r < t, "innermost first: {names:#?}");
+    }
+
+    #[test]
+    fn truncated_stack_is_reported_incomplete() {
+        let mut stack = Vec::new();
+        let (ip, sp, bp) = recorded_caller(&mut stack);
+        stack.truncate(64);
+        let me = Process::from_pid(std::process::id()).unwrap();
+        let maps = me.maps().unwrap();
+        let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut SectionCache::default());
+        let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
+        assert!(!unwound.complete);
+        assert!(!unwound.addrs.is_empty());
+    }
+
+    #[test]
+    fn return_addresses_are_moved_into_the_call() {
+        let u = from_return_addresses(&[0x1000, 0x2005, 0x3009, 0, 0]);
+        assert_eq!(u.addrs, vec![0x1000, 0x2004, 0x3008]);
+    }
+}
