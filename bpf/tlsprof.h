@@ -59,7 +59,7 @@ struct tree_val {
 };
 
 /* Upper bounds of a stack sample's variable parts: --stack-bytes is at most TLSPROF_MAX_STACK_BYTES. */
-#define TLSPROF_MAX_STACK_BYTES 32768
+#define TLSPROF_MAX_STACK_BYTES 65536
 #define TLSPROF_MAX_KERNEL_FRAMES 64
 
 /* How the sampler captures user stacks (--call-graph). */

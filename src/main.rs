@@ -30,8 +30,9 @@ use crate::attach::AttachOptions;
 use crate::collect::RecordOptions;
 use crate::profile::{CallGraph, Recording};
 
-/// TLSPROF_MAX_STACK_BYTES in bpf/tlsprof.h: the size of the stack field of a sample.
-const MAX_STACK_BYTES: u32 = std::mem::size_of::<[u8; 32768]>() as u32;
+/// TLSPROF_MAX_STACK_BYTES in bpf/tlsprof.h: the size of the stack field, the last of a sample.
+const MAX_STACK_BYTES: u32 =
+    (std::mem::size_of::<bpf::types::stack_sample>() - std::mem::offset_of!(bpf::types::stack_sample, stack)) as u32;
 
 #[derive(Parser)]
 #[command(
@@ -71,8 +72,9 @@ enum Command {
         /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
         #[arg(long, value_enum, default_value = "dwarf")]
         call_graph: CallGraph,
-        /// Bytes of user stack copied per sample for --call-graph dwarf (the deeper the stack, the more needed).
-        #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+        /// Bytes of user stack copied per sample for --call-graph dwarf: Node.js's main thread needs about
+        /// 40 KiB to reach main() from a TLS handshake; nginx about 8 KiB.
+        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
         stack_bytes: u32,
         /// Also record kernel frames.
         #[arg(long)]

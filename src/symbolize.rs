@@ -85,8 +85,11 @@ impl FrameSymbolizer {
         let maps = attach_maps
             .iter()
             .map(|(&pid, old)| {
-                let fresh = Process::from_pid(pid).and_then(|p| p.maps().ok());
-                (pid, fresh.unwrap_or_else(|| old.clone()))
+                // An exited process (or a zombie) shows no mappings: keep those seen at attach time.
+                let fresh = Process::from_pid(pid)
+                    .filter(Process::alive)
+                    .and_then(|p| p.maps().ok());
+                (pid, fresh.filter(|m| !m.is_empty()).unwrap_or_else(|| old.clone()))
             })
             .collect();
         let uprobe_pages = attach_maps.keys().map(|&pid| (pid, uprobe_pages(pid))).collect();

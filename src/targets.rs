@@ -47,6 +47,8 @@ pub fn cpu_ms(pid: u32) -> Option<f64> {
 
 struct Stat {
     comm: String,
+    /// 'R', 'S', ... 'Z' for a zombie: exited, waiting for its parent to reap it.
+    state: char,
     utime: u64,
     stime: u64,
     start_ticks: u64,
@@ -65,8 +67,10 @@ fn parse_stat(text: &str) -> Option<Stat> {
     let fields: Vec<&str> = text.get(close + 2..)?.split_whitespace().collect();
     // Field numbers in proc(5) start at 1 with pid; fields[0] here is field 3 (state).
     let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let state = fields.first()?.chars().next()?;
     Some(Stat {
         comm,
+        state,
         utime: field(14)?,
         stime: field(15)?,
         start_ticks: field(22)?,
@@ -93,8 +97,9 @@ impl Process {
         })
     }
 
+    /// Running (not exited, not a zombie) and not a new process that reused the pid.
     pub fn alive(&self) -> bool {
-        read_stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks)
+        read_stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks && !matches!(s.state, 'Z' | 'X'))
     }
 
     pub fn maps(&self) -> Result<Vec<Mapping>> {
@@ -242,7 +247,7 @@ mod tests {
         let text = "42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123456 0 0";
         let s = parse_stat(text).unwrap();
         assert_eq!(s.comm, "a) b) c");
-        assert_eq!((s.utime, s.stime, s.start_ticks), (250, 75, 123456));
+        assert_eq!((s.utime, s.stime, s.start_ticks, s.state), (250, 75, 123456, 'S'));
     }
 
     #[test]
