@@ -41,7 +41,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let att = attach::attach(&mut open_object, procs, &opts.attach)?;
     let live: Vec<&Process> = procs.iter().filter(|p| att.maps.contains_key(&p.pid)).collect();
     eprintln!(
-        "tlsprof: probes live: {} functions in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+        "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+        att.functions.len(),
         att.probes,
         att.libraries.len(),
         live.len(),
