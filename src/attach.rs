@@ -41,16 +41,26 @@ impl AttachOptions {
     }
 }
 
-/// Everything attached to the targets; dropping it detaches.
+/// Everything attached; dropping it detaches.
 pub struct Attached<'obj> {
     pub skel: TlsprofSkel<'obj>,
+    pub targets: TargetSet,
+    pub probe_cost: ProbeCost,
+    /// The sched_switch tracepoint and the CPU samplers.
+    _links: Vec<Link>,
+}
+
+/// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
+#[derive(Default)]
+pub struct TargetSet {
     pub libraries: Vec<Library>,
     pub functions: Vec<Function>,
-    /// Each target's file mappings at attach time, to symbolize samples after it exits.
+    /// Each target's file mappings at attach time, to unwind and symbolize samples after it exits.
     pub maps: HashMap<u32, Vec<Mapping>>,
     pub probes: usize,
-    pub probe_cost: ProbeCost,
-    _links: Vec<Link>,
+    /// Files already inspected, by (device, inode): nginx's master and workers share them.
+    inspected: HashMap<(String, u64), Option<TlsObject>>,
+    links: Vec<Link>,
 }
 
 /// Checks what the kernel and our privileges must provide, with one actionable line for each failure.
@@ -123,45 +133,14 @@ pub fn attach<'obj>(
         .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))?;
 
     let probe_cost = calibrate::measure(&skel)?;
-    let mut att = Attached {
-        skel,
-        probe_cost,
-        libraries: Vec::new(),
-        functions: Vec::new(),
-        maps: HashMap::new(),
-        probes: 0,
-        _links: Vec::new(),
-    };
-    let mut inspected: HashMap<(String, u64), Option<TlsObject>> = HashMap::new();
+    let mut targets = TargetSet::default();
     let mut without_tls = Vec::new();
     for p in procs {
-        let maps = p.maps()?;
-        let exe = targets::exe_inode(p.pid);
-        let mut found_any = false;
-        for m in targets::candidate_objects(&maps, exe) {
-            let key = (m.dev.clone(), m.inode);
-            if !inspected.contains_key(&key) {
-                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
-                inspected.insert(key.clone(), obj);
-            }
-            let Some(obj) = &inspected[&key] else {
-                continue;
-            };
-            found_any |= obj.flavor != objects::Flavor::App;
-            att.attach_object(p, &m, obj, opts)?;
-        }
-        if found_any {
-            att.skel
-                .maps
-                .targets
-                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
-                .context("add target")?;
-            att.maps.insert(p.pid, maps);
-        } else {
+        if !targets.add(&skel, p, opts)? {
             without_tls.push(p);
         }
     }
-    if att.maps.is_empty() {
+    if targets.maps.is_empty() {
         let p = without_tls.first().expect("at least one target");
         bail!(
             "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in): profile the process that terminates TLS",
@@ -172,7 +151,12 @@ pub fn attach<'obj>(
     for p in without_tls {
         eprintln!("tlsprof: skipping process {} ({}): no OpenSSL code", p.pid, p.comm);
     }
-    fill_library_versions(&mut att.libraries);
+    let mut att = Attached {
+        skel,
+        targets,
+        probe_cost,
+        _links: Vec::new(),
+    };
 
     let tp = att
         .skel
@@ -196,8 +180,43 @@ pub fn attach<'obj>(
     Ok(att)
 }
 
-impl Attached<'_> {
-    fn attach_object(&mut self, p: &Process, m: &Mapping, obj: &TlsObject, opts: &AttachOptions) -> Result<()> {
+impl TargetSet {
+    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL code.
+    pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
+        let maps = p.maps()?;
+        let exe = targets::exe_inode(p.pid);
+        let mut found_any = false;
+        for m in targets::candidate_objects(&maps, exe) {
+            let key = (m.dev.clone(), m.inode);
+            if !self.inspected.contains_key(&key) {
+                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
+                self.inspected.insert(key.clone(), obj);
+            }
+            let Some(obj) = self.inspected[&key].clone() else {
+                continue;
+            };
+            found_any |= obj.flavor != objects::Flavor::App;
+            self.attach_object(skel, p, &m, &obj, opts)?;
+        }
+        if found_any {
+            skel.maps
+                .targets
+                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
+                .context("add target")?;
+            self.maps.insert(p.pid, maps);
+            fill_library_versions(&mut self.libraries);
+        }
+        Ok(found_any)
+    }
+
+    fn attach_object(
+        &mut self,
+        skel: &TlsprofSkel,
+        p: &Process,
+        m: &Mapping,
+        obj: &TlsObject,
+        opts: &AttachOptions,
+    ) -> Result<()> {
         let path = m.display_path().to_string();
         let lib = match self.libraries.iter().position(|l| l.path == path) {
             Some(i) => i,
@@ -246,9 +265,9 @@ impl Attached<'_> {
                 continue;
             }
             let prog = if retprobe {
-                &self.skel.progs.stage_exit
+                &skel.progs.stage_exit
             } else {
-                &self.skel.progs.stage_enter
+                &skel.progs.stage_enter
             };
             self.probes += probes.offsets.len();
             let link = prog
@@ -270,7 +289,7 @@ impl Attached<'_> {
                         p.pid
                     )
                 })?;
-            self._links.push(link);
+            self.links.push(link);
         }
         Ok(())
     }

@@ -20,6 +20,8 @@ use crate::targets::{self, Process};
 
 pub struct RecordOptions {
     pub duration: Option<Duration>,
+    /// The --comm names: processes started later under these names join the recording.
+    pub comms: Vec<String>,
     pub attach: AttachOptions,
 }
 
@@ -38,35 +40,33 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     attach::preflight()?;
     let mut open_object = MaybeUninit::uninit();
     let t0 = Instant::now();
-    let att = attach::attach(&mut open_object, procs, &opts.attach)?;
-    let live: Vec<&Process> = procs.iter().filter(|p| att.maps.contains_key(&p.pid)).collect();
+    let mut att = attach::attach(&mut open_object, procs, &opts.attach)?;
+    let mut live: Vec<Process> = procs
+        .iter()
+        .filter(|p| att.targets.maps.contains_key(&p.pid))
+        .cloned()
+        .collect();
+    let t = &att.targets;
     eprintln!(
         "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
-        att.functions.len(),
-        att.probes,
-        att.libraries.len(),
+        t.functions.len(),
+        t.probes,
+        t.libraries.len(),
         live.len(),
         t0.elapsed().as_secs_f64() * 1e3,
         opts.attach.freq_hz
     );
     let started = Instant::now();
-    let mut cpu: HashMap<u32, CpuMeter> = live
-        .iter()
-        .filter_map(|p| {
-            targets::cpu_ms(p.pid).map(|ms| {
-                (
-                    p.pid,
-                    CpuMeter {
-                        start_ms: ms,
-                        last_ms: ms,
-                    },
-                )
-            })
-        })
-        .collect();
+    let mut cpu: HashMap<u32, CpuMeter> = HashMap::new();
+    for p in &live {
+        start_cpu_meter(p.pid, &mut cpu);
+    }
 
     let groups = std::cell::RefCell::new(HandshakeGroups::new());
-    let samples = std::cell::RefCell::new(SampleAggregator::new(opts.attach.call_graph_id(), att.maps.clone()));
+    let samples = std::cell::RefCell::new(SampleAggregator::new(
+        opts.attach.call_graph_id(),
+        att.targets.maps.clone(),
+    ));
     let completed = AtomicU64::new(0);
     let cost = att.probe_cost;
     let mut rb = RingBufferBuilder::new();
@@ -87,7 +87,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let rb = rb.build()?;
 
     let status = std::io::stderr().is_terminal();
-    let mut last_cpu_poll = Instant::now();
+    let clear = if status { "\r\x1b[K" } else { "" };
+    let mut last_poll = Instant::now();
     let mut last_status = Instant::now();
     loop {
         match rb.poll(POLL) {
@@ -96,9 +97,30 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             Err(e) => return Err(e).context("poll the ring buffers"),
         }
         let elapsed = started.elapsed();
-        if last_cpu_poll.elapsed() >= CPU_POLL {
-            last_cpu_poll = Instant::now();
+        if last_poll.elapsed() >= CPU_POLL {
+            last_poll = Instant::now();
             poll_cpu(&live, &mut cpu);
+            // --comm follows the name: processes started since (new nginx workers after a reload) join.
+            for p in opts.comms.iter().flat_map(|c| targets::processes_named(c)) {
+                if att.targets.maps.contains_key(&p.pid) || !p.alive() {
+                    continue;
+                }
+                match att.targets.add(&att.skel, &p, &opts.attach) {
+                    Ok(true) => {
+                        eprintln!("{clear}tlsprof: attached to new process {} ({})", p.pid, p.comm);
+                        samples
+                            .borrow_mut()
+                            .add_process(p.pid, att.targets.maps[&p.pid].clone());
+                        start_cpu_meter(p.pid, &mut cpu);
+                        live.push(p);
+                    }
+                    Ok(false) => {}
+                    Err(e) => eprintln!(
+                        "{clear}tlsprof: cannot attach to new process {} ({}): {e:#}",
+                        p.pid, p.comm
+                    ),
+                }
+            }
         }
         if status && last_status.elapsed() >= Duration::from_millis(500) {
             last_status = Instant::now();
@@ -107,10 +129,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         let all_exited = live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
-                eprintln!(
-                    "{}tlsprof: every target has exited",
-                    if status { "\r\x1b[K" } else { "" }
-                );
+                eprintln!("{clear}tlsprof: every target has exited");
             }
             break;
         }
@@ -118,12 +137,22 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let duration_s = started.elapsed().as_secs_f64();
     rb.consume().context("drain the ring buffers")?;
     poll_cpu(&live, &mut cpu);
-    if status {
-        eprint!("\r\x1b[K");
-    }
+    eprint!("{clear}");
     drop(rb);
     let groups = groups.into_inner();
     build_recording(&att, &live, &cpu, groups, samples.into_inner(), duration_s, opts)
+}
+
+fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
+    if let Some(ms) = targets::cpu_ms(pid) {
+        cpu.insert(
+            pid,
+            CpuMeter {
+                start_ms: ms,
+                last_ms: ms,
+            },
+        );
+    }
 }
 
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
@@ -139,7 +168,7 @@ fn classify(e: &handshake_event) -> (Role, bool) {
     (role, resumed)
 }
 
-fn poll_cpu(live: &[&Process], cpu: &mut HashMap<u32, CpuMeter>) {
+fn poll_cpu(live: &[Process], cpu: &mut HashMap<u32, CpuMeter>) {
     for p in live {
         // A dead process's last reading stands: /proc has nothing newer.
         if let (Some(m), true) = (cpu.get_mut(&p.pid), p.alive()) {
@@ -179,7 +208,7 @@ fn samples_taken(att: &Attached) -> u64 {
 
 fn build_recording(
     att: &Attached,
-    live: &[&Process],
+    live: &[Process],
     cpu: &HashMap<u32, CpuMeter>,
     groups: HandshakeGroups,
     samples: SampleAggregator,
@@ -209,7 +238,7 @@ fn build_recording(
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
     let unreadable_stacks = samples.unreadable;
-    let (samples, unnamed_jit_pids) = samples.finish(&att.functions);
+    let (samples, unnamed_jit_pids) = samples.finish(&att.targets.functions);
 
     let lost = Lost {
         samples_taken: stat_sum(att, tlsprof_stat::STAT_SAMPLES),
@@ -234,8 +263,8 @@ fn build_recording(
         unnamed_jit_pids,
         all_probes: opts.attach.all_probes,
         targets,
-        libraries: att.libraries.clone(),
-        functions: att.functions.clone(),
+        libraries: att.targets.libraries.clone(),
+        functions: att.targets.functions.clone(),
         tree,
         samples,
         handshakes: groups

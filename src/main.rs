@@ -159,7 +159,11 @@ fn run(cli: Cli) -> Result<()> {
                 stack_bytes,
                 kernel_stacks: kernel,
             };
-            let opts = RecordOptions { duration, attach };
+            let opts = RecordOptions {
+                duration,
+                comms,
+                attach,
+            };
             let rec = collect::record(&procs, &opts, stop)?;
             rec.save(&output)?;
             print!("{}", report::text(&rec));

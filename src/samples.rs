@@ -58,6 +58,11 @@ impl SampleAggregator {
         }
     }
 
+    /// A process that joined the recording: its mappings, to unwind and name its samples.
+    pub fn add_process(&mut self, pid: u32, maps: Vec<Mapping>) {
+        self.maps.insert(pid, maps);
+    }
+
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
         let Some(header) = data.get(..HEADER_LEN) else {

@@ -120,3 +120,41 @@ fn nginx_resumed_handshakes_tls13_tickets() {
         resumption("1.3", &["--tickets", "on"]);
     }
 }
+
+/// `--comm` follows the name: workers started by a reload during the recording join it.
+#[test]
+fn nginx_reload_workers_join_a_comm_recording() {
+    if !require_root("nginx_reload_workers_join_a_comm_recording") {
+        return;
+    }
+    let scratch = Scratch::new("nginx-reload");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let old_workers = nginx.workers();
+    let recording = scratch.path("reload.tlsprof");
+    let rec = Recorder::start(&["--comm", "nginx", "-o", recording.to_str().unwrap()]);
+    // SAFETY: plain signal to the nginx master this test started.
+    unsafe { libc::kill(nginx.master as i32, libc::SIGHUP) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while nginx.workers().iter().any(|w| old_workers.contains(w)) || nginx.workers().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nginx did not replace its workers"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The recording rescans every half second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let connections = s_time_new(nginx.port, 3);
+    let (summary, log) = rec.interrupt_with_log();
+    let new_worker = nginx.workers()[0];
+    assert!(
+        log.contains(&format!("attached to new process {new_worker} (nginx)")),
+        "{log}"
+    );
+    let r = report_json(&recording);
+    let full = f(&r["handshakes"]["full"]);
+    assert!(
+        within(full, connections as f64, 0.05),
+        "full handshakes {full} vs {connections} after the reload\n{summary}"
+    );
+}

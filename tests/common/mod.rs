@@ -202,13 +202,22 @@ impl Recorder {
 
     /// Stops the recording as Ctrl-C would, and returns the printed summary.
     pub fn interrupt(self) -> String {
+        self.interrupt_with_log().0
+    }
+
+    /// Like `interrupt`, also returning what tlsprof wrote on stderr.
+    pub fn interrupt_with_log(self) -> (String, String) {
         // SAFETY: plain signal to our own child.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        self.finish()
+        self.wait_output()
     }
 
     /// Waits for tlsprof to stop by itself (duration or every target exited).
-    pub fn finish(mut self) -> String {
+    pub fn finish(self) -> String {
+        self.wait_output().0
+    }
+
+    fn wait_output(mut self) -> (String, String) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -219,7 +228,7 @@ impl Recorder {
                 let mut out = String::new();
                 self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
                 assert!(status.success(), "tlsprof record failed: {}\n{out}", self.stderr);
-                return out;
+                return (out, self.stderr);
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
