@@ -180,8 +180,16 @@ pub const ROWS: &[Row] = &[
     // Signatures: ServerKeyExchange and CertificateVerify.
     op("EVP_DigestSign", Sign, PRIVATE_KEY_OP),
     op("EVP_PKEY_sign", Sign, PRIVATE_KEY_OP),
-    // Also computes CBC-mode record MACs (HMAC keys): no private-key flag, so it cannot mark a handshake full.
-    op("EVP_DigestSignFinal", Sign, 0),
+    // OpenSSL 1.1+ signs with one-shot EVP_DigestSign, which calls this inside the same `sign` call; it also
+    // computes every CBC-mode record MAC. So: only with --all-probes, and no private-key flag.
+    Row {
+        symbol: "EVP_DigestSignFinal",
+        stage: Some(Sign),
+        origin: Public,
+        length_query_arg: 2,
+        flags: 0,
+        frequent: true,
+    },
     row("RSA_sign", Sign, Public, PRIVATE_KEY_OP),
     row("ECDSA_do_sign", Sign, Public, PRIVATE_KEY_OP),
     row("tls_construct_server_key_exchange", Sign, Internal, 0),
