@@ -6,6 +6,7 @@ mod bpf;
 mod calibrate;
 mod catalogue;
 mod collect;
+mod diff;
 mod flame;
 mod objects;
 mod profile;
@@ -83,6 +84,17 @@ enum Command {
     /// Print the summary of a recording.
     Report {
         file: PathBuf,
+        /// Machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
+    Diff {
+        before: PathBuf,
+        after: PathBuf,
+        /// Also write a differential flame graph (SVG) here.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -176,6 +188,24 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&report::json(&rec))?);
             } else {
                 print!("{}", report::text(&rec));
+            }
+            Ok(())
+        }
+        Command::Diff {
+            before,
+            after,
+            output,
+            json,
+        } => {
+            let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&diff::json(&b, &a)?)?);
+            } else {
+                print!("{}", diff::text(&b, &a)?);
+            }
+            if let Some(p) = output {
+                let file = File::create(&p).with_context(|| format!("cannot create {}", p.display()))?;
+                diff::svg(&b, &a, BufWriter::new(file))?;
             }
             Ok(())
         }

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Comparing two recordings (before and after a change): handshake mix, CPU per handshake, each stage's CPU
+//! per handshake, and a differential flame graph.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use inferno::{differential, flamegraph};
+use serde_json::{json, Value};
+
+use crate::catalogue::Stage;
+use crate::flame;
+use crate::profile::{HandshakeTotals, Recording};
+
+/// The figures of one recording that a comparison needs, normalized per handshake where it matters.
+struct Side {
+    handshakes: HandshakeTotals,
+    duration_s: f64,
+    tls_share: Option<f64>,
+    /// Stage self CPU per handshake, in µs.
+    stage_us_per_handshake: Vec<(Stage, f64)>,
+}
+
+impl Side {
+    fn of(rec: &Recording) -> Side {
+        let handshakes = rec.handshake_totals();
+        let per = handshakes.total.max(1) as f64;
+        let proc_ms = rec.process_cpu_ms();
+        Side {
+            tls_share: (proc_ms > 0.0).then(|| rec.tls_cpu_ns() as f64 / 1e6 / proc_ms),
+            stage_us_per_handshake: rec
+                .stages()
+                .iter()
+                .map(|s| (s.stage, s.self_ns as f64 / 1e3 / per))
+                .collect(),
+            duration_s: rec.duration_s.max(1e-9),
+            handshakes,
+        }
+    }
+
+    fn stage(&self, stage: Stage) -> f64 {
+        self.stage_us_per_handshake
+            .iter()
+            .find(|(s, _)| *s == stage)
+            .map_or(0.0, |(_, v)| *v)
+    }
+
+    fn resumed_share(&self) -> f64 {
+        self.handshakes.resumed as f64 / self.handshakes.total.max(1) as f64
+    }
+}
+
+/// Relative change, or None when there is nothing to compare against.
+fn change(before: f64, after: f64) -> Option<f64> {
+    (before > 0.0).then(|| after / before - 1.0)
+}
+
+fn change_text(before: f64, after: f64) -> String {
+    change(before, after).map_or("-".into(), |c| format!("{:+.1}%", c * 100.0))
+}
+
+fn check_comparable(before: &Recording, after: &Recording) -> Result<()> {
+    if before.handshake_totals().total == 0 || after.handshake_totals().total == 0 {
+        bail!("a recording has no completed handshakes, so there is nothing per handshake to compare: record under TLS load");
+    }
+    Ok(())
+}
+
+pub fn text(before: &Recording, after: &Recording) -> Result<String> {
+    check_comparable(before, after)?;
+    let (b, a) = (Side::of(before), Side::of(after));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Handshakes: {:.1}/s -> {:.1}/s; resumed {:.1}% -> {:.1}%",
+        b.handshakes.total as f64 / b.duration_s,
+        a.handshakes.total as f64 / a.duration_s,
+        b.resumed_share() * 100.0,
+        a.resumed_share() * 100.0
+    );
+    let (bm, am) = (b.handshakes.cpu.mean_ns() / 1e3, a.handshakes.cpu.mean_ns() / 1e3);
+    let (bp, ap) = (
+        b.handshakes.cpu.quantile_ns(0.5) / 1e3,
+        a.handshakes.cpu.quantile_ns(0.5) / 1e3,
+    );
+    let _ = writeln!(
+        out,
+        "CPU per handshake: mean {bm:.0} -> {am:.0} µs ({}), p50 {bp:.0} -> {ap:.0} µs ({})",
+        change_text(bm, am),
+        change_text(bp, ap)
+    );
+    if let (Some(bs), Some(as_)) = (b.tls_share, a.tls_share) {
+        let _ = writeln!(
+            out,
+            "TLS share of process CPU: {:.1}% -> {:.1}%",
+            bs * 100.0,
+            as_ * 100.0
+        );
+    }
+    let _ = writeln!(out, "\n{:<14}{:>22}{:>12}", "stage", "µs per handshake", "change");
+    for stage in Stage::ALL {
+        let (x, y) = (b.stage(stage), a.stage(stage));
+        if x == 0.0 && y == 0.0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{:<14}{:>10.1} -> {:>8.1}{:>12}",
+            stage.name(),
+            x,
+            y,
+            change_text(x, y)
+        );
+    }
+    Ok(out)
+}
+
+pub fn json(before: &Recording, after: &Recording) -> Result<Value> {
+    check_comparable(before, after)?;
+    let (b, a) = (Side::of(before), Side::of(after));
+    let stages: Vec<Value> = Stage::ALL
+        .iter()
+        .filter(|s| b.stage(**s) > 0.0 || a.stage(**s) > 0.0)
+        .map(|&s| {
+            json!({"name": s, "before_us_per_handshake": b.stage(s), "after_us_per_handshake": a.stage(s),
+                   "change": change(b.stage(s), a.stage(s))})
+        })
+        .collect();
+    let side = |s: &Side| {
+        json!({
+            "handshakes": s.handshakes.total, "full": s.handshakes.full, "resumed": s.handshakes.resumed,
+            "handshakes_per_s": s.handshakes.total as f64 / s.duration_s, "resumed_share": s.resumed_share(),
+            "cpu_us_per_handshake": {"mean": s.handshakes.cpu.mean_ns() / 1e3, "p50": s.handshakes.cpu.quantile_ns(0.5) / 1e3},
+            "tls_share": s.tls_share,
+        })
+    };
+    Ok(json!({
+        "before": side(&b),
+        "after": side(&a),
+        "cpu_per_handshake_change": change(b.handshakes.cpu.mean_ns(), a.handshakes.cpu.mean_ns()),
+        "stages": stages,
+    }))
+}
+
+/// Differential flame graph: the after profile's shape, coloured by the change from before (normalized to
+/// the same sample total, so different load levels compare).
+pub fn svg(before: &Recording, after: &Recording, out: impl Write) -> Result<()> {
+    let (b, a) = (flame::folded(before).join("\n"), flame::folded(after).join("\n"));
+    if b.is_empty() || a.is_empty() {
+        bail!("a recording has no CPU samples, so there is no differential flame graph: record for longer");
+    }
+    let mut diff = Vec::new();
+    let opts = differential::Options {
+        normalize: true,
+        ..Default::default()
+    };
+    differential::from_readers(opts, b.as_bytes(), a.as_bytes(), &mut diff).context("compare the stacks")?;
+    let mut fg = flamegraph::Options::default();
+    fg.title = "tlsprof diff: red grew, blue shrank (after vs before)".into();
+    fg.count_name = "samples".into();
+    let text = String::from_utf8(diff).context("differential output")?;
+    flamegraph::from_lines(&mut fg, text.lines(), out).context("draw the differential flame graph")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::tests::sample_recording;
+    use crate::profile::{CpuHistogram, HandshakeGroup, Role};
+
+    /// The same service after switching to ECDSA and turning on resumption: less sign CPU per handshake.
+    fn after() -> Recording {
+        let mut rec = sample_recording();
+        for n in &mut rec.tree {
+            if n.path.len() > 1 {
+                n.cpu_ns /= 10;
+                n.self_ns /= 10;
+            }
+        }
+        let mut resumed = CpuHistogram::default();
+        for _ in 0..4 {
+            resumed.add(300_000);
+        }
+        rec.handshakes.push(HandshakeGroup {
+            role: Role::Server,
+            resumed: true,
+            cpu: resumed,
+        });
+        rec
+    }
+
+    #[test]
+    fn per_handshake_stage_change_and_resumption() {
+        let (b, a) = (sample_recording(), after());
+        let t = text(&b, &a).unwrap();
+        assert!(t.contains("resumed 0.0% -> 50.0%"), "{t}");
+        let j = json(&b, &a).unwrap();
+        let sign = j["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "sign")
+            .unwrap();
+        // 4.42 ms of sign over 4 handshakes before; a tenth of it over 8 handshakes after.
+        assert!((sign["before_us_per_handshake"].as_f64().unwrap() - 1105.0).abs() < 1e-6);
+        assert!((sign["change"].as_f64().unwrap() + 0.95).abs() < 0.01, "{sign}");
+    }
+
+    #[test]
+    fn differential_svg_is_drawn() {
+        let mut out = Vec::new();
+        svg(&sample_recording(), &after(), &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("EVP_DigestSign [sign]"));
+    }
+
+    #[test]
+    fn recordings_without_handshakes_are_refused_clearly() {
+        let mut empty = sample_recording();
+        empty.handshakes.clear();
+        let err = text(&empty, &after()).unwrap_err().to_string();
+        assert!(err.contains("no completed handshakes"), "{err}");
+    }
+}
