@@ -23,6 +23,8 @@ struct frame {
 	__u64 ret_addr;
 	__u64 entry_ip;
 	__u64 entry_bp;
+	/* Argument 3 at entry: where some functions return a length (see FF_*_LEN_*). */
+	__u64 arg3;
 	__u16 func;
 	__u8 stage;
 };
@@ -52,7 +54,10 @@ struct conn_state {
 	__u32 handshake_hits;
 	__u16 role;
 	__u16 cert_ops;
-	__u32 counted;
+	__u16 sig_len;
+	__u16 secret_len;
+	__u16 sig_made;
+	__u16 counted;
 };
 
 /* Make the boundary types visible in BTF so the skeleton emits them for user space. */
@@ -282,6 +287,7 @@ int stage_enter(struct pt_regs *ctx)
 		f->ret_addr = 0;
 	f->entry_ip = PT_REGS_IP(ctx);
 	f->entry_bp = PT_REGS_FP(ctx);
+	f->arg3 = PT_REGS_PARM3(ctx);
 	f->start_cpu_ns = thread_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
@@ -318,7 +324,30 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	e->cpu_ns = c->handshake_cpu_ns;
 	e->calls = c->handshake_calls;
 	e->nested_hits = c->handshake_hits;
+	e->sig_len = c->sig_len;
+	e->secret_len = c->secret_len;
+	e->sig_made = c->sig_made;
 	bpf_ringbuf_submit(e, 0);
+}
+
+/* Lengths that tell the certificate key (signature) and the key exchange (shared secret) of a handshake. */
+static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u16 flags, __u64 arg3)
+{
+	struct conn_state *c = conn_lookup(tgid, ssl, false);
+	__u64 len = arg3;
+
+	if (!c)
+		return;
+	if (flags & (FF_SIG_LEN_PTR | FF_SECRET_LEN_PTR)) {
+		if (bpf_probe_read_user(&len, sizeof(len), (void *)arg3))
+			return;
+	}
+	if (flags & FF_SECRET_LEN_PTR) {
+		c->secret_len = len;
+	} else {
+		c->sig_len = len;
+		c->sig_made = flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG);
+	}
 }
 
 SEC("uretprobe.multi")
@@ -326,6 +355,7 @@ int stage_exit(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u16 func = COOKIE_FUNC(cookie);
+	__u16 flags = COOKIE_FLAGS(cookie);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	/* On return the stack pointer sits one slot above where it was at entry (the popped return address). */
@@ -380,6 +410,8 @@ int stage_exit(struct pt_regs *ctx)
 		__sync_fetch_and_add(&val->nested_hits, nested_hits);
 	}
 
+	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG | FF_SECRET_LEN_PTR)))
+		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3);
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
 		finish_handshake(ctx, tgid, ts, total, nested_hits);

@@ -34,6 +34,12 @@ enum tlsprof_func_flags {
 	FF_PEER_CERT_CHECK = 1 << 4,
 	/* A new connection starts on this SSL * (a freed one's address may be reused): forget the old one. */
 	FF_CONN_START = 1 << 5,
+	/* Argument 3 points to the length of the signature made (read at return): the certificate key's size. */
+	FF_SIG_LEN_PTR = 1 << 6,
+	/* Argument 3 is the length of the signature checked. */
+	FF_SIG_LEN_ARG = 1 << 7,
+	/* Argument 3 points to the length of the shared secret derived (read at return): the key exchange. */
+	FF_SECRET_LEN_PTR = 1 << 8,
 };
 
 /* Attach cookie layout: function id | stage | argument that is NULL for a length query | flags. */
@@ -107,6 +113,12 @@ struct handshake_event {
 	/* Outermost handshake calls, and the probe hits inside them (see tree_val.nested_hits). */
 	__u32 calls;
 	__u32 nested_hits;
+	/* Length of the last signature made or checked, and of the shared secret; 0 when none was seen. */
+	__u16 sig_len;
+	__u16 secret_len;
+	/* FF_SIG_LEN_PTR when the signature was made here, FF_SIG_LEN_ARG when it was checked. */
+	__u16 sig_made;
+	__u16 pad;
 };
 
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */

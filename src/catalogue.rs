@@ -81,6 +81,9 @@ pub const CLIENT: u32 = ff::FF_ROLE_CLIENT.0;
 pub const PRIVATE_KEY_OP: u32 = ff::FF_PRIVATE_KEY_OP.0;
 pub const PEER_CERT_CHECK: u32 = ff::FF_PEER_CERT_CHECK.0;
 pub const CONN_START: u32 = ff::FF_CONN_START.0;
+pub const SIG_LEN_PTR: u32 = ff::FF_SIG_LEN_PTR.0;
+pub const SIG_LEN_ARG: u32 = ff::FF_SIG_LEN_ARG.0;
+pub const SECRET_LEN_PTR: u32 = ff::FF_SECRET_LEN_PTR.0;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
@@ -167,7 +170,7 @@ pub const ROWS: &[Row] = &[
     row("ssl_generate_pkey", Keygen, Internal, 0),
     row("ssl_generate_pkey_group", Keygen, Internal, 0),
     // Shared secret, including RSA key transport.
-    op("EVP_PKEY_derive", Derive, 0),
+    op("EVP_PKEY_derive", Derive, SECRET_LEN_PTR),
     op("EVP_PKEY_decrypt", Derive, PRIVATE_KEY_OP),
     row("ECDH_compute_key", Derive, Public, 0),
     row("DH_compute_key", Derive, Public, 0),
@@ -178,8 +181,8 @@ pub const ROWS: &[Row] = &[
     row("ssl3_send_client_key_exchange", Derive, Internal, 0),
     row("ssl3_get_client_key_exchange", Derive, Internal, 0),
     // Signatures: ServerKeyExchange and CertificateVerify.
-    op("EVP_DigestSign", Sign, PRIVATE_KEY_OP),
-    op("EVP_PKEY_sign", Sign, PRIVATE_KEY_OP),
+    op("EVP_DigestSign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
+    op("EVP_PKEY_sign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
     // OpenSSL 1.1+ signs with one-shot EVP_DigestSign, which calls this inside the same `sign` call; it also
     // computes every CBC-mode record MAC. So: only with --all-probes, and no private-key flag.
     Row {
@@ -197,9 +200,9 @@ pub const ROWS: &[Row] = &[
     row("ssl3_send_server_key_exchange", Sign, Internal, 0),
     // Peer certificate chain and signature checks.
     row("X509_verify_cert", Verify, Public, PEER_CERT_CHECK),
-    row("EVP_DigestVerify", Verify, Public, PEER_CERT_CHECK),
-    row("EVP_DigestVerifyFinal", Verify, Public, PEER_CERT_CHECK),
-    row("EVP_PKEY_verify", Verify, Public, PEER_CERT_CHECK),
+    row("EVP_DigestVerify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
+    row("EVP_DigestVerifyFinal", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
+    row("EVP_PKEY_verify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
     row("ssl_verify_cert_chain", Verify, Internal, PEER_CERT_CHECK),
     row("tls_process_cert_verify", Verify, Internal, 0),
     row("tls_process_key_exchange", Verify, Internal, 0),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
 
+use crate::anatomy;
 use crate::attach::{self, AttachOptions, Attached};
 use crate::bpf::types::{handshake_event, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val};
 use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Target, TreeNode};
@@ -34,7 +35,8 @@ struct CpuMeter {
     last_ms: f64,
 }
 
-type HandshakeGroups = BTreeMap<(Role, bool), CpuHistogram>;
+/// (role, resumed, certificate key, key exchange) -> CPU of each such handshake.
+type HandshakeGroups = BTreeMap<(Role, bool, Option<String>, Option<String>), CpuHistogram>;
 
 pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
     attach::preflight()?;
@@ -73,9 +75,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     rb.add(&att.skel.maps.handshakes, |data: &[u8]| {
         let mut e = handshake_event::default();
         if plain::copy_from_bytes(&mut e, data).is_ok() {
-            let (role, resumed) = classify(&e);
             let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
-            groups.borrow_mut().entry((role, resumed)).or_default().add(cpu_ns);
+            groups.borrow_mut().entry(classify(&e)).or_default().add(cpu_ns);
             completed.fetch_add(1, Ordering::Relaxed);
         }
         0
@@ -156,8 +157,9 @@ fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
 }
 
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
-/// resumed ones authenticate with the session's secret instead.
-fn classify(e: &handshake_event) -> (Role, bool) {
+/// resumed ones authenticate with the session's secret instead. A full server handshake that used the
+/// private key but made no signature decrypted an RSA-encrypted premaster secret.
+fn classify(e: &handshake_event) -> (Role, bool, Option<String>, Option<String>) {
     let cert_ops = u32::from(e.cert_ops);
     let role = match u32::from(e.role) {
         r if r == ff::FF_ROLE_SERVER.0 => Role::Server,
@@ -165,7 +167,13 @@ fn classify(e: &handshake_event) -> (Role, bool) {
         _ => Role::Partial,
     };
     let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
-    (role, resumed)
+    let rsa_transport = cert_ops & ff::FF_PRIVATE_KEY_OP.0 != 0 && u32::from(e.sig_made) != ff::FF_SIG_LEN_PTR.0;
+    let cert = if resumed {
+        None
+    } else {
+        anatomy::certificate_key(e.sig_len)
+    };
+    (role, resumed, cert, anatomy::key_exchange(e.secret_len, rsa_transport))
 }
 
 fn poll_cpu(live: &[Process], cpu: &mut HashMap<u32, CpuMeter>) {
@@ -269,7 +277,13 @@ fn build_recording(
         samples,
         handshakes: groups
             .into_iter()
-            .map(|((role, resumed), cpu)| HandshakeGroup { role, resumed, cpu })
+            .map(|((role, resumed, certificate_key, key_exchange), cpu)| HandshakeGroup {
+                role,
+                resumed,
+                certificate_key,
+                key_exchange,
+                cpu,
+            })
             .collect(),
         lost,
         probe_cost: att.probe_cost,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
+mod anatomy;
 mod attach;
 mod bpf;
 mod calibrate;

@@ -118,6 +118,10 @@ pub enum Role {
 pub struct HandshakeGroup {
     pub role: Role,
     pub resumed: bool,
+    /// "RSA-2048", "ECDSA P-256": from the signature's length; None when no signature was seen (resumed).
+    pub certificate_key: Option<String>,
+    /// "ECDHE (X25519 or P-256)", "DHE-2048", "RSA key transport": from the shared secret's length.
+    pub key_exchange: Option<String>,
     pub cpu: CpuHistogram,
 }
 

@@ -100,14 +100,22 @@ pub fn text(rec: &Recording) -> String {
     );
     if hs.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
-        for g in &rec.handshakes {
+        let _ = writeln!(
+            out,
+            "Handshake mix (certificate key from signature length, key exchange from secret length):"
+        );
+        for g in rec.handshakes.iter().filter(|g| g.role != Role::Partial) {
             let kind = if g.resumed { "resumed" } else { "full" };
-            let role = match g.role {
-                Role::Server => "server",
-                Role::Client => "client",
-                Role::Partial => continue,
-            };
-            let _ = writeln!(out, "  {kind} {role} ({}): {}", g.cpu.count, cpu_line(&g.cpu));
+            let role = if g.role == Role::Server { "server" } else { "client" };
+            let _ = writeln!(
+                out,
+                "  {:>5.1}%  {kind} {role}, {}, {} ({}): {}",
+                pct(g.cpu.count as f64, hs.total as f64),
+                g.certificate_key.as_deref().unwrap_or("no certificate used"),
+                g.key_exchange.as_deref().unwrap_or("no key exchange seen"),
+                g.cpu.count,
+                cpu_line(&g.cpu)
+            );
         }
     }
     let _ = writeln!(out, "{}", samples_line(rec));
@@ -300,7 +308,10 @@ pub fn json(rec: &Recording) -> Value {
     let kinds: Vec<Value> = rec
         .handshakes
         .iter()
-        .map(|g| json!({"role": g.role, "resumed": g.resumed, "count": g.cpu.count, "cpu_ms": hist(&g.cpu)}))
+        .map(|g| {
+            json!({"role": g.role, "resumed": g.resumed, "certificate_key": g.certificate_key,
+                   "key_exchange": g.key_exchange, "count": g.cpu.count, "cpu_ms": hist(&g.cpu)})
+        })
         .collect();
     json!({
         "duration_s": rec.duration_s,
