@@ -3,9 +3,11 @@
 # Makes sequential HTTPS requests that offer the previous TLS session, to drive resumed handshakes.
 import argparse
 import json
+import re
 import signal
 import socket
 import ssl
+import subprocess
 import sys
 
 LIMIT_S = 60
@@ -28,7 +30,7 @@ def main():
     if args.tls:
         ctx.minimum_version = ctx.maximum_version = VERSIONS[args.tls]
 
-    session, reused, version, cipher = None, 0, None, None
+    session, reused, version, cipher, key = None, 0, None, None, None
     for _ in range(args.count):
         with socket.create_connection((args.host, args.port)) as raw:
             with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as tls:
@@ -39,7 +41,20 @@ def main():
                 reused += tls.session_reused
                 session = tls.session
                 version, cipher = tls.version(), tls.cipher()[0]
-    print(json.dumps({"connections": args.count, "reused": reused, "version": version, "cipher": cipher}))
+                key = key or certificate_key(tls.getpeercert(binary_form=True))
+    print(json.dumps({"connections": args.count, "reused": reused, "version": version, "cipher": cipher,
+                      "certificate_key": key}))
+
+
+def certificate_key(der):
+    """The server certificate's key as tlsprof names it ("RSA-2048", "ECDSA P-256"), read by openssl x509."""
+    text = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-text"], input=der,
+                          capture_output=True, check=True).stdout.decode()
+    bits = re.search(r"Public-Key: \((\d+) bit\)", text)
+    if "rsaEncryption" in text and bits:
+        return f"RSA-{bits.group(1)}"
+    curve = re.search(r"NIST CURVE: (P-\d+)", text)
+    return f"ECDSA {curve.group(1)}" if curve else None
 
 
 def give_up(signum, frame):

@@ -19,6 +19,9 @@ pub fn certificate_key(sig_len: u16) -> Option<String> {
     Some(name.to_string())
 }
 
+/// Sizes of the finite-field groups in use (RFC 7919 and the classic MODP ones).
+const DH_GROUP_BITS: [u32; 7] = [1024, 1536, 2048, 3072, 4096, 6144, 8192];
+
 /// The key exchange, from the length of the shared secret derived.
 pub fn key_exchange(secret_len: u16, rsa_transport: bool) -> Option<String> {
     let name = match secret_len {
@@ -29,7 +32,12 @@ pub fn key_exchange(secret_len: u16, rsa_transport: bool) -> Option<String> {
         48 => "ECDHE P-384",
         56 => "ECDHE X448",
         66 => "ECDHE P-521",
-        n if n >= 128 => return Some(format!("DHE-{}", u32::from(n) * 8)),
+        // A DH secret loses its leading zero bytes (1 time in 256): name the group size it fits.
+        n if n >= 128 => {
+            let bits = u32::from(n) * 8;
+            let group = DH_GROUP_BITS.iter().find(|&&g| g >= bits).copied().unwrap_or(bits);
+            return Some(format!("DHE-{group}"));
+        }
         _ => return Some(format!("unknown ({secret_len}-byte secret)")),
     };
     Some(name.to_string())
@@ -53,6 +61,7 @@ mod tests {
     fn secret_lengths_name_key_exchanges() {
         assert_eq!(key_exchange(32, false).as_deref(), Some("ECDHE (X25519 or P-256)"));
         assert_eq!(key_exchange(256, false).as_deref(), Some("DHE-2048"));
+        assert_eq!(key_exchange(255, false).as_deref(), Some("DHE-2048"));
         assert_eq!(key_exchange(0, true).as_deref(), Some("RSA key transport"));
         assert_eq!(key_exchange(0, false), None);
     }

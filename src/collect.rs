@@ -17,6 +17,7 @@ use crate::attach::{self, AttachOptions, Attached};
 use crate::bpf::types::{handshake_event, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val};
 use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Target, TreeNode};
 use crate::samples::SampleAggregator;
+use crate::speed;
 use crate::targets::{self, Process};
 
 pub struct RecordOptions {
@@ -245,6 +246,7 @@ fn build_recording(
     }
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
+    let handshakes_seen = !groups.is_empty();
     let unreadable_stacks = samples.unreadable;
     let (samples, unnamed_jit_pids) = samples.finish(&att.targets.functions);
 
@@ -288,6 +290,12 @@ fn build_recording(
         lost,
         probe_cost: att.probe_cost,
         probe_hits: stat_sum(att, tlsprof_stat::STAT_PROBE_HITS),
+        // Measured after recording, so the targets are not competing with it for the CPU while recorded.
+        openssl_speed: if handshakes_seen {
+            speed::measure()
+        } else {
+            Default::default()
+        },
     })
 }
 

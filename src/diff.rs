@@ -185,6 +185,8 @@ mod tests {
         rec.handshakes.push(HandshakeGroup {
             role: Role::Server,
             resumed: true,
+            certificate_key: None,
+            key_exchange: Some("ECDHE (X25519 or P-256)".into()),
             cpu: resumed,
         });
         rec

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
+mod advice;
 mod anatomy;
 mod attach;
 mod bpf;
@@ -13,6 +14,7 @@ mod objects;
 mod profile;
 mod report;
 mod samples;
+mod speed;
 mod symbolize;
 mod targets;
 mod unwind;

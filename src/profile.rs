@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -39,6 +39,8 @@ pub struct Recording {
     pub probe_cost: ProbeCost,
     /// Probe hits on the targets: about probe_hits × probe_cost.hit_ns of their CPU went to tlsprof.
     pub probe_hits: u64,
+    /// µs per operation of alternatives advice compares with (`openssl speed` on this machine at record time).
+    pub openssl_speed: BTreeMap<String, f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -338,6 +340,29 @@ impl Recording {
     pub fn samples_total(&self) -> u64 {
         self.samples.iter().map(|s| s.count).sum()
     }
+
+    /// Share of samples inside the record layer, found in the sampled stacks: (SSL_read*, SSL_write*).
+    /// Sampled, so available without probing those per-request functions.
+    pub fn record_layer_sampled(&self) -> (f64, f64) {
+        let total = self.samples_total().max(1) as f64;
+        let share = |names: &[&str]| {
+            let n: u64 = self
+                .samples
+                .iter()
+                .filter(|s| {
+                    s.frames
+                        .iter()
+                        .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
+                })
+                .map(|s| s.count)
+                .sum();
+            n as f64 / total
+        };
+        (
+            share(&["SSL_read", "SSL_read_ex", "SSL_peek"]),
+            share(&["SSL_write", "SSL_write_ex"]),
+        )
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -486,6 +511,8 @@ pub(crate) mod tests {
             handshakes: vec![HandshakeGroup {
                 role: Role::Server,
                 resumed: false,
+                certificate_key: Some("RSA-2048".into()),
+                key_exchange: Some("ECDHE (X25519 or P-256)".into()),
                 cpu: full,
             }],
             lost: Lost::default(),
@@ -494,6 +521,7 @@ pub(crate) mod tests {
                 inside_ns: 1500.0,
             },
             probe_hits: 100,
+            openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
         }
     }
 

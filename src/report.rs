@@ -131,6 +131,18 @@ pub fn text(rec: &Recording) -> String {
         let _ = writeln!(out, "Frequent functions not probed (read/write stages, EVP_KDF_derive): add --all-probes to time them (costs the target CPU on every call)");
     }
 
+    let advice = crate::advice::advise(rec);
+    if !advice.is_empty() {
+        let _ = writeln!(out, "\nAdvice:");
+        for a in &advice {
+            let _ = writeln!(
+                out,
+                "  [{}] {}\n    evidence: {}\n    saving: {}",
+                a.id, a.change, a.evidence, a.estimated_saving
+            );
+        }
+    }
+
     let _ = writeln!(
         out,
         "\n{:<14}{:>11}{:>8}{:>12}{:>10}{:>12}",
@@ -336,6 +348,8 @@ pub fn json(rec: &Recording) -> Value {
         "probe_cost_us_per_hit": rec.probe_cost.hit_ns / 1e3,
         "probe_hits": rec.probe_hits,
         "probe_overhead_ms": rec.probe_overhead_ms(),
+        "record_layer_sampled": {"read": rec.record_layer_sampled().0, "write": rec.record_layer_sampled().1},
+        "advice": crate::advice::advise(rec),
     })
 }
 

@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use common::*;
@@ -164,41 +163,6 @@ fn nginx_stacks_reach_main_and_leaves_match_perf() {
     }
 }
 
-/// A Node.js client making HTTPS requests without keep-alive; returns the recording's folded stacks.
-fn profile_node_client(scratch: &Scratch, port: u16, node_flags: &[&str], count: u32) -> (Vec<(String, u64)>, String) {
-    let mut client = Command::new("node")
-        .args(node_flags)
-        .arg(repo().join("examples/node/https-client.js"))
-        .args([
-            "--port",
-            &port.to_string(),
-            "--count",
-            &count.to_string(),
-            "--wait-stdin",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(client.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let recording = scratch.path("client.tlsprof");
-    let rec = Recorder::start(&[
-        "--pid",
-        &client.id().to_string(),
-        "--freq",
-        "999",
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
-    client.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    assert!(client.wait().unwrap().success());
-    let summary = rec.finish();
-    (folded(&recording), summary)
-}
-
 #[test]
 fn node_client_hello_samples_sit_under_named_javascript_frames() {
     if !require_root("node_client_hello_samples_sit_under_named_javascript_frames") {
@@ -206,7 +170,9 @@ fn node_client_hello_samples_sit_under_named_javascript_frames() {
     }
     let scratch = Scratch::new("stacks-node");
     let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
-    let (stacks, summary) = profile_node_client(&scratch, nginx.port, &["--perf-basic-prof"], 600);
+    let recording = scratch.path("client.tlsprof");
+    let (_, summary) = profile_node_client(&recording, nginx.port, &["--perf-basic-prof"], &["--count", "600"]);
+    let stacks = folded(&recording);
     let hello: Vec<&(String, u64)> = stacks
         .iter()
         .filter(|(s, _)| s.contains(";tls_construct_client_hello;"))
@@ -226,6 +192,6 @@ fn node_client_hello_samples_sit_under_named_javascript_frames() {
     assert!(!summary.contains("have no names"), "{summary}");
 
     // Without a perf map, the summary says how to get JavaScript names.
-    let (_, summary) = profile_node_client(&scratch, nginx.port, &[], 100);
+    let (_, summary) = profile_node_client(&recording, nginx.port, &[], &["--count", "100"]);
     assert!(summary.contains("start it with --perf-basic-prof"), "{summary}");
 }

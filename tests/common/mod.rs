@@ -320,3 +320,35 @@ pub fn within(value: f64, truth: f64, tolerance: f64) -> bool {
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().unwrap()
 }
+
+/// Runs examples/node/https-client.js under `tlsprof record -o recording` from its first request to its
+/// exit; returns the client's JSON report and tlsprof's summary.
+pub fn profile_node_client(recording: &Path, port: u16, node_flags: &[&str], client_args: &[&str]) -> (Value, String) {
+    let mut client = Command::new("node")
+        .args(node_flags)
+        .arg(repo().join("examples/node/https-client.js"))
+        .args(["--port", &port.to_string(), "--wait-stdin"])
+        .args(client_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let rec = Recorder::start(&[
+        "--pid",
+        &client.id().to_string(),
+        "--freq",
+        "999",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    std::io::Write::write_all(&mut client.stdin.take().unwrap(), b"go\n").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(client.wait().unwrap().success());
+    let summary = rec.finish();
+    (serde_json::from_str(&line).unwrap_or(Value::Null), summary)
+}

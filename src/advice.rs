@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Advice: rules that turn a recording's measurements into concrete changes, each with its evidence and an
+//! estimate computed from costs measured in the same recording or by `openssl speed` on this machine.
+
+use serde::Serialize;
+
+use crate::catalogue::Stage;
+use crate::profile::{Recording, Role};
+use crate::speed;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    pub id: &'static str,
+    pub evidence: String,
+    pub change: String,
+    pub estimated_saving: String,
+}
+
+/// TLS below this share of the process's CPU is not worth tuning.
+const SMALL_TLS_SHARE: f64 = 0.10;
+/// Signing above this share of TLS CPU makes the certificate key worth changing.
+const SIGN_HEAVY_SHARE: f64 = 0.20;
+/// Resumption below this share of a server's handshakes leaves full handshakes to save.
+const LOW_RESUMPTION: f64 = 0.5;
+/// A client making handshakes this often, spending this share of its CPU in them, opens connections per request.
+const BUSY_CLIENT_RATE: f64 = 1.0;
+const BUSY_CLIENT_SHARE: f64 = 0.05;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Software {
+    Nginx,
+    Node,
+    Other,
+}
+
+fn software(rec: &Recording) -> Software {
+    match rec.targets.first().map(|t| t.comm.as_str()) {
+        Some("nginx") => Software::Nginx,
+        Some("node") => Software::Node,
+        _ => Software::Other,
+    }
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+/// The most common value of a handshake field among full handshakes of a role.
+fn most_common(
+    rec: &Recording,
+    role: Role,
+    field: impl Fn(&crate::profile::HandshakeGroup) -> Option<&String>,
+) -> Option<String> {
+    let mut best: Option<(&String, u64)> = None;
+    for g in rec.handshakes.iter().filter(|g| g.role == role && !g.resumed) {
+        if let Some(v) = field(g) {
+            if best.is_none_or(|(_, n)| g.cpu.count > n) {
+                best = Some((v, g.cpu.count));
+            }
+        }
+    }
+    best.map(|(v, _)| v.clone())
+}
+
+pub fn advise(rec: &Recording) -> Vec<Advice> {
+    let proc_ms = rec.process_cpu_ms();
+    let tls_ns = rec.tls_cpu_ns() as f64;
+    let share = if proc_ms > 0.0 { ms(tls_ns) / proc_ms } else { 0.0 };
+    let hs = rec.handshake_totals();
+    let sw = software(rec);
+    let mut out = Vec::new();
+
+    if proc_ms > 0.0 && share < SMALL_TLS_SHARE {
+        let (read, write) = rec.record_layer_sampled();
+        out.push(Advice {
+            id: "tls_not_the_cost",
+            evidence: format!(
+                "TLS handshakes are {:.1}% of the process's CPU ({:.0} of {:.0} ms; {} handshakes in {:.0} s); the record layer is {:.0}% of CPU samples (SSL_write {:.0}%, SSL_read {:.0}%)",
+                share * 100.0,
+                ms(tls_ns),
+                proc_ms,
+                hs.total,
+                rec.duration_s,
+                100.0 * (read + write),
+                100.0 * write,
+                100.0 * read
+            ),
+            change: "Handshakes are not the cost, so tuning certificates, key exchange or resumption will not help. What remains is bulk encryption (already AES-GCM or ChaCha20 in hardware-friendly form) and the rest of the flame graph (`tlsprof flamegraph`).".into(),
+            estimated_saving: format!("at most {:.1}% of CPU, even if handshakes cost nothing", share * 100.0),
+        });
+        return out;
+    }
+
+    let stage_self = |stage: Stage| {
+        rec.stages()
+            .iter()
+            .find(|s| s.stage == stage)
+            .map_or(0.0, |s| s.self_ns as f64)
+    };
+    let server_full: u64 = rec
+        .handshakes
+        .iter()
+        .filter(|g| g.role == Role::Server && !g.resumed)
+        .map(|g| g.cpu.count)
+        .sum();
+    let server_total: u64 = rec
+        .handshakes
+        .iter()
+        .filter(|g| g.role == Role::Server)
+        .map(|g| g.cpu.count)
+        .sum();
+
+    // An RSA certificate whose signatures dominate.
+    let cert = most_common(rec, Role::Server, |g| g.certificate_key.as_ref());
+    let sign_ns = stage_self(Stage::Sign);
+    if let (Some(cert), true) = (&cert, server_full > 0 && tls_ns > 0.0) {
+        if cert.starts_with("RSA") && sign_ns / tls_ns >= SIGN_HEAVY_SHARE {
+            let sign_us = sign_ns / 1e3 / server_full as f64;
+            let estimate = match rec.openssl_speed.get(speed::ECDSA_P256_SIGN) {
+                Some(&ecdsa_us) => {
+                    let saved = (sign_us - ecdsa_us).max(0.0) * server_full as f64 * 1e3;
+                    format!(
+                        "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed) instead of {sign_us:.0} µs: about -{:.0}% TLS CPU",
+                        100.0 * saved / tls_ns
+                    )
+                }
+                None => "unknown: `openssl speed ecdsap256` could not be run to measure the alternative".into(),
+            };
+            out.push(Advice {
+                id: "ecdsa_certificate",
+                evidence: format!(
+                    "sign is {:.0}% of TLS CPU ({cert}, {:.2} ms per full handshake, {server_full} full handshakes)",
+                    100.0 * sign_ns / tls_ns,
+                    sign_us / 1e3
+                ),
+                change: match sw {
+                    Software::Nginx => "Serve an ECDSA P-256 certificate: add a second `ssl_certificate`/`ssl_certificate_key` pair with the ECDSA key (nginx picks it for clients that support it and keeps RSA for the rest).".into(),
+                    Software::Node => "Serve an ECDSA P-256 certificate: tls.createServer({ key: [ecdsaKey, rsaKey], cert: [ecdsaCert, rsaCert] }) (Node.js picks ECDSA for clients that support it).".into(),
+                    Software::Other => "Serve an ECDSA P-256 certificate (SSL_CTX_use_certificate/SSL_CTX_use_PrivateKey with an EC key, alongside the RSA one).".into(),
+                },
+                estimated_saving: estimate,
+            });
+        }
+    }
+
+    // Servers that resume few handshakes.
+    if server_full > 0 {
+        let resumed = server_total - server_full;
+        let resumed_share = resumed as f64 / server_total as f64;
+        if resumed_share < LOW_RESUMPTION {
+            let full_cpu = rec.handshakes.iter().filter(|g| g.role == Role::Server && !g.resumed);
+            let (mut n, mut sum) = (0u64, 0u64);
+            for g in full_cpu {
+                n += g.cpu.count;
+                sum += g.cpu.sum_ns;
+            }
+            let full_us = sum as f64 / n.max(1) as f64 / 1e3;
+            // A resumed handshake skips the certificate's work: measured here if any were resumed.
+            let resumed_us = rec
+                .handshakes
+                .iter()
+                .find(|g| g.role == Role::Server && g.resumed)
+                .map(|g| g.cpu.mean_ns() / 1e3)
+                .unwrap_or_else(|| {
+                    full_us - (stage_self(Stage::Sign) + stage_self(Stage::Verify)) / 1e3 / n.max(1) as f64
+                });
+            let saved = (full_us - resumed_us).max(0.0) * server_full as f64 * 0.9 * 1e3;
+            out.push(Advice {
+                id: "session_resumption",
+                evidence: format!(
+                    "{:.0}% of {server_total} server handshakes were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms",
+                    resumed_share * 100.0,
+                    full_us / 1e3,
+                    resumed_us / 1e3
+                ),
+                change: match sw {
+                    Software::Nginx => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.".into(),
+                    Software::Node => "Let clients resume: keep session tickets on (the default) and give every worker the same `ticketKeys` (tls.createServer({ ticketKeys })), or handle 'newSession'/'resumeSession' with a shared cache.".into(),
+                    Software::Other => "Let clients resume: enable the session cache (SSL_CTX_set_session_cache_mode) and session tickets, with ticket keys shared across instances.".into(),
+                },
+                estimated_saving: format!(
+                    "if 90% of returning clients resume: about -{:.0}% TLS CPU ({:.2} ms saved per resumed handshake)",
+                    100.0 * saved / tls_ns.max(1.0),
+                    (full_us - resumed_us) / 1e3
+                ),
+            });
+        }
+    }
+
+    // Finite-field Diffie-Hellman, or a slow curve.
+    if let Some(kx) = most_common(rec, Role::Server, |g| g.key_exchange.as_ref())
+        .or_else(|| most_common(rec, Role::Client, |g| g.key_exchange.as_ref()))
+    {
+        let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
+        let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
+        let slow = kx.starts_with("DHE") || kx.contains("P-384") || kx.contains("P-521") || kx.contains("X448");
+        if slow && hs.total > 0 {
+            let estimate = match rec.openssl_speed.get(speed::X25519_DERIVE) {
+                // An X25519 exchange is one key generation and one derivation, each a scalar multiplication.
+                Some(&x25519_us) => format!(
+                    "X25519 costs about {:.0} µs per handshake here (2 × openssl speed ecdhx25519) instead of {kx_us:.0} µs: about -{:.0}% TLS CPU",
+                    2.0 * x25519_us,
+                    100.0 * (kx_us - 2.0 * x25519_us).max(0.0) * hs.total as f64 * 1e3 / tls_ns.max(1.0)
+                ),
+                None => "unknown: `openssl speed ecdhx25519` could not be run to measure the alternative".into(),
+            };
+            out.push(Advice {
+                id: if kx.starts_with("DHE") { "dhe_key_exchange" } else { "curve_choice" },
+                evidence: format!(
+                    "the key exchange is {kx}: key generation and derivation cost {kx_us:.0} µs per handshake ({:.0}% of TLS CPU)",
+                    100.0 * kx_ns / tls_ns.max(1.0)
+                ),
+                change: match sw {
+                    Software::Nginx => "Use an elliptic-curve exchange: put ECDHE suites first in `ssl_ciphers` (or drop DHE ones and `ssl_dhparam`), offer TLSv1.3 in `ssl_protocols`, and `ssl_ecdh_curve X25519:prime256v1;`.".into(),
+                    Software::Node => "Use an elliptic-curve exchange: tls.createServer({ ecdhCurve: 'X25519:P-256', ciphers: ECDHE suites first, minVersion: 'TLSv1.2' }) and allow TLSv1.3.".into(),
+                    Software::Other => "Use an elliptic-curve exchange: prefer ECDHE suites and X25519 (SSL_CTX_set1_groups_list(ctx, \"X25519:P-256\")).".into(),
+                },
+                estimated_saving: estimate,
+            });
+        }
+    }
+
+    // Clients that open a new connection (and a full handshake) for their requests.
+    let client_total: u64 = rec
+        .handshakes
+        .iter()
+        .filter(|g| g.role == Role::Client)
+        .map(|g| g.cpu.count)
+        .sum();
+    let client_ns: u64 = rec
+        .handshakes
+        .iter()
+        .filter(|g| g.role == Role::Client)
+        .map(|g| g.cpu.sum_ns)
+        .sum();
+    let rate = client_total as f64 / rec.duration_s.max(1e-9);
+    if rate >= BUSY_CLIENT_RATE && ms(client_ns as f64) >= BUSY_CLIENT_SHARE * proc_ms {
+        let resumed: u64 = rec
+            .handshakes
+            .iter()
+            .filter(|g| g.role == Role::Client && g.resumed)
+            .map(|g| g.cpu.count)
+            .sum();
+        out.push(Advice {
+            id: "client_connection_reuse",
+            evidence: format!(
+                "this client made {client_total} handshakes ({rate:.1}/s, {:.0}% resumed) costing {:.0}% of its TLS CPU and {:.0}% of its CPU",
+                100.0 * resumed as f64 / client_total as f64,
+                100.0 * client_ns as f64 / tls_ns.max(1.0),
+                100.0 * ms(client_ns as f64) / proc_ms.max(1e-9)
+            ),
+            change: match sw {
+                Software::Node => "Reuse connections: new https.Agent({ keepAlive: true, maxSockets: N }) for outbound requests; connections that must be new can still resume sessions (the Agent caches them: maxCachedSessions).".into(),
+                _ => "Reuse connections (HTTP keep-alive, a connection pool) and resume TLS sessions on the new ones (SSL_set_session with the previous session).".into(),
+            },
+            estimated_saving: format!(
+                "every handshake avoided saves {:.2} ms of CPU; with keep-alive, up to -{:.0}% TLS CPU",
+                client_ns as f64 / client_total as f64 / 1e6,
+                100.0 * client_ns as f64 / tls_ns.max(1.0)
+            ),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::tests::sample_recording;
+
+    fn ids(rec: &Recording) -> Vec<&'static str> {
+        advise(rec).iter().map(|a| a.id).collect()
+    }
+
+    #[test]
+    fn rsa_signing_without_resumption_gets_ecdsa_and_session_cache() {
+        let rec = sample_recording();
+        let advice = advise(&rec);
+        assert_eq!(ids(&rec), vec!["ecdsa_certificate", "session_resumption"]);
+        let ecdsa = &advice[0];
+        assert!(
+            ecdsa.evidence.contains("RSA-2048") && ecdsa.change.contains("ssl_certificate"),
+            "{ecdsa:?}"
+        );
+        // 4 full handshakes signing 1105 µs each; ECDSA at 40 µs: 4 × 1065 µs of 5170 µs TLS CPU.
+        assert!(ecdsa.estimated_saving.contains("about -82% TLS CPU"), "{ecdsa:?}");
+        assert!(advice[1].change.contains("ssl_session_cache"), "{:?}", advice[1]);
+    }
+
+    #[test]
+    fn small_tls_share_says_tuning_tls_will_not_help() {
+        let mut rec = sample_recording();
+        rec.targets[0].process_cpu_ms = 1000.0;
+        assert_eq!(ids(&rec), vec!["tls_not_the_cost"]);
+    }
+
+    #[test]
+    fn dhe_and_busy_clients_are_named() {
+        let mut rec = sample_recording();
+        rec.handshakes[0].key_exchange = Some("DHE-2048".into());
+        assert!(ids(&rec).contains(&"dhe_key_exchange"));
+        rec.handshakes[0].role = Role::Client;
+        rec.targets[0].comm = "node".into();
+        let advice = advise(&rec);
+        let reuse = advice
+            .iter()
+            .find(|a| a.id == "client_connection_reuse")
+            .expect("client advice");
+        assert!(reuse.change.contains("keepAlive: true"), "{reuse:?}");
+    }
+}

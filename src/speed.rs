@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `openssl speed` on this machine: what an alternative (an ECDSA certificate, an X25519 key exchange) would
+//! cost here, measured rather than assumed, for advice.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// Operations measured, with the `openssl speed` algorithm that measures each.
+pub const ECDSA_P256_SIGN: &str = "ecdsap256_sign";
+pub const X25519_DERIVE: &str = "ecdhx25519_derive";
+
+/// Runs `openssl speed -mr` for one second per algorithm; µs per operation by name. Missing on failure.
+pub fn measure() -> BTreeMap<String, f64> {
+    let Ok(out) = Command::new("openssl")
+        .args(["speed", "-seconds", "1", "-mr", "ecdsap256", "ecdhx25519"])
+        .output()
+    else {
+        return BTreeMap::new();
+    };
+    parse(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `-mr` lines: `+F4:<i>:<bits>:<sign/s>:<verify/s>` for ECDSA, `+F5:<i>:<bits>:<op/s>` for ECDH.
+fn parse(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(':').collect();
+        let rate = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).filter(|r| *r > 0.0);
+        match (fields.first().copied(), fields.get(2).copied()) {
+            (Some("+F4"), Some("256")) => {
+                if let Some(r) = rate(3) {
+                    out.insert(ECDSA_P256_SIGN.to_string(), 1e6 / r);
+                }
+            }
+            (Some("+F5"), Some("253")) => {
+                if let Some(r) = rate(3) {
+                    out.insert(X25519_DERIVE.to_string(), 1e6 / r);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_readable_lines_give_microseconds_per_operation() {
+        let m = parse("+DT:ecdsa:1:256\n+F4:3:256:40000.000000:14054.000000\n+F5:9:253:25000.000000\n+H:x\n");
+        assert!((m[ECDSA_P256_SIGN] - 25.0).abs() < 1e-9);
+        assert!((m[X25519_DERIVE] - 40.0).abs() < 1e-9);
+    }
+}
