@@ -33,8 +33,12 @@ struct thread_state {
 	/* On-CPU time accumulated up to last_in; the thread is on a CPU since last_in when running. */
 	__u64 cpu_ns;
 	__u64 last_in;
-	/* SSL * of the handshake this thread is inside, 0 outside one. */
+	/* SSL * of the handshake this thread is inside, 0 outside one; and of the last one it was inside. */
 	__u64 ssl;
+	__u64 last_ssl;
+	/* Buffer of the read() in progress, and the record type of the last 5-byte read (a record header). */
+	__u64 read_buf;
+	__u32 last_header_type;
 	/* Probe hits on this thread so far: the hits inside a frame are what its figures must be corrected for. */
 	__u64 hits;
 	__u32 running;
@@ -57,7 +61,9 @@ struct conn_state {
 	__u16 sig_len;
 	__u16 secret_len;
 	__u16 sig_made;
-	__u16 counted;
+	__u8 counted;
+	/* The ServerHello was captured. */
+	__u8 hello;
 };
 
 /* Make the boundary types visible in BTF so the skeleton emits them for user space. */
@@ -66,6 +72,8 @@ struct tree_val _tree_val = {};
 struct stack_sample _stack_sample = {};
 enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
+struct hello_event _hello_event = {};
+enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
 enum tlsprof_stat _stat = STAT_TREE_DROPS;
@@ -125,10 +133,10 @@ struct {
 	__type(value, struct stack_sample);
 } sample_scratch SEC(".maps");
 
-/* Completed handshakes, one event each: rare enough to stream. */
+/* Completed handshakes and captured ServerHellos (enum tlsprof_event_kind), in order: rare enough to stream. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 8 << 20);
 } handshakes SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */
@@ -272,6 +280,7 @@ int stage_enter(struct pt_regs *ctx)
 
 	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
 		ts->ssl = PT_REGS_PARM1(ctx);
+		ts->last_ssl = ts->ssl;
 		note_conn_fact(ctx, tgid, flags);
 	}
 	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
@@ -300,7 +309,8 @@ int stage_enter(struct pt_regs *ctx)
 static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
 					     __u64 nested_hits)
 {
-	struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
+	__u64 ts_ssl = ts->ssl;
+	struct conn_state *c = conn_lookup(tgid, ts_ssl, true);
 	struct handshake_event *e;
 
 	ts->ssl = 0;
@@ -318,7 +328,9 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 		count_stat(STAT_HANDSHAKE_DROPS);
 		return;
 	}
+	e->kind = EVENT_HANDSHAKE;
 	e->tgid = tgid;
+	e->ssl = ts_ssl;
 	e->role = c->role;
 	e->cert_ops = c->cert_ops;
 	e->cpu_ns = c->handshake_cpu_ns;
@@ -416,6 +428,112 @@ int stage_exit(struct pt_regs *ctx)
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
 		finish_handshake(ctx, tgid, ts, total, nested_hits);
 	ts->depth = found;
+	return 0;
+}
+
+/* If buf holds the ServerHello of the connection this thread is handshaking (or last was), stream it. Only
+ * handshake records are read past their first bytes: application data is never copied. */
+static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, __u64 buf, __u64 len)
+{
+	__u64 ssl = ts->ssl ? ts->ssl : ts->last_ssl;
+	struct conn_state *c;
+	struct hello_event *e;
+	__u8 head[6] = {};
+	__u32 body_only, n;
+
+	if (!ssl || len < 6)
+		goto header;
+	c = conn_lookup(tgid, ssl, false);
+	if (!c || c->hello)
+		goto header;
+	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
+		return;
+	/* A handshake record (22) holding a ServerHello (2), or a ServerHello body after a separate header. */
+	if (head[0] == 22 && head[1] == 3 && head[5] == 2)
+		body_only = 0;
+	else if (head[0] == 2 && ts->last_header_type == 22)
+		body_only = 1;
+	else
+		goto header;
+	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	if (!e) {
+		count_stat(STAT_HANDSHAKE_DROPS);
+		return;
+	}
+	n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
+	e->kind = EVENT_HELLO;
+	e->tgid = tgid;
+	e->ssl = ssl;
+	e->body_only = body_only;
+	e->len = n;
+	/* n is 6..HELLO_BYTES: a no-op, in a form the verifier can bound. */
+	if (bpf_probe_read_user(e->data, ((n - 1) & (TLSPROF_HELLO_BYTES - 1)) + 1, (void *)buf))
+		e->len = 0;
+	bpf_ringbuf_submit(e, 0);
+	c->hello = 1;
+	return;
+header:
+	if (len == 5 && bpf_probe_read_user(head, 1, (void *)buf) == 0)
+		ts->last_header_type = head[0];
+}
+
+static __always_inline struct thread_state *current_thread(__u32 *tgid)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+
+	*tgid = pid_tgid >> 32;
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* The socket calls below are attached only for short windows (--hello-capture): they run on every write
+ * and read of every process while attached. */
+SEC("tracepoint/syscalls/sys_enter_write")
+int on_write(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid;
+	struct thread_state *ts = current_thread(&tgid);
+
+	if (ts)
+		capture_hello(tgid, ts, ctx->args[1], ctx->args[2]);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_writev")
+int on_writev(struct trace_event_raw_sys_enter *ctx)
+{
+	struct iovec first;
+	__u32 tgid;
+	struct thread_state *ts = current_thread(&tgid);
+
+	if (!ts || ctx->args[2] == 0 || bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[1]))
+		return 0;
+	capture_hello(tgid, ts, (__u64)first.iov_base, first.iov_len);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_read")
+int on_read_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid;
+	struct thread_state *ts = current_thread(&tgid);
+
+	if (ts)
+		ts->read_buf = ctx->args[1];
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_read")
+int on_read_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tgid;
+	struct thread_state *ts = current_thread(&tgid);
+
+	if (!ts || !ts->read_buf)
+		return 0;
+	if (ctx->ret > 0)
+		capture_hello(tgid, ts, ts->read_buf, ctx->ret);
+	ts->read_buf = 0;
 	return 0;
 }
 

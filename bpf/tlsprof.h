@@ -102,9 +102,32 @@ struct stack_sample {
 	__u8 stack[TLSPROF_MAX_STACK_BYTES];
 };
 
+/* Records of the handshakes ring buffer, told apart by their first field. */
+enum tlsprof_event_kind {
+	EVENT_HANDSHAKE = 1,
+	EVENT_HELLO = 2,
+};
+
+/* Bytes of a connection's ServerHello flight kept (with TLS 1.2, the certificate and ServerKeyExchange
+ * that follow it: enough for a chain of a few certificates). */
+#define TLSPROF_HELLO_BYTES 4096
+
+/* The ServerHello of a connection as it crossed the socket: handshake bytes, sent in the clear. */
+struct hello_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 ssl;
+	__u32 len;
+	/* 1: data starts with the handshake message (the 5-byte record header was read separately). */
+	__u32 body_only;
+	__u8 data[TLSPROF_HELLO_BYTES];
+};
+
 /* Emitted once per connection when its handshake completes. */
 struct handshake_event {
+	__u32 kind;
 	__u32 tgid;
+	__u64 ssl;
 	/* FF_ROLE_SERVER, FF_ROLE_CLIENT or 0 when no function told. */
 	__u16 role;
 	/* FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK seen during the handshake. */

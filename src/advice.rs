@@ -193,7 +193,8 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
     {
         let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
         let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
-        let slow = kx.starts_with("DHE") || kx.contains("P-384") || kx.contains("P-521") || kx.contains("X448");
+        let dhe = kx.starts_with("DHE") || kx.starts_with("ffdhe");
+        let slow = dhe || kx.contains("P-384") || kx.contains("P-521") || kx.to_lowercase().contains("x448");
         if slow && hs.total > 0 {
             let estimate = match rec.openssl_speed.get(speed::X25519_DERIVE) {
                 // An X25519 exchange is one key generation and one derivation, each a scalar multiplication.
@@ -205,7 +206,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
                 None => "unknown: `openssl speed ecdhx25519` could not be run to measure the alternative".into(),
             };
             out.push(Advice {
-                id: if kx.starts_with("DHE") { "dhe_key_exchange" } else { "curve_choice" },
+                id: if dhe { "dhe_key_exchange" } else { "curve_choice" },
                 evidence: format!(
                     "the key exchange is {kx}: key generation and derivation cost {kx_us:.0} µs per handshake ({:.0}% of TLS CPU)",
                     100.0 * kx_ns / tls_ns.max(1.0)

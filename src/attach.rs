@@ -24,7 +24,20 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const UPROBE_PMU: &str = "/sys/bus/event_source/devices/uprobe/type";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// When the socket calls that carry ServerHellos are watched: their tracepoints run on every read and write
+/// of every process while attached, so by default only in short windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HelloCapture {
+    /// 1 s in every 10 s: the handshake mix is sampled from the connections made in those windows.
+    Sampled,
+    /// All the time: every handshake's version, cipher and group, for a little CPU on every socket call.
+    Always,
+    /// Never: version, cipher suite and group stay unknown.
+    Off,
+}
+
 pub struct AttachOptions {
+    pub hello_capture: HelloCapture,
     pub freq_hz: u64,
     pub all_probes: bool,
     pub call_graph: CallGraph,
@@ -336,6 +349,23 @@ fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
         }
     }
     Some(cpus)
+}
+
+/// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches them.
+pub fn attach_hello_capture(skel: &TlsprofSkel) -> Result<Vec<Link>> {
+    let p = &skel.progs;
+    [
+        (&p.on_write, "sys_enter_write"),
+        (&p.on_writev, "sys_enter_writev"),
+        (&p.on_read_enter, "sys_enter_read"),
+        (&p.on_read_exit, "sys_exit_read"),
+    ]
+    .into_iter()
+    .map(|(prog, tp)| {
+        prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom("syscalls".into()), tp)
+            .with_context(|| format!("attach tracepoint syscalls:{tp}"))
+    })
+    .collect()
 }
 
 /// A cpu-clock software event on one CPU: works without a hardware PMU (virtual machines).

@@ -13,12 +13,15 @@ use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
 
 use crate::anatomy;
-use crate::attach::{self, AttachOptions, Attached};
-use crate::bpf::types::{handshake_event, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val};
+use crate::attach::{self, AttachOptions, Attached, HelloCapture};
+use crate::bpf::types::{
+    handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
+};
 use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Target, TreeNode};
 use crate::samples::SampleAggregator;
 use crate::speed;
 use crate::targets::{self, Process};
+use crate::wire;
 
 pub struct RecordOptions {
     pub duration: Option<Duration>,
@@ -28,6 +31,9 @@ pub struct RecordOptions {
 }
 
 const POLL: Duration = Duration::from_millis(100);
+/// --hello-capture sampled: watch socket calls for this long, every period.
+const HELLO_WINDOW: Duration = Duration::from_secs(1);
+const HELLO_PERIOD: Duration = Duration::from_secs(10);
 const CPU_POLL: Duration = Duration::from_millis(500);
 
 /// Per target: process CPU at attach time and at the last successful read.
@@ -36,14 +42,33 @@ struct CpuMeter {
     last_ms: f64,
 }
 
-/// (role, resumed, certificate key, key exchange) -> CPU of each such handshake.
-type HandshakeGroups = BTreeMap<(Role, bool, Option<String>, Option<String>), CpuHistogram>;
+/// What a handshake was; handshakes alike are counted together.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct HandshakeKind {
+    role: Role,
+    resumed: bool,
+    certificate_key: Option<String>,
+    key_exchange: Option<String>,
+    version: Option<String>,
+    cipher: Option<String>,
+}
+
+type HandshakeGroups = BTreeMap<HandshakeKind, CpuHistogram>;
+
+/// ServerHellos captured for connections whose handshakes have not completed yet; bounded, as some never do.
+const MAX_PENDING_HELLOS: usize = 16384;
 
 pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
     attach::preflight()?;
     let mut open_object = MaybeUninit::uninit();
     let t0 = Instant::now();
     let mut att = attach::attach(&mut open_object, procs, &opts.attach)?;
+    // Before announcing the probes: a handshake right after the announcement must not miss its ServerHello.
+    let mut hello_links = match opts.attach.hello_capture {
+        HelloCapture::Off => None,
+        _ => Some(attach::attach_hello_capture(&att.skel)?),
+    };
+    let mut hello_window = Instant::now();
     let mut live: Vec<Process> = procs
         .iter()
         .filter(|p| att.targets.maps.contains_key(&p.pid))
@@ -72,13 +97,30 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     ));
     let completed = AtomicU64::new(0);
     let cost = att.probe_cost;
+    let mut hellos: HashMap<(u32, u64), wire::Hello> = HashMap::new();
     let mut rb = RingBufferBuilder::new();
     rb.add(&att.skel.maps.handshakes, |data: &[u8]| {
-        let mut e = handshake_event::default();
-        if plain::copy_from_bytes(&mut e, data).is_ok() {
-            let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
-            groups.borrow_mut().entry(classify(&e)).or_default().add(cpu_ns);
-            completed.fetch_add(1, Ordering::Relaxed);
+        match data
+            .get(..4)
+            .map(|k| u32::from_ne_bytes(k.try_into().expect("4 bytes")))
+        {
+            Some(k) if k == tlsprof_event_kind::EVENT_HELLO.0 => {
+                if let Some(h) = parse_hello(data) {
+                    if hellos.len() >= MAX_PENDING_HELLOS {
+                        hellos.clear();
+                    }
+                    hellos.insert(h.0, h.1);
+                }
+            }
+            _ => {
+                let mut e = handshake_event::default();
+                if plain::copy_from_bytes(&mut e, data).is_ok() {
+                    let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
+                    let hello = hellos.remove(&(e.tgid, e.ssl));
+                    groups.borrow_mut().entry(classify(&e, hello)).or_default().add(cpu_ns);
+                    completed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         0
     })?;
@@ -99,6 +141,14 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             Err(e) => return Err(e).context("poll the ring buffers"),
         }
         let elapsed = started.elapsed();
+        if opts.attach.hello_capture == HelloCapture::Sampled {
+            if hello_links.is_some() && hello_window.elapsed() >= HELLO_WINDOW {
+                hello_links = None;
+            } else if hello_links.is_none() && hello_window.elapsed() >= HELLO_PERIOD {
+                hello_links = Some(attach::attach_hello_capture(&att.skel)?);
+                hello_window = Instant::now();
+            }
+        }
         if last_poll.elapsed() >= CPU_POLL {
             last_poll = Instant::now();
             poll_cpu(&live, &mut cpu);
@@ -140,6 +190,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     rb.consume().context("drain the ring buffers")?;
     poll_cpu(&live, &mut cpu);
     eprint!("{clear}");
+    drop(hello_links);
     drop(rb);
     let groups = groups.into_inner();
     build_recording(&att, &live, &cpu, groups, samples.into_inner(), duration_s, opts)
@@ -157,10 +208,26 @@ fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
     }
 }
 
+fn parse_hello(data: &[u8]) -> Option<((u32, u64), wire::Hello)> {
+    let header = std::mem::offset_of!(hello_event, data);
+    let mut e = hello_event::default();
+    // SAFETY: hello_event is plain data; only its fixed header is copied, the bytes are read from `data`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            data.get(..header)?.as_ptr(),
+            &mut e as *mut hello_event as *mut u8,
+            header,
+        )
+    };
+    let bytes = data.get(header..header + e.len as usize)?;
+    Some(((e.tgid, e.ssl), wire::parse(bytes, e.body_only != 0)?))
+}
+
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
-/// resumed ones authenticate with the session's secret instead. A full server handshake that used the
-/// private key but made no signature decrypted an RSA-encrypted premaster secret.
-fn classify(e: &handshake_event) -> (Role, bool, Option<String>, Option<String>) {
+/// resumed ones authenticate with the session's secret instead (a TLS 1.3 server says so: pre_shared_key).
+/// A full server handshake that used the private key but made no signature decrypted an RSA-encrypted
+/// premaster secret.
+fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
     let cert_ops = u32::from(e.cert_ops);
     let role = match u32::from(e.role) {
         r if r == ff::FF_ROLE_SERVER.0 => Role::Server,
@@ -169,12 +236,21 @@ fn classify(e: &handshake_event) -> (Role, bool, Option<String>, Option<String>)
     };
     let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
     let rsa_transport = cert_ops & ff::FF_PRIVATE_KEY_OP.0 != 0 && u32::from(e.sig_made) != ff::FF_SIG_LEN_PTR.0;
-    let cert = if resumed {
-        None
-    } else {
-        anatomy::certificate_key(e.sig_len)
-    };
-    (role, resumed, cert, anatomy::key_exchange(e.secret_len, rsa_transport))
+    let hello = hello.unwrap_or_default();
+    HandshakeKind {
+        role,
+        resumed,
+        certificate_key: if resumed {
+            None
+        } else {
+            anatomy::certificate_key(e.sig_len)
+        },
+        key_exchange: hello
+            .group
+            .or_else(|| anatomy::key_exchange(e.secret_len, rsa_transport)),
+        version: hello.version.map(str::to_string),
+        cipher: hello.cipher,
+    }
 }
 
 fn poll_cpu(live: &[Process], cpu: &mut HashMap<u32, CpuMeter>) {
@@ -279,11 +355,13 @@ fn build_recording(
         samples,
         handshakes: groups
             .into_iter()
-            .map(|((role, resumed, certificate_key, key_exchange), cpu)| HandshakeGroup {
-                role,
-                resumed,
-                certificate_key,
-                key_exchange,
+            .map(|(k, cpu)| HandshakeGroup {
+                role: k.role,
+                resumed: k.resumed,
+                certificate_key: k.certificate_key,
+                key_exchange: k.key_exchange,
+                version: k.version,
+                cipher: k.cipher,
                 cpu,
             })
             .collect(),

@@ -186,7 +186,9 @@ mod tests {
             role: Role::Server,
             resumed: true,
             certificate_key: None,
-            key_exchange: Some("ECDHE (X25519 or P-256)".into()),
+            key_exchange: Some("x25519".into()),
+            version: Some("TLSv1.3".into()),
+            cipher: Some("TLS_AES_256_GCM_SHA384".into()),
             cpu: resumed,
         });
         rec

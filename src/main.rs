@@ -18,6 +18,7 @@ mod speed;
 mod symbolize;
 mod targets;
 mod unwind;
+mod wire;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -30,7 +31,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::attach::AttachOptions;
+use crate::attach::{AttachOptions, HelloCapture};
 use crate::collect::RecordOptions;
 use crate::profile::{CallGraph, Recording};
 
@@ -83,6 +84,9 @@ enum Command {
         /// Also record kernel frames.
         #[arg(long)]
         kernel: bool,
+        /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
+        #[arg(long, value_enum, default_value = "sampled")]
+        hello_capture: HelloCapture,
     },
     /// Print the summary of a recording.
     Report {
@@ -147,6 +151,7 @@ fn run(cli: Cli) -> Result<()> {
             call_graph,
             stack_bytes,
             kernel,
+            hello_capture,
         } => {
             if pids.is_empty() && comms.is_empty() {
                 bail!("no target: give --pid PID or --comm NAME");
@@ -168,6 +173,7 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
             }
             let attach = AttachOptions {
+                hello_capture,
                 freq_hz: freq,
                 all_probes,
                 call_graph,

@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -122,8 +122,12 @@ pub struct HandshakeGroup {
     pub resumed: bool,
     /// "RSA-2048", "ECDSA P-256": from the signature's length; None when no signature was seen (resumed).
     pub certificate_key: Option<String>,
-    /// "ECDHE (X25519 or P-256)", "DHE-2048", "RSA key transport": from the shared secret's length.
+    /// "x25519", "ffdhe2048" from the ServerHello flight; else "ECDHE (X25519 or P-256)", "DHE-2048", "RSA key
+    /// transport" from the shared secret's length.
     pub key_exchange: Option<String>,
+    /// From the ServerHello flight; None when it was not captured (outside capture windows).
+    pub version: Option<String>,
+    pub cipher: Option<String>,
     pub cpu: CpuHistogram,
 }
 
@@ -512,7 +516,9 @@ pub(crate) mod tests {
                 role: Role::Server,
                 resumed: false,
                 certificate_key: Some("RSA-2048".into()),
-                key_exchange: Some("ECDHE (X25519 or P-256)".into()),
+                key_exchange: Some("x25519".into()),
+                version: Some("TLSv1.3".into()),
+                cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                 cpu: full,
             }],
             lost: Lost::default(),

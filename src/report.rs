@@ -100,22 +100,27 @@ pub fn text(rec: &Recording) -> String {
     );
     if hs.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
-        let _ = writeln!(
-            out,
-            "Handshake mix (certificate key from signature length, key exchange from secret length):"
-        );
+        let _ = writeln!(out, "Handshake mix (version, cipher and group from ServerHellos seen on the sockets; certificate key from signature lengths):");
         for g in rec.handshakes.iter().filter(|g| g.role != Role::Partial) {
             let kind = if g.resumed { "resumed" } else { "full" };
             let role = if g.role == Role::Server { "server" } else { "client" };
+            let fields = [
+                g.version.as_deref().unwrap_or("version ?"),
+                g.cipher.as_deref().unwrap_or("cipher ?"),
+                g.key_exchange.as_deref().unwrap_or("no key exchange"),
+                g.certificate_key.as_deref().unwrap_or("no certificate"),
+            ];
             let _ = writeln!(
                 out,
-                "  {:>5.1}%  {kind} {role}, {}, {} ({}): {}",
+                "  {:>5.1}%  {}  {kind} {role} ({}): {}",
                 pct(g.cpu.count as f64, hs.total as f64),
-                g.certificate_key.as_deref().unwrap_or("no certificate used"),
-                g.key_exchange.as_deref().unwrap_or("no key exchange seen"),
+                fields.join(" "),
                 g.cpu.count,
                 cpu_line(&g.cpu)
             );
+        }
+        if rec.handshakes.iter().any(|g| g.version.is_none()) {
+            let _ = writeln!(out, "  (\"?\": the ServerHello was not seen: outside --hello-capture windows, or a library that keeps the handshake off the socket)");
         }
     }
     let _ = writeln!(out, "{}", samples_line(rec));
@@ -321,8 +326,9 @@ pub fn json(rec: &Recording) -> Value {
         .handshakes
         .iter()
         .map(|g| {
-            json!({"role": g.role, "resumed": g.resumed, "certificate_key": g.certificate_key,
-                   "key_exchange": g.key_exchange, "count": g.cpu.count, "cpu_ms": hist(&g.cpu)})
+            json!({"role": g.role, "resumed": g.resumed, "version": g.version, "cipher": g.cipher,
+                   "key_exchange": g.key_exchange, "certificate_key": g.certificate_key,
+                   "count": g.cpu.count, "cpu_ms": hist(&g.cpu)})
         })
         .collect();
     json!({

@@ -30,12 +30,8 @@ fn advice<'a>(r: &'a Value, id: &str) -> &'a Value {
 /// Records an nginx worker while the resuming Python client makes `count` connections; returns the client's
 /// report and tlsprof's.
 fn record_resuming_clients(nginx: &Nginx, recording: &std::path::Path, count: u32, tls: &str) -> (Value, Value) {
-    let rec = Recorder::start(&[
-        "--pid",
-        &nginx.workers()[0].to_string(),
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let worker = nginx.workers()[0].to_string();
+    let rec = Recorder::start(&["--pid", &worker, "--hello-capture", "always", "-o", recording.to_str().unwrap()]);
     let out = run(Command::new("python3")
         .arg(repo().join("examples/resume_client.py"))
         .args([
@@ -53,6 +49,21 @@ fn record_resuming_clients(nginx: &Nginx, recording: &std::path::Path, count: u3
     );
     rec.interrupt();
     (serde_json::from_slice(&out.stdout).unwrap(), report_json(recording))
+}
+
+/// The handshake mix must match what the client negotiated, by its own report.
+fn check_mix_against_client(r: &Value, client: &Value) {
+    for (ours, theirs) in [
+        ("version", "version"),
+        ("cipher", "cipher"),
+        ("certificate_key", "certificate_key"),
+    ] {
+        assert_eq!(
+            mix_key(r, ours),
+            vec![client[theirs].as_str().unwrap().to_string()],
+            "{ours}: {client} vs {r:#}"
+        );
+    }
 }
 
 fn mix_key(r: &Value, field: &str) -> Vec<String> {
@@ -161,6 +172,7 @@ fn dhe_only_tls12_names_the_key_exchange() {
     let recording = scratch.path("dhe.tlsprof");
     let (client, r) = record_resuming_clients(&nginx, &recording, 100, "1.2");
     assert!(client["cipher"].as_str().unwrap().starts_with("DHE-"), "{client}");
+    check_mix_against_client(&r, &client);
     assert_eq!(mix_key(&r, "key_exchange"), vec!["DHE-2048".to_string()]);
     let dhe = advice(&r, "dhe_key_exchange");
     assert!(dhe["change"].as_str().unwrap().contains("ECDHE"), "{dhe}");

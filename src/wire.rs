@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Reading a connection's ServerHello flight as it crossed the socket (handshake messages, sent in the clear):
+//! the protocol version, cipher suite and key-exchange group the two sides agreed, whatever the TLS library.
+
+/// What the server's first flight says about a handshake.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hello {
+    pub version: Option<&'static str>,
+    pub cipher: Option<String>,
+    pub group: Option<String>,
+    /// TLS 1.3: the server accepted a pre-shared key (a resumed session).
+    pub psk: bool,
+}
+
+const HANDSHAKE_RECORD: u8 = 22;
+const SERVER_HELLO: u8 = 2;
+const SERVER_KEY_EXCHANGE: u8 = 12;
+const EXT_SUPPORTED_VERSIONS: u16 = 0x002b;
+const EXT_KEY_SHARE: u16 = 0x0033;
+const EXT_PRE_SHARED_KEY: u16 = 0x0029;
+
+struct Reader<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.data.get(..n)?, self.data.get(n..)?);
+        self.data = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+    }
+    fn u24(&mut self) -> Option<usize> {
+        self.take(3)
+            .map(|b| usize::from(b[0]) << 16 | usize::from(b[1]) << 8 | usize::from(b[2]))
+    }
+}
+
+/// The handshake messages in captured bytes: the payloads of the handshake records there (the last one may be
+/// cut short by the capture), or a bare message when the record header was read separately.
+fn handshake_bytes(data: &[u8], body_only: bool) -> Vec<u8> {
+    if body_only {
+        return data.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut r = Reader { data };
+    while let (Some(kind), Some(_version), Some(len)) = (r.u8(), r.u16(), r.u16()) {
+        if kind != HANDSHAKE_RECORD {
+            break;
+        }
+        let len = usize::from(len);
+        let take = len.min(r.data.len());
+        out.extend_from_slice(r.take(take).unwrap_or_default());
+        if take < len {
+            break;
+        }
+    }
+    out
+}
+
+/// Parses a captured ServerHello flight; None when it is not one.
+pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
+    let messages = handshake_bytes(data, body_only);
+    let mut r = Reader { data: &messages };
+    let mut hello = Hello::default();
+    let mut cipher_id = None;
+    while let Some(kind) = r.u8() {
+        let len = r.u24()?;
+        let Some(body) = r.take(len) else { break };
+        let mut m = Reader { data: body };
+        match kind {
+            SERVER_HELLO => {
+                let legacy_version = m.u16()?;
+                m.take(32)?;
+                let sid_len = usize::from(m.u8()?);
+                m.take(sid_len)?;
+                cipher_id = Some(m.u16()?);
+                m.u8()?;
+                hello.version = version_name(legacy_version);
+                if let Some(ext_len) = m.u16() {
+                    let mut exts = Reader {
+                        data: m.take(usize::from(ext_len))?,
+                    };
+                    while let (Some(ext), Some(len)) = (exts.u16(), exts.u16()) {
+                        let mut e = Reader {
+                            data: exts.take(usize::from(len))?,
+                        };
+                        match ext {
+                            EXT_SUPPORTED_VERSIONS => hello.version = e.u16().and_then(version_name),
+                            EXT_KEY_SHARE => hello.group = e.u16().map(group_name),
+                            EXT_PRE_SHARED_KEY => hello.psk = true,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            // TLS 1.2 (EC)DHE: the group is in the ServerKeyExchange.
+            SERVER_KEY_EXCHANGE if hello.group.is_none() => {
+                hello.group = match cipher_id.map(cipher_name) {
+                    Some(name) if name.starts_with("ECDHE") => match m.u8() {
+                        Some(3) => m.u16().map(group_name),
+                        _ => None,
+                    },
+                    Some(name) if name.starts_with("DHE") => {
+                        m.u16().map(|p_len| format!("DHE-{}", usize::from(p_len) * 8))
+                    }
+                    _ => None,
+                };
+            }
+            _ => {}
+        }
+    }
+    hello.cipher = Some(cipher_name(cipher_id?));
+    Some(hello)
+}
+
+fn version_name(v: u16) -> Option<&'static str> {
+    Some(match v {
+        0x0304 => "TLSv1.3",
+        0x0303 => "TLSv1.2",
+        0x0302 => "TLSv1.1",
+        0x0301 => "TLSv1",
+        _ => return None,
+    })
+}
+
+/// Named groups (RFC 8446, 7919).
+fn group_name(g: u16) -> String {
+    match g {
+        0x001d => "x25519".into(),
+        0x0017 => "P-256".into(),
+        0x0018 => "P-384".into(),
+        0x0019 => "P-521".into(),
+        0x001e => "x448".into(),
+        0x0100 => "ffdhe2048".into(),
+        0x0101 => "ffdhe3072".into(),
+        0x0102 => "ffdhe4096".into(),
+        0x11ec => "X25519MLKEM768".into(),
+        _ => format!("group 0x{g:04x}"),
+    }
+}
+
+/// Cipher suites by IANA number, named as OpenSSL names them.
+fn cipher_name(c: u16) -> String {
+    let name = match c {
+        0x1301 => "TLS_AES_128_GCM_SHA256",
+        0x1302 => "TLS_AES_256_GCM_SHA384",
+        0x1303 => "TLS_CHACHA20_POLY1305_SHA256",
+        0xc02b => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        0xc02c => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        0xc02f => "ECDHE-RSA-AES128-GCM-SHA256",
+        0xc030 => "ECDHE-RSA-AES256-GCM-SHA384",
+        0xcca8 => "ECDHE-RSA-CHACHA20-POLY1305",
+        0xcca9 => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        0xc013 => "ECDHE-RSA-AES128-SHA",
+        0xc014 => "ECDHE-RSA-AES256-SHA",
+        0x009e => "DHE-RSA-AES128-GCM-SHA256",
+        0x009f => "DHE-RSA-AES256-GCM-SHA384",
+        0xccaa => "DHE-RSA-CHACHA20-POLY1305",
+        0x009c => "AES128-GCM-SHA256",
+        0x009d => "AES256-GCM-SHA384",
+        0x002f => "AES128-SHA",
+        0x0035 => "AES256-SHA",
+        _ => return format!("cipher 0x{c:04x}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TLS 1.3 ServerHello record choosing TLS_AES_256_GCM_SHA384 and x25519 (key share truncated).
+    fn tls13_server_hello(psk: bool) -> Vec<u8> {
+        let mut exts = vec![
+            0x00, 0x2b, 0x00, 0x02, 0x03, 0x04, 0x00, 0x33, 0x00, 0x04, 0x00, 0x1d, 0x00, 0x00,
+        ];
+        if psk {
+            exts.extend([0x00, 0x29, 0x00, 0x02, 0x00, 0x00]);
+        }
+        let mut body = vec![0x03, 0x03];
+        body.extend([7u8; 32]);
+        body.extend([0x00, 0x13, 0x02, 0x00]);
+        body.extend((exts.len() as u16).to_be_bytes());
+        body.extend(exts);
+        let mut msg = vec![SERVER_HELLO, 0, 0, body.len() as u8];
+        msg.extend(body);
+        let mut record = vec![HANDSHAKE_RECORD, 0x03, 0x03];
+        record.extend((msg.len() as u16).to_be_bytes());
+        record.extend(msg);
+        record
+    }
+
+    #[test]
+    fn tls13_server_hello_gives_version_cipher_group_and_psk() {
+        let h = parse(&tls13_server_hello(false), false).unwrap();
+        assert_eq!(
+            h,
+            Hello {
+                version: Some("TLSv1.3"),
+                cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+                group: Some("x25519".into()),
+                psk: false
+            }
+        );
+        assert!(parse(&tls13_server_hello(true), false).unwrap().psk);
+        // The same message read after its record header.
+        let record = tls13_server_hello(false);
+        assert_eq!(parse(&record[5..], true).unwrap().group.as_deref(), Some("x25519"));
+    }
+
+    #[test]
+    fn tls12_group_comes_from_the_server_key_exchange() {
+        let mut body = vec![0x03, 0x03];
+        body.extend([1u8; 32]);
+        body.extend([0x00, 0xc0, 0x2f, 0x00]);
+        let mut msgs = vec![SERVER_HELLO, 0, 0, body.len() as u8];
+        msgs.extend(body);
+        msgs.extend([SERVER_KEY_EXCHANGE, 0, 0, 4, 3, 0x00, 0x17, 65]);
+        let mut record = vec![HANDSHAKE_RECORD, 0x03, 0x03];
+        record.extend((msgs.len() as u16).to_be_bytes());
+        record.extend(msgs);
+        let h = parse(&record, false).unwrap();
+        assert_eq!(h.version, Some("TLSv1.2"));
+        assert_eq!(h.cipher.as_deref(), Some("ECDHE-RSA-AES128-GCM-SHA256"));
+        assert_eq!(h.group.as_deref(), Some("P-256"));
+    }
+
+    #[test]
+    fn other_bytes_are_not_a_hello() {
+        assert_eq!(parse(&[23, 3, 3, 0, 5, 1, 2, 3, 4, 5], false), None);
+        assert_eq!(parse(&[], true), None);
+    }
+}
