@@ -51,6 +51,7 @@ struct HandshakeKind {
     key_exchange: Option<String>,
     version: Option<String>,
     cipher: Option<String>,
+    resumption: Option<String>,
 }
 
 type HandshakeGroups = BTreeMap<HandshakeKind, CpuHistogram>;
@@ -237,7 +238,14 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
     let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
     let rsa_transport = cert_ops & ff::FF_PRIVATE_KEY_OP.0 != 0 && u32::from(e.sig_made) != ff::FF_SIG_LEN_PTR.0;
     let hello = hello.unwrap_or_default();
+    // TLS 1.3 resumes with a pre-shared key; TLS 1.2's ServerHello does not say whether by ID or ticket.
+    let resumption = match (resumed, hello.version) {
+        (true, Some("TLSv1.3")) if hello.psk => Some("TLS 1.3 PSK".to_string()),
+        (true, Some("TLSv1.2")) => Some("TLS 1.2 session ID or ticket".to_string()),
+        _ => None,
+    };
     HandshakeKind {
+        resumption,
         role,
         resumed,
         certificate_key: if resumed {
@@ -362,6 +370,7 @@ fn build_recording(
                 key_exchange: k.key_exchange,
                 version: k.version,
                 cipher: k.cipher,
+                resumption: k.resumption,
                 cpu,
             })
             .collect(),

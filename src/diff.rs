@@ -189,6 +189,7 @@ mod tests {
             key_exchange: Some("x25519".into()),
             version: Some("TLSv1.3".into()),
             cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+            resumption: Some("TLS 1.3 PSK".into()),
             cpu: resumed,
         });
         rec

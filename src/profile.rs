@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -128,6 +128,8 @@ pub struct HandshakeGroup {
     /// From the ServerHello flight; None when it was not captured (outside capture windows).
     pub version: Option<String>,
     pub cipher: Option<String>,
+    /// How a resumed handshake resumed: "TLS 1.3 PSK", "TLS 1.2 session ID or ticket"; None when unknown.
+    pub resumption: Option<String>,
     pub cpu: CpuHistogram,
 }
 
@@ -519,6 +521,7 @@ pub(crate) mod tests {
                 key_exchange: Some("x25519".into()),
                 version: Some("TLSv1.3".into()),
                 cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+                resumption: None,
                 cpu: full,
             }],
             lost: Lost::default(),

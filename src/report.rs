@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 use crate::profile::{CpuHistogram, Recording, Role};
@@ -102,7 +103,11 @@ pub fn text(rec: &Recording) -> String {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
         let _ = writeln!(out, "Handshake mix (version, cipher and group from ServerHellos seen on the sockets; certificate key from signature lengths):");
         for g in rec.handshakes.iter().filter(|g| g.role != Role::Partial) {
-            let kind = if g.resumed { "resumed" } else { "full" };
+            let kind = match (&g.resumption, g.resumed) {
+                (Some(how), true) => format!("resumed ({how})"),
+                (None, true) => "resumed".to_string(),
+                (_, false) => "full".to_string(),
+            };
             let role = if g.role == Role::Server { "server" } else { "client" };
             let fields = [
                 g.version.as_deref().unwrap_or("version ?"),
@@ -132,9 +137,7 @@ pub fn text(rec: &Recording) -> String {
         rec.probe_overhead_ms(),
         pct(rec.probe_overhead_ms(), proc_ms)
     );
-    if !rec.all_probes {
-        let _ = writeln!(out, "Frequent functions not probed (read/write stages, EVP_KDF_derive): add --all-probes to time them (costs the target CPU on every call)");
-    }
+    let _ = writeln!(out, "{}", connection_reuse_line(rec, hs.total));
 
     let advice = crate::advice::advise(rec);
     if !advice.is_empty() {
@@ -173,6 +176,28 @@ pub fn text(rec: &Recording) -> String {
     );
     tree_text(rec, proc_ms, &mut out);
     out
+}
+
+/// How much record-layer work each handshake carries: calls per handshake when SSL_read/SSL_write were
+/// probed, else their share of the CPU samples.
+fn connection_reuse_line(rec: &Recording, handshakes: u64) -> String {
+    let (read, write) = rec.record_layer_sampled();
+    let sampled = format!(
+        "record layer in {:.1}% of samples (SSL_read {:.1}%, SSL_write {:.1}%)",
+        100.0 * (read + write),
+        100.0 * read,
+        100.0 * write
+    );
+    if !rec.all_probes {
+        return format!("Connection reuse: {sampled}; add --all-probes to count SSL_read/SSL_write calls per handshake (each call then costs the target a probe hit)");
+    }
+    let calls = |stage: Stage| rec.stages().iter().find(|s| s.stage == stage).map_or(0, |s| s.calls);
+    let per = handshakes.max(1) as f64;
+    format!(
+        "Connection reuse: {:.1} SSL_write and {:.1} SSL_read calls per handshake; {sampled}",
+        calls(Stage::Write) as f64 / per,
+        calls(Stage::Read) as f64 / per
+    )
 }
 
 fn samples_line(rec: &Recording) -> String {
@@ -326,7 +351,7 @@ pub fn json(rec: &Recording) -> Value {
         .handshakes
         .iter()
         .map(|g| {
-            json!({"role": g.role, "resumed": g.resumed, "version": g.version, "cipher": g.cipher,
+            json!({"role": g.role, "resumed": g.resumed, "resumption": g.resumption, "version": g.version, "cipher": g.cipher,
                    "key_exchange": g.key_exchange, "certificate_key": g.certificate_key,
                    "count": g.cpu.count, "cpu_ms": hist(&g.cpu)})
         })

@@ -31,7 +31,14 @@ fn advice<'a>(r: &'a Value, id: &str) -> &'a Value {
 /// report and tlsprof's.
 fn record_resuming_clients(nginx: &Nginx, recording: &std::path::Path, count: u32, tls: &str) -> (Value, Value) {
     let worker = nginx.workers()[0].to_string();
-    let rec = Recorder::start(&["--pid", &worker, "--hello-capture", "always", "-o", recording.to_str().unwrap()]);
+    let rec = Recorder::start(&[
+        "--pid",
+        &worker,
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
     let out = run(Command::new("python3")
         .arg(repo().join("examples/resume_client.py"))
         .args([
