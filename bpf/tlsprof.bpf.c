@@ -133,6 +133,9 @@ struct {
 	__type(value, struct stack_sample);
 } sample_scratch SEC(".maps");
 
+/* Records are submitted without waking user space (BPF_RB_NO_WAKEUP): it drains the ring buffers on its own
+ * clock, so a busy target does not cost a wakeup of tlsprof per event. */
+
 /* Completed handshakes and captured ServerHellos (enum tlsprof_event_kind), in order: rare enough to stream. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -339,7 +342,7 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	e->sig_len = c->sig_len;
 	e->secret_len = c->secret_len;
 	e->sig_made = c->sig_made;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 /* Lengths that tell the certificate key (signature) and the key exchange (shared secret) of a handshake. */
@@ -469,7 +472,7 @@ static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, _
 	/* n is 6..HELLO_BYTES: a no-op, in a form the verifier can bound. */
 	if (bpf_probe_read_user(e->data, ((n - 1) & (TLSPROF_HELLO_BYTES - 1)) + 1, (void *)buf))
 		e->len = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	c->hello = 1;
 	return;
 header:
@@ -645,7 +648,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->stack_len = len;
 	/* 0..MAX, in a form the verifier can bound (see copy_user_stack). */
 	len = len ? ((len - 1) & (TLSPROF_MAX_STACK_BYTES - 1)) + 1 : 0;
-	if (bpf_ringbuf_output(&stacks, s, offsetof(struct stack_sample, stack) + len, 0))
+	if (bpf_ringbuf_output(&stacks, s, offsetof(struct stack_sample, stack) + len, BPF_RB_NO_WAKEUP))
 		count_stat(STAT_SAMPLE_DROPS);
 	return 0;
 }

@@ -30,6 +30,7 @@ pub struct RecordOptions {
     pub attach: AttachOptions,
 }
 
+/// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
 /// --hello-capture sampled: watch socket calls for this long, every period.
 const HELLO_WINDOW: Duration = Duration::from_secs(1);
@@ -136,11 +137,10 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let mut last_poll = Instant::now();
     let mut last_status = Instant::now();
     loop {
-        match rb.poll(POLL) {
-            Ok(()) => {}
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e).context("poll the ring buffers"),
-        }
+        // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
+        std::thread::sleep(POLL);
+        rb.consume().context("drain the ring buffers")?;
+        samples.borrow_mut().name_if_many(&att.targets.functions);
         let elapsed = started.elapsed();
         if opts.attach.hello_capture == HelloCapture::Sampled {
             if hello_links.is_some() && hello_window.elapsed() >= HELLO_WINDOW {

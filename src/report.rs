@@ -168,6 +168,14 @@ pub fn text(rec: &Recording) -> String {
             s.self_us_per_call()
         );
     }
+    for (stage, cpu_ms) in sampled_record_layer(rec) {
+        let _ = writeln!(
+            out,
+            "{:<14}{:>11.1}   (sampled: SSL_* frames in CPU samples; --all-probes counts calls)",
+            stage.name(),
+            cpu_ms
+        );
+    }
 
     let _ = writeln!(
         out,
@@ -176,6 +184,17 @@ pub fn text(rec: &Recording) -> String {
     );
     tree_text(rec, proc_ms, &mut out);
     out
+}
+
+/// The read and write stages estimated from CPU samples when SSL_read/SSL_write were not probed: each sample
+/// stands for 1/freq s of CPU.
+fn sampled_record_layer(rec: &Recording) -> Vec<(Stage, f64)> {
+    if rec.all_probes || rec.sample_freq_hz == 0 {
+        return Vec::new();
+    }
+    let (read, write) = rec.record_layer_sampled();
+    let total_ms = rec.samples_total() as f64 * 1e3 / rec.sample_freq_hz as f64;
+    vec![(Stage::Read, read * total_ms), (Stage::Write, write * total_ms)]
 }
 
 /// How much record-layer work each handshake carries: calls per handshake when SSL_read/SSL_write were
@@ -322,7 +341,7 @@ pub fn json(rec: &Recording) -> Value {
     let tls_ms = ms(rec.tls_cpu_ns());
     let proc_ms = rec.process_cpu_ms();
     let hist = |h: &CpuHistogram| json!({"mean": h.mean_ns() / 1e6, "p50": h.quantile_ns(0.5) / 1e6, "p99": h.quantile_ns(0.99) / 1e6});
-    let stages: Vec<Value> = rec
+    let mut stages: Vec<Value> = rec
         .stages()
         .iter()
         .map(|s| {
@@ -335,6 +354,9 @@ pub fn json(rec: &Recording) -> Value {
             })
         })
         .collect();
+    stages.extend(sampled_record_layer(rec).into_iter().map(|(stage, cpu_ms)| {
+        json!({"name": stage, "cpu_ms": cpu_ms, "self_cpu_ms": cpu_ms, "calls": null, "cpu_us_per_call": null, "sampled": true})
+    }));
     let functions: Vec<Value> = rec
         .function_figures()
         .iter()

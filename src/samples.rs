@@ -36,12 +36,21 @@ struct StackKey {
     complete: bool,
 }
 
+/// Distinct address stacks held before they are named and merged: every sampled instruction address is new,
+/// so without merging, memory would grow with the recording's length.
+const NAME_AFTER: usize = 20_000;
+
 pub struct SampleAggregator {
     call_graph: tlsprof_call_graph,
     maps: HashMap<u32, Vec<Mapping>>,
     unwinders: HashMap<u32, ProcessUnwinder>,
     sections: SectionCache,
     stacks: HashMap<StackKey, u64>,
+    /// Stacks already named, merged by name.
+    named: HashMap<NamedStack, u64>,
+    symbolizer: Option<FrameSymbolizer>,
+    /// The header of the record being taken, reused: a stack_sample is 66 KiB.
+    header: Box<stack_sample>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
     pub unreadable: u64,
 }
@@ -54,12 +63,18 @@ impl SampleAggregator {
             unwinders: HashMap::new(),
             sections: SectionCache::default(),
             stacks: HashMap::new(),
+            named: HashMap::new(),
+            symbolizer: None,
+            header: Box::default(),
             unreadable: 0,
         }
     }
 
     /// A process that joined the recording: its mappings, to unwind and name its samples.
     pub fn add_process(&mut self, pid: u32, maps: Vec<Mapping>) {
+        if let Some(sym) = &mut self.symbolizer {
+            sym.add_process(pid, maps.clone());
+        }
         self.maps.insert(pid, maps);
     }
 
@@ -70,8 +85,14 @@ impl SampleAggregator {
             return;
         };
         // SAFETY: stack_sample is plain data; the header prefix is copied, the stack stays in `data`.
-        let mut s = stack_sample::default();
-        unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), &mut s as *mut stack_sample as *mut u8, HEADER_LEN) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                header.as_ptr(),
+                &mut *self.header as *mut stack_sample as *mut u8,
+                HEADER_LEN,
+            )
+        };
+        let s = &*self.header;
         let stack = data.get(HEADER_LEN..HEADER_LEN + s.stack_len as usize).unwrap_or(&[]);
         let depth = usize::from(s.depth).min(s.funcs.len());
         let (user, complete) = if self.call_graph == tlsprof_call_graph::CALL_GRAPH_FP {
@@ -139,11 +160,16 @@ impl SampleAggregator {
         *self.stacks.entry(key).or_default() += 1;
     }
 
-    /// Names every frame; returns the samples (heaviest first) and the processes whose JIT code had no names.
-    pub fn finish(self, functions: &[Function]) -> (Vec<Sample>, Vec<u32>) {
-        let mut sym = FrameSymbolizer::new(&self.maps);
-        let mut merged: HashMap<NamedStack, u64> = HashMap::new();
-        for (k, count) in self.stacks {
+    /// Names and merges the stacks held so far once there are many: bounded memory over long recordings.
+    pub fn name_if_many(&mut self, functions: &[Function]) {
+        if self.stacks.len() >= NAME_AFTER {
+            self.name_stacks(functions);
+        }
+    }
+
+    fn name_stacks(&mut self, functions: &[Function]) {
+        let sym = self.symbolizer.get_or_insert_with(|| FrameSymbolizer::new(&self.maps));
+        for (k, count) in self.stacks.drain() {
             let stages: Vec<(&str, String)> = k
                 .path
                 .iter()
@@ -157,11 +183,19 @@ impl SampleAggregator {
                 .collect();
             let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a).to_vec());
             let kernel: Vec<String> = k.kernel.iter().rev().map(|&a| sym.kernel_name(a)).collect();
-            *merged
+            *self
+                .named
                 .entry((k.pid, k.path, frames, kernel, k.complete && placed))
                 .or_default() += count;
         }
-        let mut samples: Vec<Sample> = merged
+    }
+
+    /// Names every frame; returns the samples (heaviest first) and the processes whose JIT code had no names.
+    pub fn finish(mut self, functions: &[Function]) -> (Vec<Sample>, Vec<u32>) {
+        self.name_stacks(functions);
+        let unnamed_jit = self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default();
+        let mut samples: Vec<Sample> = self
+            .named
             .into_iter()
             .map(|((pid, path, frames, kernel, complete), count)| Sample {
                 pid,
@@ -177,7 +211,7 @@ impl SampleAggregator {
                 .cmp(&a.count)
                 .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
         });
-        (samples, sym.unnamed_jit)
+        (samples, unnamed_jit)
     }
 }
 

@@ -69,6 +69,8 @@ fn uprobe_pages(pid: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
+const CACHE_LIMIT: usize = 100_000;
+
 pub struct FrameSymbolizer {
     maps: HashMap<u32, Vec<Mapping>>,
     uprobe_pages: HashMap<u32, Vec<(u64, u64)>>,
@@ -103,11 +105,21 @@ impl FrameSymbolizer {
         }
     }
 
+    /// A process that joined the recording.
+    pub fn add_process(&mut self, pid: u32, maps: Vec<Mapping>) {
+        self.uprobe_pages.insert(pid, uprobe_pages(pid));
+        self.maps.insert(pid, maps);
+    }
+
     /// Frames at an address, outermost first: the function, then the functions inlined into it down to
     /// the one executing. A file without a symbol there gives `file+0xOFFSET`, never a neighbour's name;
     /// code outside files gives its perf-map name or `[anon]`.
     pub fn names(&mut self, pid: u32, addr: u64) -> &[String] {
         if !self.cache.contains_key(&(pid, addr)) {
+            // Bounded: sampled addresses keep coming over a long recording.
+            if self.cache.len() >= CACHE_LIMIT {
+                self.cache.clear();
+            }
             let names = self.resolve(pid, addr);
             self.cache.insert((pid, addr), names);
         }
