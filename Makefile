@@ -2,7 +2,7 @@
 # Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: deps build test demo lint clean
+.PHONY: deps build test demo bench lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -16,6 +16,10 @@ test: build
 
 demo: build
 	scripts/demo.sh
+
+# Overhead and accuracy against bpftrace and perf, interleaved rounds; writes BENCHMARKS.md (about 25 minutes).
+bench: build
+	python3 scripts/bench.py
 
 lint:
 	$(CARGO) fmt --check

@@ -3,7 +3,7 @@
 # Installs what building, testing and the demo need on a fresh Debian 12 machine. Idempotent.
 set -euo pipefail
 
-packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf
+packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps)
 missing=()
 for p in "${packages[@]}"; do
