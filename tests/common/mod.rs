@@ -324,7 +324,9 @@ pub fn run(cmd: &mut Command) -> Output {
 /// Runs examples/node/https-client.js under `tlsprof record -o recording` from its first request to its
 /// exit; returns the client's JSON report and tlsprof's summary.
 pub fn profile_node_client(recording: &Path, port: u16, node_flags: &[&str], client_args: &[&str]) -> (Value, String) {
+    // Node.js may write logs (isolate-*.log) to its working directory: keep them out of the repository.
     let mut client = Command::new("node")
+        .current_dir(recording.parent().expect("a file in a directory"))
         .args(node_flags)
         .arg(repo().join("examples/node/https-client.js"))
         .args(["--port", &port.to_string(), "--wait-stdin"])
