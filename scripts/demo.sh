@@ -24,7 +24,7 @@ trap cleanup EXIT
 # nginx: TLS 1.2 and 1.3, RSA-2048 certificate made on the fly, session tickets on so clients can resume.
 nginx_master=$(scripts/nginx-target.sh start "$out/nginx" "$nginx_port" --tickets on)
 node_port=$(free_port)
-node examples/node/https-server.js --port "$node_port" --key "$out/nginx/key.pem" --cert "$out/nginx/cert.pem" \
+node --perf-basic-prof examples/node/https-server.js --port "$node_port" --key "$out/nginx/key.pem" --cert "$out/nginx/cert.pem" \
   >"$out/node.log" 2>&1 &
 node_pid=$!
 until grep -q listening "$out/node.log" 2>/dev/null; do
@@ -35,7 +35,7 @@ done
 echo "demo: nginx (master $nginx_master) on 127.0.0.1:$nginx_port, node (pid $node_pid) on 127.0.0.1:$node_port"
 pids=()
 for p in "$nginx_master" $(pgrep -P "$nginx_master") "$node_pid"; do pids+=(--pid "$p"); done
-"$tlsprof" record "${pids[@]}" --duration 14 --output "$out/demo.tlsprof" >"$out/summary.txt" 2>"$out/record.log" &
+"$tlsprof" record "${pids[@]}" --duration 14 --hello-capture always --output "$out/demo.tlsprof" >"$out/summary.txt" 2>"$out/record.log" &
 record_pid=$!
 until grep -q "probes live" "$out/record.log" 2>/dev/null; do
   kill -0 "$record_pid" 2>/dev/null || { cat "$out/record.log" >&2; exit 1; }

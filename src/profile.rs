@@ -347,19 +347,17 @@ impl Recording {
         self.samples.iter().map(|s| s.count).sum()
     }
 
-    /// Share of samples inside the record layer, found in the sampled stacks: (SSL_read*, SSL_write*).
-    /// Sampled, so available without probing those per-request functions.
+    /// Share of samples inside the record layer, found in the sampled stacks: (SSL_read*, SSL_write*), outside
+    /// every probed stage (Node.js handshakes run inside SSL_read: they are the handshake's, not the record
+    /// layer's). Sampled, so available without probing those per-request functions.
     pub fn record_layer_sampled(&self) -> (f64, f64) {
         let total = self.samples_total().max(1) as f64;
         let share = |names: &[&str]| {
             let n: u64 = self
                 .samples
                 .iter()
-                .filter(|s| {
-                    s.frames
-                        .iter()
-                        .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
-                })
+                .filter(|s| s.path.is_empty())
+                .filter(|s| s.frames.iter().any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n))))
                 .map(|s| s.count)
                 .sum();
             n as f64 / total
