@@ -153,8 +153,9 @@ fn nginx_reload_workers_join_a_comm_recording() {
     );
     let r = report_json(&recording);
     let full = f(&r["handshakes"]["full"]);
+    // --comm takes every nginx on the machine: another one can only add handshakes, never hide ours.
     assert!(
-        within(full, connections as f64, 0.05),
+        full >= 0.95 * connections as f64,
         "full handshakes {full} vs {connections} after the reload\n{summary}"
     );
 }
