@@ -62,6 +62,15 @@ fn most_common(
     best.map(|(v, _)| v.clone())
 }
 
+/// Finite-field Diffie-Hellman, or a curve slower than X25519 and P-256.
+pub fn slow_key_exchange(kx: &str) -> bool {
+    kx.starts_with("DHE")
+        || kx.starts_with("ffdhe")
+        || kx.contains("P-384")
+        || kx.contains("P-521")
+        || kx.to_lowercase().contains("x448")
+}
+
 pub fn advise(rec: &Recording) -> Vec<Advice> {
     let proc_ms = rec.process_cpu_ms();
     let tls_ns = rec.tls_cpu_ns() as f64;
@@ -194,7 +203,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
         let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
         let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
         let dhe = kx.starts_with("DHE") || kx.starts_with("ffdhe");
-        let slow = dhe || kx.contains("P-384") || kx.contains("P-521") || kx.to_lowercase().contains("x448");
+        let slow = slow_key_exchange(&kx);
         if slow && hs.total > 0 {
             let estimate = match rec.openssl_speed.get(speed::X25519_DERIVE) {
                 // An X25519 exchange is one key generation and one derivation, each a scalar multiplication.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
 
+use crate::advice;
 use crate::anatomy;
 use crate::attach::{self, AttachOptions, Attached, HelloCapture};
 use crate::bpf::types::{
@@ -32,10 +33,11 @@ pub struct RecordOptions {
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
+/// How often --comm looks for new processes.
 /// --hello-capture sampled: watch socket calls for this long, every period.
 const HELLO_WINDOW: Duration = Duration::from_secs(1);
 const HELLO_PERIOD: Duration = Duration::from_secs(10);
-const CPU_POLL: Duration = Duration::from_millis(500);
+const RESCAN: Duration = Duration::from_millis(500);
 
 /// Per target: process CPU at attach time and at the last successful read.
 struct CpuMeter {
@@ -150,9 +152,10 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 hello_window = Instant::now();
             }
         }
-        if last_poll.elapsed() >= CPU_POLL {
+        // Every round: a target that exits keeps the CPU it had at its last reading.
+        poll_cpu(&live, &mut cpu);
+        if last_poll.elapsed() >= RESCAN {
             last_poll = Instant::now();
-            poll_cpu(&live, &mut cpu);
             // --comm follows the name: processes started since (new nginx workers after a reload) join.
             for p in opts.comms.iter().flat_map(|c| targets::processes_named(c)) {
                 if att.targets.maps.contains_key(&p.pid) || !p.alive() {
@@ -330,7 +333,26 @@ fn build_recording(
     }
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
-    let handshakes_seen = !groups.is_empty();
+    // Alternatives advice will compare with, measured after recording so the targets are not competing
+    // with openssl speed for the CPU while recorded: an ECDSA signature for RSA certificates, X25519 for
+    // finite-field or slow-curve exchanges.
+    let speed_needed: Vec<&str> = [
+        (
+            groups
+                .keys()
+                .any(|k| k.certificate_key.as_deref().is_some_and(|c| c.starts_with("RSA"))),
+            speed::ECDSA_P256_SIGN,
+        ),
+        (
+            groups
+                .keys()
+                .any(|k| k.key_exchange.as_deref().is_some_and(advice::slow_key_exchange)),
+            speed::X25519_DERIVE,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(needed, op)| needed.then_some(op))
+    .collect();
     let unreadable_stacks = samples.unreadable;
     let (samples, unnamed_jit_pids) = samples.finish(&att.targets.functions);
 
@@ -378,11 +400,7 @@ fn build_recording(
         probe_cost: att.probe_cost,
         probe_hits: stat_sum(att, tlsprof_stat::STAT_PROBE_HITS),
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
-        openssl_speed: if handshakes_seen {
-            speed::measure()
-        } else {
-            Default::default()
-        },
+        openssl_speed: speed::measure(&speed_needed),
     })
 }
 

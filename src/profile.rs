@@ -357,7 +357,11 @@ impl Recording {
                 .samples
                 .iter()
                 .filter(|s| s.path.is_empty())
-                .filter(|s| s.frames.iter().any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n))))
+                .filter(|s| {
+                    s.frames
+                        .iter()
+                        .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
+                })
                 .map(|s| s.count)
                 .sum();
             n as f64 / total

@@ -161,7 +161,13 @@ impl FrameSymbolizer {
             return match perf_map.as_ref().and_then(|p| p.lookup(addr)) {
                 Some(name) => vec![name.to_string()],
                 None => {
-                    if perf_map.is_none() && !self.unnamed_jit.contains(&pid) {
+                    // The hint is about JIT runtimes: anonymous code elsewhere (vDSO, trampolines) is not JIT.
+                    let jit_runtime = Process::from_pid(pid).is_some_and(|p| p.comm == "node")
+                        || self
+                            .maps
+                            .get(&pid)
+                            .is_some_and(|m| m.iter().any(|m| m.display_path().ends_with("/node")));
+                    if jit_runtime && perf_map.is_none() && !self.unnamed_jit.contains(&pid) {
                         self.unnamed_jit.push(pid);
                     }
                     vec!["[anon]".into()]
