@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::catalogue::Stage;
-use crate::profile::{Recording, Role};
+use crate::profile::{CpuHistogram, Recording, Role};
 use crate::speed;
 
 #[derive(Clone, Debug, Serialize)]
@@ -71,6 +71,19 @@ pub fn slow_key_exchange(kx: &str) -> bool {
         || kx.to_lowercase().contains("x448")
 }
 
+/// The CPU histogram of a role's handshakes, resumed or full or both (None).
+fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogram {
+    let mut all = CpuHistogram::default();
+    for g in rec
+        .handshakes
+        .iter()
+        .filter(|g| g.role == role && resumed.is_none_or(|r| g.resumed == r))
+    {
+        all.merge(&g.cpu);
+    }
+    all
+}
+
 pub fn advise(rec: &Recording) -> Vec<Advice> {
     let proc_ms = rec.process_cpu_ms();
     let tls_ns = rec.tls_cpu_ns() as f64;
@@ -100,24 +113,16 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
         return out;
     }
 
+    let stages = rec.stages();
     let stage_self = |stage: Stage| {
-        rec.stages()
+        stages
             .iter()
             .find(|s| s.stage == stage)
             .map_or(0.0, |s| s.self_ns as f64)
     };
-    let server_full: u64 = rec
-        .handshakes
-        .iter()
-        .filter(|g| g.role == Role::Server && !g.resumed)
-        .map(|g| g.cpu.count)
-        .sum();
-    let server_total: u64 = rec
-        .handshakes
-        .iter()
-        .filter(|g| g.role == Role::Server)
-        .map(|g| g.cpu.count)
-        .sum();
+    let server_full_cpu = handshakes(rec, Role::Server, Some(false));
+    let server_full = server_full_cpu.count;
+    let server_total = handshakes(rec, Role::Server, None).count;
 
     // An RSA certificate whose signatures dominate.
     let cert = most_common(rec, Role::Server, |g| g.certificate_key.as_ref());
@@ -157,22 +162,14 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
         let resumed = server_total - server_full;
         let resumed_share = resumed as f64 / server_total as f64;
         if resumed_share < LOW_RESUMPTION {
-            let full_cpu = rec.handshakes.iter().filter(|g| g.role == Role::Server && !g.resumed);
-            let (mut n, mut sum) = (0u64, 0u64);
-            for g in full_cpu {
-                n += g.cpu.count;
-                sum += g.cpu.sum_ns;
-            }
-            let full_us = sum as f64 / n.max(1) as f64 / 1e3;
+            let full_us = server_full_cpu.mean_ns() / 1e3;
             // A resumed handshake skips the certificate's work: measured here if any were resumed.
-            let resumed_us = rec
-                .handshakes
-                .iter()
-                .find(|g| g.role == Role::Server && g.resumed)
-                .map(|g| g.cpu.mean_ns() / 1e3)
-                .unwrap_or_else(|| {
-                    full_us - (stage_self(Stage::Sign) + stage_self(Stage::Verify)) / 1e3 / n.max(1) as f64
-                });
+            let resumed_cpu = handshakes(rec, Role::Server, Some(true));
+            let resumed_us = if resumed_cpu.count > 0 {
+                resumed_cpu.mean_ns() / 1e3
+            } else {
+                full_us - (stage_self(Stage::Sign) + stage_self(Stage::Verify)) / 1e3 / server_full as f64
+            };
             let saved = (full_us - resumed_us).max(0.0) * server_full as f64 * 0.9 * 1e3;
             out.push(Advice {
                 id: "session_resumption",
@@ -231,26 +228,11 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
     }
 
     // Clients that open a new connection (and a full handshake) for their requests.
-    let client_total: u64 = rec
-        .handshakes
-        .iter()
-        .filter(|g| g.role == Role::Client)
-        .map(|g| g.cpu.count)
-        .sum();
-    let client_ns: u64 = rec
-        .handshakes
-        .iter()
-        .filter(|g| g.role == Role::Client)
-        .map(|g| g.cpu.sum_ns)
-        .sum();
+    let client = handshakes(rec, Role::Client, None);
+    let (client_total, client_ns) = (client.count, client.sum_ns);
     let rate = client_total as f64 / rec.duration_s.max(1e-9);
     if rate >= BUSY_CLIENT_RATE && ms(client_ns as f64) >= BUSY_CLIENT_SHARE * proc_ms {
-        let resumed: u64 = rec
-            .handshakes
-            .iter()
-            .filter(|g| g.role == Role::Client && g.resumed)
-            .map(|g| g.cpu.count)
-            .sum();
+        let resumed = handshakes(rec, Role::Client, Some(true)).count;
         out.push(Advice {
             id: "client_connection_reuse",
             evidence: format!(

@@ -15,6 +15,7 @@ use libbpf_rs::{MapCore, RingBufferBuilder};
 use crate::advice;
 use crate::anatomy;
 use crate::attach::{self, AttachOptions, Attached, HelloCapture};
+use crate::bpf;
 use crate::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
 };
@@ -215,14 +216,9 @@ fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
 fn parse_hello(data: &[u8]) -> Option<((u32, u64), wire::Hello)> {
     let header = std::mem::offset_of!(hello_event, data);
     let mut e = hello_event::default();
-    // SAFETY: hello_event is plain data; only its fixed header is copied, the bytes are read from `data`.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            data.get(..header)?.as_ptr(),
-            &mut e as *mut hello_event as *mut u8,
-            header,
-        )
-    };
+    if !bpf::copy_head(&mut e, data, header) {
+        return None;
+    }
     let bytes = data.get(header..header + e.len as usize)?;
     Some(((e.tgid, e.ssl), wire::parse(bytes, e.body_only != 0)?))
 }

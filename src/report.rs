@@ -337,6 +337,7 @@ fn count_nodes(n: &Node) -> usize {
 }
 
 pub fn json(rec: &Recording) -> Value {
+    let (read, write) = rec.record_layer_sampled();
     let hs = rec.handshake_totals();
     let tls_ms = ms(rec.tls_cpu_ns());
     let proc_ms = rec.process_cpu_ms();
@@ -401,7 +402,7 @@ pub fn json(rec: &Recording) -> Value {
         "probe_cost_us_per_hit": rec.probe_cost.hit_ns / 1e3,
         "probe_hits": rec.probe_hits,
         "probe_overhead_ms": rec.probe_overhead_ms(),
-        "record_layer_sampled": {"read": rec.record_layer_sampled().0, "write": rec.record_layer_sampled().1},
+        "record_layer_sampled": {"read": read, "write": write},
         "advice": crate::advice::advise(rec),
     })
 }

@@ -80,18 +80,10 @@ impl SampleAggregator {
 
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
-        let Some(header) = data.get(..HEADER_LEN) else {
+        if !crate::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
             self.unreadable += 1;
             return;
-        };
-        // SAFETY: stack_sample is plain data; the header prefix is copied, the stack stays in `data`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                header.as_ptr(),
-                &mut *self.header as *mut stack_sample as *mut u8,
-                HEADER_LEN,
-            )
-        };
+        }
         let s = &*self.header;
         let stack = data.get(HEADER_LEN..HEADER_LEN + s.stack_len as usize).unwrap_or(&[]);
         let depth = usize::from(s.depth).min(s.funcs.len());
