@@ -12,6 +12,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 stack_bytes = 16384;
 const volatile __u32 call_graph = CALL_GRAPH_DWARF;
 const volatile __u32 kernel_stacks = 0;
+/* The --max-overhead duty cycle, set by user space: odd while the stage probes are paused. Attaching and
+ * detaching dozens of uprobes takes milliseconds, one function at a time; the programs ignore everything while
+ * the epoch is odd, so a window starts and ends for all functions at once. Frames and connections of an
+ * earlier window saw only part of their calls: they are dropped, not finished. */
+volatile __u32 probe_epoch = 0;
+
+static __always_inline bool probes_paused(void)
+{
+	return probe_epoch & 1;
+}
 
 struct frame {
 	__u64 sp;
@@ -43,6 +53,7 @@ struct thread_state {
 	__u64 hits;
 	__u32 running;
 	__u32 depth;
+	__u32 epoch;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -61,6 +72,7 @@ struct conn_state {
 	__u16 sig_len;
 	__u16 secret_len;
 	__u16 sig_made;
+	__u32 epoch;
 	__u8 counted;
 	/* The ServerHello was captured. */
 	__u8 hello;
@@ -185,8 +197,13 @@ static __always_inline struct conn_state *conn_lookup(__u32 tgid, __u64 ssl, boo
 {
 	struct conn_key key = { .tgid = tgid, .ssl = ssl };
 	struct conn_state *c = bpf_map_lookup_elem(&conns, &key);
-	struct conn_state zero = {};
+	struct conn_state zero = { .epoch = probe_epoch };
 
+	if (c && c->epoch != probe_epoch) {
+		if (!create)
+			return NULL;
+		*c = zero;
+	}
 	if (c || !create)
 		return c;
 	if (bpf_map_update_elem(&conns, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&conns, &key) == NULL) {
@@ -207,7 +224,7 @@ static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u1
 		return;
 	if (flags & FF_CONN_START) {
 		struct conn_key key = { .tgid = tgid, .ssl = ssl };
-		struct conn_state fresh = { .role = role };
+		struct conn_state fresh = { .role = role, .epoch = probe_epoch };
 
 		if (bpf_map_update_elem(&conns, &key, &fresh, BPF_ANY))
 			count_stat(STAT_CONN_DROPS);
@@ -233,6 +250,8 @@ int stage_enter(struct pt_regs *ctx)
 	int i;
 
 	count_stat(STAT_PROBE_HITS);
+	if (probes_paused())
+		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts)
 		ts->hits++;
@@ -263,6 +282,12 @@ int stage_enter(struct pt_regs *ctx)
 		ts->last_in = now;
 		ts->running = 1;
 		ts->hits = 1;
+	}
+	if (ts->epoch != probe_epoch) {
+		ts->depth = 0;
+		ts->ssl = 0;
+		ts->last_ssl = 0;
+		ts->epoch = probe_epoch;
 	}
 	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
 	 * slot is a tail call: both frames are live). */
@@ -382,8 +407,10 @@ int stage_exit(struct pt_regs *ctx)
 	int i, found = -1;
 
 	count_stat(STAT_PROBE_HITS);
+	if (probes_paused())
+		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
-	if (!ts)
+	if (!ts || ts->epoch != probe_epoch)
 		return 0;
 	ts->hits++;
 	/* Match by stack pointer: skipped length queries and lost returns (longjmp) cannot pop the wrong frame. */
@@ -618,7 +645,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		s->entry_bps[i] = 0;
 	}
 	ts = bpf_map_lookup_elem(&threads, &tid);
-	if (ts) {
+	/* Frames of another window are stale. */
+	if (ts && ts->epoch == probe_epoch) {
 		for (i = 0; i < TLSPROF_MAX_DEPTH; i++) {
 			/* Frames whose return slot is below the stack pointer have returned unseen. */
 			if (i >= ts->depth || ts->frames[i].sp < s->sp)

@@ -45,12 +45,14 @@ TARGET_HANDSHAKE_RATE = 2000.0
 
 CONDITIONS = {
     "none": "no profiler",
-    "tlsprof": "tlsprof (defaults)",
+    "tlsprof": "tlsprof (defaults: --max-overhead 0.5)",
+    "tlsprof-exact": "tlsprof --max-overhead 100 (probes throughout)",
     "tlsprof-all": "tlsprof --all-probes",
     "bpftrace": "bpftrace (bench-bpftrace.bt)",
     "perf": "perf record -F 99 -g",
 }
-DEFAULT_CONDITIONS = ["none", "tlsprof", "tlsprof-all", "bpftrace", "perf"]
+DEFAULT_CONDITIONS = ["none", "tlsprof", "tlsprof-exact", "tlsprof-all", "bpftrace", "perf"]
+TLSPROF_ARGS = {"tlsprof": [], "tlsprof-exact": ["--max-overhead", "100"], "tlsprof-all": ["--all-probes"]}
 WORKLOADS = {
     "full": "full handshakes",
     "keepalive": "keep-alive requests",
@@ -398,9 +400,9 @@ class Session:
     def start(self, target, bound_s, extra=()):
         b = self.bench
         scratch = b.scratch
-        if self.condition in ("tlsprof", "tlsprof-all"):
+        if self.condition in TLSPROF_ARGS:
             self.output = os.path.join(scratch, f"{self.tag}.tlsprof")
-            args = ["--all-probes"] if self.condition == "tlsprof-all" else []
+            args = TLSPROF_ARGS[self.condition]
             self.child = Child([b.tlsprof, "record", "--pid", target, "--duration", f"{bound_s:.0f}", "-o",
                                 self.output, *args, *extra],
                                stdout=os.path.join(scratch, f"{self.tag}.summary"), stderr=subprocess.PIPE)
@@ -584,6 +586,7 @@ class Bench:
                        for n, s in stages.items()},
             "functions": [{k: f.get(k) for k in ("name", "stage", "calls")} for f in r.get("functions", [])],
             "handshakes": (r.get("handshakes") or {}).get("total"),
+            "probing": r.get("probing"),
             "probe_hits": r.get("probe_hits"),
             "probe_cost_us_per_hit": r.get("probe_cost_us_per_hit"),
             "probe_overhead_ms": r.get("probe_overhead_ms"),
@@ -928,6 +931,12 @@ def own_cpu_projection(data):
     return linear, fixed + (frac_full - fixed) * TARGET_HANDSHAKE_RATE / rate
 
 
+def probing_note(rep):
+    p = rep.get("probing") or {}
+    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time in {p.get('windows')} windows, "
+            f"≈ {p.get('handshakes_estimated') or 0:.0f} handshakes estimated over the recording")
+
+
 def accuracy_rows(data):
     rows = []
     for name, (d, s), stage, speed_key in OPERATIONS:
@@ -1153,7 +1162,9 @@ def render(data):
                                  for r in rs for n, st in r["prof_report"]["stages"].items()
                                  if st.get("calls") or st.get("cpu_ms")})
                 samples = med([r["prof_report"]["samples"] for r in rs])
-                notes = f"{fnum(samples, 0)} samples/run; stages seen: {', '.join(stages) or '–'} (~: from samples)"
+                live = med([100 * ((r["prof_report"].get("probing") or {}).get("fraction") or 0) for r in rs])
+                notes = (f"probes attached {fnum(live, 0)}% of the time; {fnum(samples, 0)} samples/run; "
+                         f"stages seen: {', '.join(stages) or '–'} (~: from samples)")
             elif c == "bpftrace":
                 calls = {}
                 for r in rs:
@@ -1226,7 +1237,7 @@ def render(data):
         rep = long["report"]
         w(f"tlsprof defaults on the nginx worker under a Python client making {long['rate_target']} full "
           f"handshakes/s: {long['handshakes_client']} client handshakes ({long['client_errors']} errors), "
-          f"{rep['handshakes']} counted by tlsprof; recording {long['file_bytes'] / 1024:.0f} KiB. tlsprof's CPU: "
+          f"{rep['handshakes']} seen by tlsprof in its probe windows ({probing_note(rep)}); recording {long['file_bytes'] / 1024:.0f} KiB. tlsprof's CPU: "
           f"{fnum(long.get('cpu_attach_ms'), 0)} ms to attach, {fpct(long['cpu_frac'], 2, False)} of a core while "
           f"recording, {fnum(long.get('cpu_finish_ms'), 0)} ms to finish after the duration "
           f"({fnum(long.get('finish_s'), 1)} s wall); {fnum(long['cpu_total_ms'], 0)} ms in all. Peak RSS "

@@ -85,7 +85,7 @@ fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogra
 }
 
 pub fn advise(rec: &Recording) -> Vec<Advice> {
-    let proc_ms = rec.process_cpu_ms();
+    let proc_ms = rec.probed_cpu_ms();
     let tls_ns = rec.tls_cpu_ns() as f64;
     let share = if proc_ms > 0.0 { ms(tls_ns) / proc_ms } else { 0.0 };
     let hs = rec.handshake_totals();
@@ -97,12 +97,12 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
         out.push(Advice {
             id: "tls_not_the_cost",
             evidence: format!(
-                "TLS handshakes are {:.1}% of the process's CPU ({:.0} of {:.0} ms; {} handshakes in {:.0} s); the record layer is {:.0}% of CPU samples (SSL_write {:.0}%, SSL_read {:.0}%)",
+                "TLS handshakes are {:.1}% of the process's CPU ({:.0} of {:.0} ms; {} handshakes in {:.0} s of probes); the record layer is {:.0}% of CPU samples (SSL_write {:.0}%, SSL_read {:.0}%)",
                 share * 100.0,
                 ms(tls_ns),
                 proc_ms,
                 hs.total,
-                rec.duration_s,
+                rec.probing.live_s,
                 100.0 * (read + write),
                 100.0 * write,
                 100.0 * read
@@ -230,7 +230,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
     // Clients that open a new connection (and a full handshake) for their requests.
     let client = handshakes(rec, Role::Client, None);
     let (client_total, client_ns) = (client.count, client.sum_ns);
-    let rate = client_total as f64 / rec.duration_s.max(1e-9);
+    let rate = client_total as f64 / rec.probing.live_s.max(1e-9);
     if rate >= BUSY_CLIENT_RATE && ms(client_ns as f64) >= BUSY_CLIENT_SHARE * proc_ms {
         let resumed = handshakes(rec, Role::Client, Some(true)).count;
         out.push(Advice {
@@ -282,7 +282,7 @@ mod tests {
     #[test]
     fn small_tls_share_says_tuning_tls_will_not_help() {
         let mut rec = sample_recording();
-        rec.targets[0].process_cpu_ms = 1000.0;
+        rec.targets[0].probed_cpu_ms = 1000.0;
         assert_eq!(ids(&rec), vec!["tls_not_the_cost"]);
     }
 

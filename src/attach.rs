@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
 
-use crate::bpf::types::tlsprof_call_graph;
+use crate::bpf::types::{tlsprof_call_graph, tlsprof_stat};
 use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use crate::calibrate::{self, ProbeCost};
 use crate::catalogue;
@@ -59,6 +59,8 @@ pub struct Attached<'obj> {
     pub skel: TlsprofSkel<'obj>,
     pub targets: TargetSet,
     pub probe_cost: ProbeCost,
+    /// Probe hits of the calibration, before any target was probed.
+    pub calibration_hits: u64,
     /// The sched_switch tracepoint and the CPU samplers.
     _links: Vec<Link>,
 }
@@ -73,7 +75,20 @@ pub struct TargetSet {
     pub probes: usize,
     /// Files already inspected, by (device, inode): nginx's master and workers share them.
     inspected: HashMap<(String, u64), Option<TlsObject>>,
+    /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
+    specs: Vec<ProbeSpec>,
+    /// The stage probes' links: empty while they are paused.
     links: Vec<Link>,
+    paused: bool,
+}
+
+/// The uprobes of one file in one process.
+struct ProbeSpec {
+    process: Process,
+    path: String,
+    open_path: std::path::PathBuf,
+    entry: Probes,
+    ret: Probes,
 }
 
 /// Checks what the kernel and our privileges must provide, with one actionable line for each failure.
@@ -146,6 +161,7 @@ pub fn attach<'obj>(
         .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))?;
 
     let probe_cost = calibrate::measure(&skel)?;
+    let calibration_hits = stat_sum(&skel, tlsprof_stat::STAT_PROBE_HITS);
     let mut targets = TargetSet::default();
     let mut without_tls = Vec::new();
     for p in procs {
@@ -168,6 +184,7 @@ pub fn attach<'obj>(
         skel,
         targets,
         probe_cost,
+        calibration_hits,
         _links: Vec::new(),
     };
 
@@ -271,9 +288,49 @@ impl TargetSet {
                 ret.push(f.file_offset, cookie);
             }
         }
-        let open_path = m.open_path(p.pid);
+        self.probes += entry.offsets.len() + ret.offsets.len();
+        let spec = ProbeSpec {
+            process: p.clone(),
+            path,
+            open_path: m.open_path(p.pid),
+            entry,
+            ret,
+        };
+        if !self.paused {
+            self.links.extend(spec.attach(skel)?);
+        }
+        self.specs.push(spec);
+        Ok(())
+    }
+
+    /// Detaches the stage probes (not the sampler): a pause of the --max-overhead duty cycle.
+    pub fn pause(&mut self) {
+        self.links.clear();
+        self.paused = true;
+    }
+
+    /// Attaches the stage probes again in every process still running. The caller bumps the BPF side's
+    /// probe_epoch first, so state left by the last window is dropped.
+    pub fn resume(&mut self, skel: &TlsprofSkel) -> Result<()> {
+        self.specs.retain(|s| s.process.alive());
+        for spec in &self.specs {
+            match spec.attach(skel) {
+                Ok(links) => self.links.extend(links),
+                // It exited since the check above.
+                Err(_) if !spec.process.alive() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.paused = false;
+        Ok(())
+    }
+}
+
+impl ProbeSpec {
+    fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
+        let mut links = Vec::new();
         // Returns first: a call entered between the two attachments would otherwise never see its return.
-        for (probes, retprobe) in [(ret, true), (entry, false)] {
+        for (probes, retprobe) in [(&self.ret, true), (&self.entry, false)] {
             if probes.offsets.is_empty() {
                 continue;
             }
@@ -282,29 +339,29 @@ impl TargetSet {
             } else {
                 &skel.progs.stage_enter
             };
-            self.probes += probes.offsets.len();
             let link = prog
                 .attach_uprobe_multi_with_opts(
-                    p.pid as i32,
-                    &open_path,
+                    self.process.pid as i32,
+                    &self.open_path,
                     "",
                     UprobeMultiOpts {
-                        offsets: probes.offsets,
-                        cookies: probes.cookies,
+                        offsets: probes.offsets.clone(),
+                        cookies: probes.cookies.clone(),
                         retprobe,
                         ..Default::default()
                     },
                 )
                 .with_context(|| {
                     format!(
-                        "attach {} uprobes in {path} of process {}",
+                        "attach {} uprobes in {} of process {}",
                         if retprobe { "return" } else { "entry" },
-                        p.pid
+                        self.path,
+                        self.process.pid
                     )
                 })?;
-            self.links.push(link);
+            links.push(link);
         }
-        Ok(())
+        Ok(links)
     }
 }
 
@@ -349,6 +406,18 @@ fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
         }
     }
     Some(cpus)
+}
+
+/// A counter of enum tlsprof_stat, summed over CPUs.
+pub fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
+    let key = stat.0.to_ne_bytes();
+    match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+            .sum(),
+        _ => 0,
+    }
 }
 
 /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches them.

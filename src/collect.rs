@@ -19,7 +19,8 @@ use crate::bpf;
 use crate::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
 };
-use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Recording, Role, Target, TreeNode};
+use crate::governor::{Action, Governor};
+use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Probing, Recording, Role, Target, TreeNode};
 use crate::samples::SampleAggregator;
 use crate::speed;
 use crate::targets::{self, Process};
@@ -30,20 +31,25 @@ pub struct RecordOptions {
     /// The --comm names: processes started later under these names join the recording.
     pub comms: Vec<String>,
     pub attach: AttachOptions,
+    /// --max-overhead: percent of the targets' CPU the stage probes may cost.
+    pub max_overhead_pct: f64,
 }
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
-/// How often --comm looks for new processes.
-/// --hello-capture sampled: watch socket calls for this long, every period.
+/// --hello-capture sampled: watch socket calls for this long, every period (while the stage probes are
+/// attached: a ServerHello is matched to its connection through them).
 const HELLO_WINDOW: Duration = Duration::from_secs(1);
 const HELLO_PERIOD: Duration = Duration::from_secs(10);
+/// How often --comm looks for new processes.
 const RESCAN: Duration = Duration::from_millis(500);
 
-/// Per target: process CPU at attach time and at the last successful read.
+/// Per target: process CPU at attach time and at the last successful read, and the part of it used while
+/// the stage probes were attached.
 struct CpuMeter {
     start_ms: f64,
     last_ms: f64,
+    probed_ms: f64,
 }
 
 /// What a handshake was; handshakes alike are counted together.
@@ -74,6 +80,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         _ => Some(attach::attach_hello_capture(&att.skel)?),
     };
     let mut hello_window = Instant::now();
+    let hits = |att: &Attached| attach::stat_sum(&att.skel, tlsprof_stat::STAT_PROBE_HITS) - att.calibration_hits;
     let mut live: Vec<Process> = procs
         .iter()
         .filter(|p| att.targets.maps.contains_key(&p.pid))
@@ -94,6 +101,13 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     for p in &live {
         start_cpu_meter(p.pid, &mut cpu);
     }
+    let mut governor = Governor::new(
+        opts.max_overhead_pct,
+        att.probe_cost.cold_hit_ns,
+        started,
+        hits(&att),
+        total_cpu_ms(&cpu),
+    );
 
     let groups = std::cell::RefCell::new(HandshakeGroups::new());
     let samples = std::cell::RefCell::new(SampleAggregator::new(
@@ -145,16 +159,41 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         rb.consume().context("drain the ring buffers")?;
         samples.borrow_mut().name_if_many(&att.targets.functions);
         let elapsed = started.elapsed();
-        if opts.attach.hello_capture == HelloCapture::Sampled {
-            if hello_links.is_some() && hello_window.elapsed() >= HELLO_WINDOW {
-                hello_links = None;
-            } else if hello_links.is_none() && hello_window.elapsed() >= HELLO_PERIOD {
-                hello_links = Some(attach::attach_hello_capture(&att.skel)?);
-                hello_window = Instant::now();
-            }
-        }
         // Every round: a target that exits keeps the CPU it had at its last reading.
-        poll_cpu(&live, &mut cpu);
+        poll_cpu(&live, &mut cpu, governor.live());
+        match governor.tick(Instant::now(), hits(&att), total_cpu_ms(&cpu)) {
+            // The epoch flips when the window starts and ends; attaching and detaching happen outside it.
+            Action::Pause => {
+                next_probe_epoch(&mut att)?;
+                hello_links = None;
+                att.targets.pause();
+            }
+            Action::Resume => {
+                att.targets.resume(&att.skel)?;
+                next_probe_epoch(&mut att)?;
+                poll_cpu(&live, &mut cpu, false);
+                governor.resumed(Instant::now(), hits(&att), total_cpu_ms(&cpu));
+            }
+            Action::Stay => {}
+        }
+        let hello_due = match opts.attach.hello_capture {
+            HelloCapture::Off => false,
+            HelloCapture::Always => governor.live(),
+            HelloCapture::Sampled => {
+                governor.live()
+                    && if hello_links.is_some() {
+                        hello_window.elapsed() < HELLO_WINDOW
+                    } else {
+                        hello_window.elapsed() >= HELLO_PERIOD
+                    }
+            }
+        };
+        if !hello_due {
+            hello_links = None;
+        } else if hello_links.is_none() {
+            hello_links = Some(attach::attach_hello_capture(&att.skel)?);
+            hello_window = Instant::now();
+        }
         if last_poll.elapsed() >= RESCAN {
             last_poll = Instant::now();
             // --comm follows the name: processes started since (new nginx workers after a reload) join.
@@ -191,14 +230,38 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             break;
         }
     }
-    let duration_s = started.elapsed().as_secs_f64();
+    let end = Instant::now();
+    let duration_s = (end - started).as_secs_f64();
     rb.consume().context("drain the ring buffers")?;
-    poll_cpu(&live, &mut cpu);
+    poll_cpu(&live, &mut cpu, governor.live());
+    let probing = Probing {
+        max_overhead_pct: opts.max_overhead_pct,
+        live_s: governor.probed(end).as_secs_f64(),
+        windows: governor.windows,
+        peak_overhead: governor.peak_overhead,
+    };
+    let probe_hits = hits(&att);
     eprint!("{clear}");
     drop(hello_links);
     drop(rb);
     let groups = groups.into_inner();
-    build_recording(&att, &live, &cpu, groups, samples.into_inner(), duration_s, opts)
+    build_recording(
+        &att,
+        &live,
+        &cpu,
+        groups,
+        samples.into_inner(),
+        (duration_s, probing, probe_hits),
+        opts,
+    )
+}
+
+/// Flips the stage probes between live (even epoch) and paused (odd) for the BPF programs (probe_epoch).
+fn next_probe_epoch(att: &mut Attached) -> Result<()> {
+    let bss = att.skel.maps.bss_data.as_deref_mut().context("BPF .bss")?;
+    // SAFETY: an aligned u32 in the BPF map's shared mapping; volatile, as the BPF programs read it meanwhile.
+    unsafe { std::ptr::write_volatile(&mut bss.probe_epoch, bss.probe_epoch.wrapping_add(1)) };
+    Ok(())
 }
 
 fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
@@ -208,6 +271,7 @@ fn start_cpu_meter(pid: u32, cpu: &mut HashMap<u32, CpuMeter>) {
             CpuMeter {
                 start_ms: ms,
                 last_ms: ms,
+                probed_ms: 0.0,
             },
         );
     }
@@ -260,15 +324,23 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
     }
 }
 
-fn poll_cpu(live: &[Process], cpu: &mut HashMap<u32, CpuMeter>) {
+/// `probing`: the stage probes were attached since the last reading.
+fn poll_cpu(live: &[Process], cpu: &mut HashMap<u32, CpuMeter>, probing: bool) {
     for p in live {
         // A dead process's last reading stands: /proc has nothing newer.
         if let (Some(m), true) = (cpu.get_mut(&p.pid), p.alive()) {
             if let Some(ms) = targets::cpu_ms(p.pid) {
+                if probing {
+                    m.probed_ms += ms - m.last_ms;
+                }
                 m.last_ms = ms;
             }
         }
     }
+}
+
+fn total_cpu_ms(cpu: &HashMap<u32, CpuMeter>) -> f64 {
+    cpu.values().map(|m| m.last_ms).sum()
 }
 
 fn print_status(elapsed: Duration, handshakes: u64, samples: u64) {
@@ -284,14 +356,7 @@ fn print_status(elapsed: Duration, handshakes: u64, samples: u64) {
 }
 
 fn stat_sum(att: &Attached, stat: tlsprof_stat) -> u64 {
-    let key = stat.0.to_ne_bytes();
-    match att.skel.maps.stats.lookup_percpu(&key, libbpf_rs::MapFlags::ANY) {
-        Ok(Some(per_cpu)) => per_cpu
-            .iter()
-            .map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
-            .sum(),
-        _ => 0,
-    }
+    attach::stat_sum(&att.skel, stat)
 }
 
 fn samples_taken(att: &Attached) -> u64 {
@@ -304,7 +369,7 @@ fn build_recording(
     cpu: &HashMap<u32, CpuMeter>,
     groups: HandshakeGroups,
     samples: SampleAggregator,
-    duration_s: f64,
+    (duration_s, probing, probe_hits): (f64, Probing, u64),
     opts: &RecordOptions,
 ) -> Result<Recording> {
     let targets = live
@@ -313,6 +378,7 @@ fn build_recording(
             pid: p.pid,
             comm: p.comm.clone(),
             process_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.last_ms - m.start_ms),
+            probed_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.probed_ms),
         })
         .collect();
 
@@ -394,7 +460,8 @@ fn build_recording(
             .collect(),
         lost,
         probe_cost: att.probe_cost,
-        probe_hits: stat_sum(att, tlsprof_stat::STAT_PROBE_HITS),
+        probe_hits,
+        probing,
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
         openssl_speed: speed::measure(&speed_needed),
     })
@@ -445,6 +512,7 @@ mod tests {
         let cost = ProbeCost {
             hit_ns: 1000.0,
             inside_ns: 800.0,
+            cold_hit_ns: 1500.0,
         };
         let raw = vec![
             ((1, vec![0]), val(10, 1_000_000, 40)),

@@ -16,7 +16,8 @@ use crate::profile::{HandshakeTotals, Recording};
 /// The figures of one recording that a comparison needs, normalized per handshake where it matters.
 struct Side {
     handshakes: HandshakeTotals,
-    duration_s: f64,
+    /// Seconds the stage probes were attached: the time the handshake count covers.
+    probed_s: f64,
     tls_share: Option<f64>,
     /// Stage self CPU per handshake, in µs.
     stage_us_per_handshake: Vec<(Stage, f64)>,
@@ -26,7 +27,7 @@ impl Side {
     fn of(rec: &Recording) -> Side {
         let handshakes = rec.handshake_totals();
         let per = handshakes.total.max(1) as f64;
-        let proc_ms = rec.process_cpu_ms();
+        let proc_ms = rec.probed_cpu_ms();
         Side {
             tls_share: (proc_ms > 0.0).then(|| rec.tls_cpu_ns() as f64 / 1e6 / proc_ms),
             stage_us_per_handshake: rec
@@ -34,7 +35,7 @@ impl Side {
                 .iter()
                 .map(|s| (s.stage, s.self_ns as f64 / 1e3 / per))
                 .collect(),
-            duration_s: rec.duration_s.max(1e-9),
+            probed_s: rec.probing.live_s.max(1e-9),
             handshakes,
         }
     }
@@ -74,8 +75,8 @@ pub fn text(before: &Recording, after: &Recording) -> Result<String> {
     let _ = writeln!(
         out,
         "Handshakes: {:.1}/s -> {:.1}/s; resumed {:.1}% -> {:.1}%",
-        b.handshakes.total as f64 / b.duration_s,
-        a.handshakes.total as f64 / a.duration_s,
+        b.handshakes.total as f64 / b.probed_s,
+        a.handshakes.total as f64 / a.probed_s,
         b.resumed_share() * 100.0,
         a.resumed_share() * 100.0
     );
@@ -130,7 +131,7 @@ pub fn json(before: &Recording, after: &Recording) -> Result<Value> {
     let side = |s: &Side| {
         json!({
             "handshakes": s.handshakes.total, "full": s.handshakes.full, "resumed": s.handshakes.resumed,
-            "handshakes_per_s": s.handshakes.total as f64 / s.duration_s, "resumed_share": s.resumed_share(),
+            "handshakes_per_s": s.handshakes.total as f64 / s.probed_s, "resumed_share": s.resumed_share(),
             "cpu_us_per_handshake": {"mean": s.handshakes.cpu.mean_ns() / 1e3, "p50": s.handshakes.cpu.quantile_ns(0.5) / 1e3},
             "tls_share": s.tls_share,
         })

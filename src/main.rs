@@ -10,6 +10,7 @@ mod catalogue;
 mod collect;
 mod diff;
 mod flame;
+mod governor;
 mod objects;
 mod profile;
 mod report;
@@ -87,6 +88,11 @@ enum Command {
         /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
         #[arg(long, value_enum, default_value = "sampled")]
         hello_capture: HelloCapture,
+        /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
+        /// enough to cost more, the probes are attached part of the time and counts are scaled from those
+        /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs).
+        #[arg(long, value_name = "PERCENT", default_value_t = 0.5)]
+        max_overhead: f64,
     },
     /// Print the summary of a recording.
     Report {
@@ -152,9 +158,13 @@ fn run(cli: Cli) -> Result<()> {
             stack_bytes,
             kernel,
             hello_capture,
+            max_overhead,
         } => {
             if pids.is_empty() && comms.is_empty() {
                 bail!("no target: give --pid PID or --comm NAME");
+            }
+            if !(max_overhead > 0.0 && max_overhead <= 100.0) {
+                bail!("--max-overhead {max_overhead} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)");
             }
             if !(1..=10_000).contains(&freq) {
                 bail!("--freq {freq} is out of range: use 1 to 10000 Hz");
@@ -184,6 +194,7 @@ fn run(cli: Cli) -> Result<()> {
                 duration,
                 comms,
                 attach,
+                max_overhead_pct: max_overhead,
             };
             let rec = collect::record(&procs, &opts, stop)?;
             rec.save(&output)?;

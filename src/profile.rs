@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -37,8 +37,9 @@ pub struct Recording {
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
     pub probe_cost: ProbeCost,
-    /// Probe hits on the targets: about probe_hits × probe_cost.hit_ns of their CPU went to tlsprof.
+    /// Probe hits on the targets: about probe_hits × probe_cost.cold_hit_ns of their CPU went to tlsprof.
     pub probe_hits: u64,
+    pub probing: Probing,
     /// µs per operation of alternatives advice compares with (`openssl speed` on this machine at record time).
     pub openssl_speed: BTreeMap<String, f64>,
 }
@@ -49,6 +50,20 @@ pub struct Target {
     pub comm: String,
     /// CPU the whole process used while recorded (all threads, user + system), from /proc/PID/stat.
     pub process_cpu_ms: f64,
+    /// The part of it used while the stage probes were attached: what stage figures compare with.
+    pub probed_cpu_ms: f64,
+}
+
+/// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
+/// these windows; CPU samples cover the whole recording.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Probing {
+    /// The budget, in percent of the targets' CPU; 100: attached throughout.
+    pub max_overhead_pct: f64,
+    pub live_s: f64,
+    pub windows: u32,
+    /// The probes' cost over the costliest second they were attached, as a fraction of the targets' CPU.
+    pub peak_overhead: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -262,8 +277,14 @@ impl Recording {
         self.functions.get(usize::from(func)).and_then(|f| f.stage)
     }
 
-    pub fn process_cpu_ms(&self) -> f64 {
-        self.targets.iter().map(|t| t.process_cpu_ms).sum()
+    /// The targets' CPU while the stage probes were attached.
+    pub fn probed_cpu_ms(&self) -> f64 {
+        self.targets.iter().map(|t| t.probed_cpu_ms).sum()
+    }
+
+    /// Share of the recording the stage probes were attached.
+    pub fn probed_fraction(&self) -> f64 {
+        (self.probing.live_s / self.duration_s.max(1e-9)).min(1.0)
     }
 
     /// TLS CPU: everything inside any stage, each nanosecond counted once (the sum of self times).
@@ -338,9 +359,9 @@ impl Recording {
         t
     }
 
-    /// Target CPU spent in tlsprof's probes, estimated from the hit count and the calibrated cost.
+    /// Target CPU spent in tlsprof's probes, estimated from the hit count and the calibrated cold-cache cost.
     pub fn probe_overhead_ms(&self) -> f64 {
-        self.probe_hits as f64 * self.probe_cost.hit_ns / 1e6
+        self.probe_hits as f64 * self.probe_cost.cold_hit_ns / 1e6
     }
 
     pub fn samples_total(&self) -> u64 {
@@ -468,6 +489,7 @@ pub(crate) mod tests {
                 pid: 10,
                 comm: "nginx".into(),
                 process_cpu_ms: 10.0,
+                probed_cpu_ms: 10.0,
             }],
             libraries: vec![lib],
             functions: vec![
@@ -530,8 +552,15 @@ pub(crate) mod tests {
             probe_cost: ProbeCost {
                 hit_ns: 2000.0,
                 inside_ns: 1500.0,
+                cold_hit_ns: 3000.0,
             },
             probe_hits: 100,
+            probing: Probing {
+                max_overhead_pct: 0.5,
+                live_s: 2.0,
+                windows: 1,
+                peak_overhead: 0.001,
+            },
             openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
         }
     }

@@ -54,8 +54,8 @@ pub fn text(rec: &Recording) -> String {
     let mut out = String::new();
     let hs = rec.handshake_totals();
     let tls_ms = ms(rec.tls_cpu_ns());
-    let proc_ms = rec.process_cpu_ms();
-    let dur = rec.duration_s.max(1e-9);
+    let proc_ms = rec.probed_cpu_ms();
+    let probed_s = rec.probing.live_s.max(1e-9);
 
     let _ = writeln!(out, "tlsprof: {} for {:.1} s", targets_line(rec), rec.duration_s);
     for l in &rec.libraries {
@@ -77,11 +77,14 @@ pub fn text(rec: &Recording) -> String {
             l.functions_found
         );
     }
+    if let Some(line) = probing_line(rec, hs.total) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(
         out,
         "Handshakes: {} ({:.1}/s): {} full, {} resumed; {} server, {} client{}",
         hs.total,
-        hs.total as f64 / dur,
+        hs.total as f64 / probed_s,
         hs.full,
         hs.resumed,
         hs.server,
@@ -94,10 +97,15 @@ pub fn text(rec: &Recording) -> String {
     );
     let _ = writeln!(
         out,
-        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms, from /proc)",
+        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms{}, from /proc)",
         tls_ms,
         pct(tls_ms, proc_ms),
-        proc_ms
+        proc_ms,
+        if rec.probed_fraction() < 1.0 {
+            " while probed"
+        } else {
+            ""
+        }
     );
     if hs.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
@@ -131,11 +139,13 @@ pub fn text(rec: &Recording) -> String {
     let _ = writeln!(out, "{}", samples_line(rec));
     let _ = writeln!(
         out,
-        "Probe cost: {:.1} µs per hit (measured at attach), {} hits = {:.1} ms of target CPU ({:.1}% of process CPU), removed from the figures above and below",
+        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits ≈ {:.1} ms = {:.2}% of the targets' CPU while probed (--max-overhead {}%); removed from the figures above and below",
+        rec.probe_cost.cold_hit_ns / 1e3,
         rec.probe_cost.hit_ns / 1e3,
         rec.probe_hits,
         rec.probe_overhead_ms(),
-        pct(rec.probe_overhead_ms(), proc_ms)
+        pct(rec.probe_overhead_ms(), proc_ms),
+        rec.probing.max_overhead_pct
     );
     let _ = writeln!(out, "{}", connection_reuse_line(rec, hs.total));
 
@@ -193,8 +203,27 @@ fn sampled_record_layer(rec: &Recording) -> Vec<(Stage, f64)> {
         return Vec::new();
     }
     let (read, write) = rec.record_layer_sampled();
-    let total_ms = rec.samples_total() as f64 * 1e3 / rec.sample_freq_hz as f64;
+    // Samples cover the whole recording; the stage table covers the probed windows.
+    let total_ms = rec.samples_total() as f64 * 1e3 / rec.sample_freq_hz as f64 * rec.probed_fraction();
     vec![(Stage::Read, read * total_ms), (Stage::Write, write * total_ms)]
+}
+
+/// When the probes were attached only part of the time: for how long, why, and what the counts scale to.
+fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
+    let p = &rec.probing;
+    let fraction = rec.probed_fraction();
+    (fraction < 1.0 && p.windows > 1).then(|| {
+        format!(
+            "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
+            p.live_s,
+            rec.duration_s,
+            100.0 * fraction,
+            p.windows,
+            100.0 * p.peak_overhead,
+            p.max_overhead_pct,
+            handshakes as f64 / fraction.max(1e-9)
+        )
+    })
 }
 
 /// How much record-layer work each handshake carries: calls per handshake when SSL_read/SSL_write were
@@ -265,7 +294,7 @@ struct Node {
 fn tree_text(rec: &Recording, proc_ms: f64, out: &mut String) {
     let mut roots: BTreeMap<&str, (f64, Node)> = BTreeMap::new();
     for t in &rec.targets {
-        roots.entry(&t.comm).or_default().0 += t.process_cpu_ms;
+        roots.entry(&t.comm).or_default().0 += t.probed_cpu_ms;
     }
     for n in &rec.tree {
         let (_, root) = roots.entry(rec.comm_of(n.pid)).or_default();
@@ -340,7 +369,7 @@ pub fn json(rec: &Recording) -> Value {
     let (read, write) = rec.record_layer_sampled();
     let hs = rec.handshake_totals();
     let tls_ms = ms(rec.tls_cpu_ns());
-    let proc_ms = rec.process_cpu_ms();
+    let proc_ms = rec.probed_cpu_ms();
     let hist = |h: &CpuHistogram| json!({"mean": h.mean_ns() / 1e6, "p50": h.quantile_ns(0.5) / 1e6, "p99": h.quantile_ns(0.99) / 1e6});
     let mut stages: Vec<Value> = rec
         .stages()
@@ -382,7 +411,14 @@ pub fn json(rec: &Recording) -> Value {
     json!({
         "duration_s": rec.duration_s,
         "targets": rec.targets,
-        "process_cpu_ms": proc_ms,
+        "process_cpu_ms": rec.targets.iter().map(|t| t.process_cpu_ms).sum::<f64>(),
+        "probed_cpu_ms": proc_ms,
+        "probing": {
+            "max_overhead_pct": rec.probing.max_overhead_pct, "live_s": rec.probing.live_s,
+            "fraction": rec.probed_fraction(), "windows": rec.probing.windows,
+            "peak_overhead": rec.probing.peak_overhead,
+            "handshakes_estimated": hs.total as f64 / rec.probed_fraction().max(1e-9),
+        },
         "tls_cpu_ms": tls_ms,
         "tls_share": if proc_ms > 0.0 { Some(tls_ms / proc_ms) } else { None },
         "handshakes": {
@@ -400,6 +436,7 @@ pub fn json(rec: &Recording) -> Value {
         "lost_samples": rec.lost.samples,
         "lost": rec.lost,
         "probe_cost_us_per_hit": rec.probe_cost.hit_ns / 1e3,
+        "probe_cost_cold_us_per_hit": rec.probe_cost.cold_hit_ns / 1e3,
         "probe_hits": rec.probe_hits,
         "probe_overhead_ms": rec.probe_overhead_ms(),
         "record_layer_sampled": {"read": read, "write": write},

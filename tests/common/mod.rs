@@ -147,7 +147,9 @@ pub fn start_node_server(cert_dir: &Path) -> (Running, u16) {
     (Running(child), port)
 }
 
-/// A `tlsprof record` run; `wait_live` returns once its probes are attached.
+/// A `tlsprof record` run; `wait_live` returns once its probes are attached. Unless the test sets
+/// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
+/// (tests/live_governor.rs covers the default duty cycle).
 pub struct Recorder {
     child: Child,
     stderr_lines: mpsc::Receiver<String>,
@@ -156,9 +158,15 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn start(args: &[&str]) -> Recorder {
+        let exact: &[&str] = if args.contains(&"--max-overhead") {
+            &[]
+        } else {
+            &["--max-overhead", "100"]
+        };
         let mut child = tlsprof()
             .arg("record")
             .args(args)
+            .args(exact)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

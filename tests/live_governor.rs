@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: the default --max-overhead duty cycle on nginx under full-handshake load (needs root).
+mod common;
+
+use common::*;
+
+#[test]
+fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
+    if !require_root("busy_nginx_is_probed_part_time_within_budget_and_counts_scale") {
+        return;
+    }
+    let scratch = Scratch::new("governor");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let worker = nginx.workers()[0];
+    let speed_before = openssl_speed_rsa2048_sign_us();
+    let recording = scratch.path("governed.tlsprof");
+    // Defaults: an RSA-2048 handshake's dozen probe hits cost more than 0.5% of its CPU.
+    let rec = Recorder::start(&[
+        "--pid",
+        &worker.to_string(),
+        "--max-overhead",
+        "0.5",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let connections = s_time_new(nginx.port, 10);
+    let summary = rec.interrupt();
+    let speed_us = (speed_before + openssl_speed_rsa2048_sign_us()) / 2.0;
+
+    let r = report_json(&recording);
+    let p = &r["probing"];
+    let fraction = f(&p["fraction"]);
+    assert!(
+        fraction < 0.9 && f(&p["windows"]) >= 2.0,
+        "probes were not paused: {p}\n{summary}"
+    );
+    assert!(f(&p["peak_overhead"]) > 0.005, "{p}");
+    // The estimated cost over the whole recording: the windows' cost, diluted by the pauses.
+    let overall = f(&r["probe_overhead_ms"]) / f(&r["process_cpu_ms"]);
+    assert!(
+        overall <= 0.005 * 1.5,
+        "probes cost {:.2}% of the worker's CPU over the recording\n{summary}",
+        overall * 100.0
+    );
+    // Counts from the windows scale to the client's own count.
+    let estimated = f(&p["handshakes_estimated"]);
+    assert!(
+        within(estimated, connections as f64, 0.25),
+        "estimated {estimated:.0} handshakes vs {connections} client connections\n{summary}"
+    );
+    assert_eq!(r["handshakes"]["resumed"], 0, "{summary}");
+    let lost = &r["lost"];
+    for field in ["depth_overflow", "missed_returns"] {
+        assert_eq!(
+            lost[field], 0,
+            "{field}: pausing must not leave broken frames\n{summary}"
+        );
+    }
+    // Within the windows, figures stay exact.
+    let per_call = f(&stage(&r, "sign")["cpu_us_per_call"]);
+    assert!(
+        within(per_call, speed_us, 0.20),
+        "sign {per_call:.0} µs per call vs openssl speed rsa2048 {speed_us:.0} µs\n{summary}"
+    );
+    assert!(
+        f(&r["tls_cpu_ms"]) <= f(&r["probed_cpu_ms"]) * 1.05,
+        "TLS CPU exceeds the worker's CPU while probed\n{summary}"
+    );
+    assert!(summary.contains("Probes attached"), "{summary}");
+}
