@@ -90,7 +90,7 @@ pub fn text(rec: &Recording) -> String {
         hs.server,
         hs.client,
         if hs.partial > 0 {
-            format!(" ({} under way at attach, not counted)", hs.partial)
+            format!(" ({} under way when the probes attached, not counted)", hs.partial)
         } else {
             String::new()
         }
