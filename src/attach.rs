@@ -408,8 +408,19 @@ fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
     Some(cpus)
 }
 
-/// A counter of enum tlsprof_stat, summed over CPUs.
-pub fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
+impl Attached<'_> {
+    /// A counter of enum tlsprof_stat, summed over CPUs.
+    pub fn stat(&self, stat: tlsprof_stat) -> u64 {
+        stat_sum(&self.skel, stat)
+    }
+
+    /// Probe hits on the targets (the calibration's own are not theirs).
+    pub fn target_probe_hits(&self) -> u64 {
+        self.stat(tlsprof_stat::STAT_PROBE_HITS) - self.calibration_hits
+    }
+}
+
+fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
     let key = stat.0.to_ne_bytes();
     match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
         Ok(Some(per_cpu)) => per_cpu

@@ -80,7 +80,6 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         _ => Some(attach::attach_hello_capture(&att.skel)?),
     };
     let mut hello_window = Instant::now();
-    let hits = |att: &Attached| attach::stat_sum(&att.skel, tlsprof_stat::STAT_PROBE_HITS) - att.calibration_hits;
     let mut live: Vec<Process> = procs
         .iter()
         .filter(|p| att.targets.maps.contains_key(&p.pid))
@@ -105,7 +104,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         opts.max_overhead_pct,
         att.probe_cost.cold_hit_ns,
         started,
-        hits(&att),
+        att.target_probe_hits(),
         total_cpu_ms(&cpu),
     );
 
@@ -161,7 +160,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         let elapsed = started.elapsed();
         // Every round: a target that exits keeps the CPU it had at its last reading.
         poll_cpu(&live, &mut cpu, governor.live());
-        match governor.tick(Instant::now(), hits(&att), total_cpu_ms(&cpu)) {
+        match governor.tick(Instant::now(), att.target_probe_hits(), total_cpu_ms(&cpu)) {
             // The epoch flips when the window starts and ends; attaching and detaching happen outside it.
             Action::Pause => {
                 next_probe_epoch(&mut att)?;
@@ -172,7 +171,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 att.targets.resume(&att.skel)?;
                 next_probe_epoch(&mut att)?;
                 poll_cpu(&live, &mut cpu, false);
-                governor.resumed(Instant::now(), hits(&att), total_cpu_ms(&cpu));
+                governor.resumed(Instant::now(), att.target_probe_hits(), total_cpu_ms(&cpu));
             }
             Action::Stay => {}
         }
@@ -220,7 +219,11 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         }
         if status && last_status.elapsed() >= Duration::from_millis(500) {
             last_status = Instant::now();
-            print_status(elapsed, completed.load(Ordering::Relaxed), samples_taken(&att));
+            print_status(
+                elapsed,
+                completed.load(Ordering::Relaxed),
+                att.stat(tlsprof_stat::STAT_SAMPLES),
+            );
         }
         let all_exited = live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
@@ -240,20 +243,20 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         windows: governor.windows,
         peak_overhead: governor.peak_overhead,
     };
-    let probe_hits = hits(&att);
     eprint!("{clear}");
     drop(hello_links);
     drop(rb);
     let groups = groups.into_inner();
-    build_recording(
-        &att,
-        &live,
-        &cpu,
-        groups,
-        samples.into_inner(),
-        (duration_s, probing, probe_hits),
-        opts,
-    )
+    let targets = live
+        .iter()
+        .map(|p| Target {
+            pid: p.pid,
+            comm: p.comm.clone(),
+            process_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.last_ms - m.start_ms),
+            probed_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.probed_ms),
+        })
+        .collect();
+    build_recording(&att, targets, groups, samples.into_inner(), duration_s, probing, opts)
 }
 
 /// Flips the stage probes between live (even epoch) and paused (odd) for the BPF programs (probe_epoch).
@@ -355,33 +358,15 @@ fn print_status(elapsed: Duration, handshakes: u64, samples: u64) {
     let _ = std::io::stderr().flush();
 }
 
-fn stat_sum(att: &Attached, stat: tlsprof_stat) -> u64 {
-    attach::stat_sum(&att.skel, stat)
-}
-
-fn samples_taken(att: &Attached) -> u64 {
-    stat_sum(att, tlsprof_stat::STAT_SAMPLES)
-}
-
 fn build_recording(
     att: &Attached,
-    live: &[Process],
-    cpu: &HashMap<u32, CpuMeter>,
+    targets: Vec<Target>,
     groups: HandshakeGroups,
     samples: SampleAggregator,
-    (duration_s, probing, probe_hits): (f64, Probing, u64),
+    duration_s: f64,
+    probing: Probing,
     opts: &RecordOptions,
 ) -> Result<Recording> {
-    let targets = live
-        .iter()
-        .map(|p| Target {
-            pid: p.pid,
-            comm: p.comm.clone(),
-            process_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.last_ms - m.start_ms),
-            probed_cpu_ms: cpu.get(&p.pid).map_or(0.0, |m| m.probed_ms),
-        })
-        .collect();
-
     let mut raw_tree = Vec::new();
     for key in att.skel.maps.tree.keys() {
         let Some(value) = att.skel.maps.tree.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
@@ -419,15 +404,15 @@ fn build_recording(
     let (samples, unnamed_jit_pids) = samples.finish(&att.targets.functions);
 
     let lost = Lost {
-        samples_taken: stat_sum(att, tlsprof_stat::STAT_SAMPLES),
-        samples: stat_sum(att, tlsprof_stat::STAT_SAMPLE_DROPS),
+        samples_taken: att.stat(tlsprof_stat::STAT_SAMPLES),
+        samples: att.stat(tlsprof_stat::STAT_SAMPLE_DROPS),
         unreadable_stacks,
-        handshake_events: stat_sum(att, tlsprof_stat::STAT_HANDSHAKE_DROPS),
-        tree_nodes: stat_sum(att, tlsprof_stat::STAT_TREE_DROPS),
-        depth_overflow: stat_sum(att, tlsprof_stat::STAT_DEPTH_OVERFLOW),
-        missed_returns: stat_sum(att, tlsprof_stat::STAT_MISSED_RETURNS),
-        threads: stat_sum(att, tlsprof_stat::STAT_THREAD_DROPS),
-        connections: stat_sum(att, tlsprof_stat::STAT_CONN_DROPS),
+        handshake_events: att.stat(tlsprof_stat::STAT_HANDSHAKE_DROPS),
+        tree_nodes: att.stat(tlsprof_stat::STAT_TREE_DROPS),
+        depth_overflow: att.stat(tlsprof_stat::STAT_DEPTH_OVERFLOW),
+        missed_returns: att.stat(tlsprof_stat::STAT_MISSED_RETURNS),
+        threads: att.stat(tlsprof_stat::STAT_THREAD_DROPS),
+        connections: att.stat(tlsprof_stat::STAT_CONN_DROPS),
     };
 
     Ok(Recording {
@@ -460,7 +445,7 @@ fn build_recording(
             .collect(),
         lost,
         probe_cost: att.probe_cost,
-        probe_hits,
+        probe_hits: att.target_probe_hits(),
         probing,
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
         openssl_speed: speed::measure(&speed_needed),

@@ -287,6 +287,12 @@ impl Recording {
         (self.probing.live_s / self.duration_s.max(1e-9)).min(1.0)
     }
 
+    /// The --max-overhead duty cycle paused the stage probes at some point (a millisecond of slack for
+    /// rounding: always-on probes cover the whole recording).
+    pub fn probed_part_time(&self) -> bool {
+        self.probing.live_s < self.duration_s - 1e-3
+    }
+
     /// TLS CPU: everything inside any stage, each nanosecond counted once (the sum of self times).
     pub fn tls_cpu_ns(&self) -> u64 {
         self.tree.iter().map(|n| n.self_ns).sum()

@@ -101,11 +101,7 @@ pub fn text(rec: &Recording) -> String {
         tls_ms,
         pct(tls_ms, proc_ms),
         proc_ms,
-        if rec.probed_fraction() < 1.0 {
-            " while probed"
-        } else {
-            ""
-        }
+        if rec.probed_part_time() { " while probed" } else { "" }
     );
     if hs.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu));
@@ -212,7 +208,7 @@ fn sampled_record_layer(rec: &Recording) -> Vec<(Stage, f64)> {
 fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
     let p = &rec.probing;
     let fraction = rec.probed_fraction();
-    (fraction < 1.0 && p.windows > 1).then(|| {
+    rec.probed_part_time().then(|| {
         format!(
             "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
             p.live_s,
@@ -470,6 +466,18 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
+    }
+
+    #[test]
+    fn part_time_probing_is_stated_even_with_one_window() {
+        let mut rec = sample_recording();
+        assert!(!text(&rec).contains("Probes attached"));
+        // Paused after the first window and never resumed before the end.
+        rec.probing.live_s = 0.5;
+        let t = text(&rec);
+        assert!(t.contains("Probes attached 0.5 s of 2.0 s (25%, 1 windows)"), "{t}");
+        assert!(t.contains("≈ 16 handshakes over the whole recording"), "{t}");
+        assert!(t.contains("while probed"), "{t}");
     }
 
     #[test]
