@@ -138,6 +138,18 @@ fn mount_tracefs() -> Result<()> {
     Ok(())
 }
 
+/// The stack ring buffer holds this long of samples at the highest rate (every CPU sampling a target, every
+/// stack copy full size): a few polls' worth. Its pages stay resident, so it is no larger than that.
+const STACK_RING_SECONDS: f64 = 0.5;
+
+fn stack_ring_bytes(cpus: usize, freq_hz: u64, stack_bytes: u32) -> u32 {
+    // Each record: an 8-byte ring-buffer header, the sample's fixed part, the stack bytes.
+    let record = 8.0 + crate::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
+    let bytes = cpus as f64 * freq_hz as f64 * record * STACK_RING_SECONDS;
+    // The kernel wants a power of two, page-aligned.
+    (bytes as u32).clamp(1 << 20, 64 << 20).next_power_of_two()
+}
+
 /// Loads the BPF programs, then attaches probes to every TLS function of every target.
 pub fn attach<'obj>(
     open_object: &'obj mut MaybeUninit<OpenObject>,
@@ -156,6 +168,10 @@ pub fn attach<'obj>(
         .sample_scratch
         .set_max_entries(cpus)
         .context("size the sample scratch map")?;
+    open.maps
+        .stacks
+        .set_max_entries(stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes))
+        .context("size the stack ring buffer")?;
     let skel = open
         .load()
         .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))?;
@@ -488,5 +504,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
         assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
         assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn stack_ring_holds_half_a_second_of_full_samples() {
+        // 2 CPUs × 99 Hz × ~66 KiB × 0.5 s ≈ 6.5 MiB.
+        assert_eq!(stack_ring_bytes(2, 99, 65536), 8 << 20);
+        assert_eq!(stack_ring_bytes(1, 1, 4096), 1 << 20);
+        assert_eq!(stack_ring_bytes(512, 999, 65536), 64 << 20);
     }
 }

@@ -156,7 +156,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
         rb.consume().context("drain the ring buffers")?;
-        samples.borrow_mut().name_if_many(&att.targets.functions);
+        samples.borrow_mut().name_when_due(&att.targets.functions);
         let elapsed = started.elapsed();
         // Every round: a target that exits keeps the CPU it had at its last reading.
         poll_cpu(&live, &mut cpu, governor.live());

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-//! CPU samples: each unwound as it arrives, identical stacks counted together, frames named once at the end.
+//! CPU samples: each unwound as it arrives, identical stacks counted together, named every few seconds.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use crate::bpf::types::{stack_sample, tlsprof_call_graph};
 use crate::profile::{Function, Sample};
@@ -9,8 +10,36 @@ use crate::symbolize::FrameSymbolizer;
 use crate::targets::Mapping;
 use crate::unwind::{self, ProcessUnwinder, SectionCache};
 
-/// (pid, stage path, user frames, kernel frames, whole stack): identical once named.
-type NamedStack = (u32, Vec<u16>, Vec<String>, Vec<String>, bool);
+/// (pid, stage path, user frames, kernel frames, whole stack): identical once named. Frames are indexes into
+/// the frame names: a long recording holds thousands of distinct stacks of the same few hundred names.
+type NamedStack = (u32, Vec<u16>, Vec<u32>, Vec<u32>, bool);
+
+/// Each distinct frame name once, with its index.
+#[derive(Default)]
+struct FrameNames {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl FrameNames {
+    fn id(&mut self, name: String) -> u32 {
+        if let Some(&id) = self.ids.get(&name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        id
+    }
+
+    fn ids(&mut self, names: impl IntoIterator<Item = String>) -> Vec<u32> {
+        names.into_iter().map(|n| self.id(n)).collect()
+    }
+
+    fn names(&self, ids: &[u32]) -> Vec<String> {
+        ids.iter().map(|&i| self.names[i as usize].clone()).collect()
+    }
+}
 
 /// Marks the outer end of a stack whose root the unwinder did not reach.
 const TRUNCATED: &str = "[truncated]";
@@ -36,9 +65,10 @@ struct StackKey {
     complete: bool,
 }
 
-/// Distinct address stacks held before they are named and merged: every sampled instruction address is new,
-/// so without merging, memory would grow with the recording's length.
-const NAME_AFTER: usize = 20_000;
+/// Distinct address stacks are named and merged at least this often, and sooner once there are this many:
+/// every sampled instruction address is new, so unmerged stacks would grow with the recording's length.
+const NAME_EVERY: Duration = Duration::from_secs(10);
+const NAME_AFTER: usize = 2_048;
 
 pub struct SampleAggregator {
     call_graph: tlsprof_call_graph,
@@ -48,7 +78,9 @@ pub struct SampleAggregator {
     stacks: HashMap<StackKey, u64>,
     /// Stacks already named, merged by name.
     named: HashMap<NamedStack, u64>,
+    frame_names: FrameNames,
     symbolizer: Option<FrameSymbolizer>,
+    last_named: Instant,
     /// The header of the record being taken, reused: a stack_sample is 66 KiB.
     header: Box<stack_sample>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
@@ -64,7 +96,9 @@ impl SampleAggregator {
             sections: SectionCache::default(),
             stacks: HashMap::new(),
             named: HashMap::new(),
+            frame_names: FrameNames::default(),
             symbolizer: None,
+            last_named: Instant::now(),
             header: Box::default(),
             unreadable: 0,
         }
@@ -152,15 +186,19 @@ impl SampleAggregator {
         *self.stacks.entry(key).or_default() += 1;
     }
 
-    /// Names and merges the stacks held so far once there are many: bounded memory over long recordings.
-    pub fn name_if_many(&mut self, functions: &[Function]) {
-        if self.stacks.len() >= NAME_AFTER {
+    /// Names and merges the stacks held so far when due: memory stays flat over long recordings.
+    pub fn name_when_due(&mut self, functions: &[Function]) {
+        if self.stacks.len() >= NAME_AFTER || (!self.stacks.is_empty() && self.last_named.elapsed() >= NAME_EVERY) {
             self.name_stacks(functions);
         }
     }
 
     fn name_stacks(&mut self, functions: &[Function]) {
+        self.last_named = Instant::now();
         let sym = self.symbolizer.get_or_insert_with(|| FrameSymbolizer::new(&self.maps));
+        // Names of one batch's addresses only: new instruction addresses keep coming, so a cache kept across
+        // batches would grow with the recording.
+        sym.forget_addresses();
         for (k, count) in self.stacks.drain() {
             let stages: Vec<(&str, String)> = k
                 .path
@@ -173,8 +211,9 @@ impl SampleAggregator {
                     )
                 })
                 .collect();
-            let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a).to_vec());
-            let kernel: Vec<String> = k.kernel.iter().rev().map(|&a| sym.kernel_name(a)).collect();
+            let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a, &mut self.sections).to_vec());
+            let frames = self.frame_names.ids(frames);
+            let kernel = self.frame_names.ids(k.kernel.iter().rev().map(|&a| sym.kernel_name(a)));
             *self
                 .named
                 .entry((k.pid, k.path, frames, kernel, k.complete && placed))
@@ -186,14 +225,15 @@ impl SampleAggregator {
     pub fn finish(mut self, functions: &[Function]) -> (Vec<Sample>, Vec<u32>) {
         self.name_stacks(functions);
         let unnamed_jit = self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default();
+        let names = &self.frame_names;
         let mut samples: Vec<Sample> = self
             .named
             .into_iter()
             .map(|((pid, path, frames, kernel, complete), count)| Sample {
                 pid,
                 path,
-                frames,
-                kernel,
+                frames: names.names(&frames),
+                kernel: names.names(&kernel),
                 complete,
                 count,
             })

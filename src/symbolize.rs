@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
 use crate::targets::{self, Mapping, Process};
+use crate::unwind::SectionCache;
 
 /// Names for code outside any file, as a JIT runtime published them.
 struct PerfMap {
@@ -69,7 +70,8 @@ fn uprobe_pages(pid: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-const CACHE_LIMIT: usize = 100_000;
+/// Addresses named since the last forget_addresses(), at most: one batch of stacks needs far fewer.
+const CACHE_LIMIT: usize = 32_768;
 
 pub struct FrameSymbolizer {
     maps: HashMap<u32, Vec<Mapping>>,
@@ -111,16 +113,24 @@ impl FrameSymbolizer {
         self.maps.insert(pid, maps);
     }
 
+    /// Drops the names of addresses seen so far (the kernel's and files' symbol tables stay loaded) and the
+    /// perf maps read so far, which JIT runtimes keep appending to.
+    pub fn forget_addresses(&mut self) {
+        self.cache.clear();
+        self.perf_maps.clear();
+    }
+
     /// Frames at an address, outermost first: the function, then the functions inlined into it down to
-    /// the one executing. A file without a symbol there gives `file+0xOFFSET`, never a neighbour's name;
-    /// code outside files gives its perf-map name or `[anon]`.
-    pub fn names(&mut self, pid: u32, addr: u64) -> &[String] {
+    /// the one executing. A file without a symbol there gives `file+0xOFFSET` of the function's start (from
+    /// its unwind table; `[file]` without one), never a neighbour's name; code outside files gives its
+    /// perf-map name or `[anon]`.
+    pub fn names(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> &[String] {
         if !self.cache.contains_key(&(pid, addr)) {
             // Bounded: sampled addresses keep coming over a long recording.
             if self.cache.len() >= CACHE_LIMIT {
                 self.cache.clear();
             }
-            let names = self.resolve(pid, addr);
+            let names = self.resolve(pid, addr, sections);
             self.cache.insert((pid, addr), names);
         }
         &self.cache[&(pid, addr)]
@@ -136,7 +146,7 @@ impl FrameSymbolizer {
             .unwrap_or_else(|| format!("[kernel {addr:#x}]"))
     }
 
-    fn resolve(&mut self, pid: u32, addr: u64) -> Vec<String> {
+    fn resolve(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> Vec<String> {
         if addr == 0 {
             return vec!["[unknown]".into()];
         }
@@ -181,7 +191,7 @@ impl FrameSymbolizer {
         } else {
             m.display_path().into()
         };
-        let src = Source::Elf(Elf::new(path));
+        let src = Source::Elf(Elf::new(path.clone()));
         let sym = self
             .symbolizer
             .symbolize_single(&src, Input::FileOffset(file_offset))
@@ -194,8 +204,12 @@ impl FrameSymbolizer {
                 names
             }
             None => {
+                // Per function, not per instruction: one flame-graph frame, and a bounded set of names.
                 let base = m.display_path().rsplit('/').next().unwrap_or("?");
-                vec![format!("{base}+{file_offset:#x}")]
+                match sections.function_start(&m, &path, file_offset) {
+                    Some(start) => vec![format!("{base}+{start:#x}")],
+                    None => vec![format!("[{base}]")],
+                }
             }
         }
     }
@@ -212,14 +226,15 @@ mod tests {
         let me = Process::from_pid(pid).unwrap();
         let maps = HashMap::from([(pid, me.maps().unwrap())]);
         let mut s = FrameSymbolizer::new(&maps);
+        let sections = &mut SectionCache::default();
         let addr = own_function_resolves_by_name_and_unmapped_is_anon as *const () as usize as u64;
-        let name = s.names(pid, addr).join(";");
+        let name = s.names(pid, addr, sections).join(";");
         assert!(
             name.contains("own_function_resolves_by_name_and_unmapped_is_anon"),
             "{name}"
         );
-        assert_eq!(s.names(pid, 8), ["[anon]"]);
-        assert_eq!(s.names(pid, 0), ["[unknown]"]);
+        assert_eq!(s.names(pid, 8, sections), ["[anon]"]);
+        assert_eq!(s.names(pid, 0, sections), ["[unknown]"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ReadCache};
 
 use crate::targets::Mapping;
@@ -57,6 +58,28 @@ impl UnwindSections {
         let svma = vaddr + (m.offset - range.start);
         m.start.checked_sub(svma)
     }
+
+    /// The file offset where the function containing `file_offset` starts, from the .eh_frame_hdr table.
+    fn function_start(&self, file_offset: u64) -> Option<u64> {
+        let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&file_offset))?;
+        let (hdr_range, hdr) = self.eh_frame_hdr.as_ref()?;
+        let (eh_range, eh) = self.eh_frame.as_ref()?;
+        let bases = BaseAddresses::default()
+            .set_eh_frame_hdr(hdr_range.start)
+            .set_eh_frame(eh_range.start);
+        let fde = EhFrameHdr::new(hdr, LittleEndian)
+            .parse(&bases, 8)
+            .ok()?
+            .table()?
+            .fde_for_address(
+                &EhFrame::new(eh, LittleEndian),
+                &bases,
+                vaddr + (file_offset - range.start),
+                EhFrame::cie_from_offset,
+            )
+            .ok()?;
+        (fde.initial_address() + range.start).checked_sub(*vaddr)
+    }
 }
 
 /// The unwinder of one process, with a module per mapped file.
@@ -77,6 +100,18 @@ pub struct Unwound {
 #[derive(Default)]
 pub struct SectionCache {
     files: HashMap<(String, u64), Option<UnwindSections>>,
+}
+
+impl SectionCache {
+    /// Where the function that contains `file_offset` of a mapped file starts (a file offset): a name for
+    /// code without a symbol that is the same wherever in the function a sample lands.
+    pub fn function_start(&mut self, m: &Mapping, path: &std::path::Path, file_offset: u64) -> Option<u64> {
+        self.files
+            .entry((m.dev.clone(), m.inode))
+            .or_insert_with(|| read_sections(path))
+            .as_ref()?
+            .function_start(file_offset)
+    }
 }
 
 impl ProcessUnwinder {
@@ -207,7 +242,11 @@ mod tests {
         let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut cache);
         let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
         let mut sym = crate::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
-        let names: Vec<String> = unwound.addrs.iter().map(|&a| sym.names(me.pid, a).join(";")).collect();
+        let names: Vec<String> = unwound
+            .addrs
+            .iter()
+            .map(|&a| sym.names(me.pid, a, &mut cache).join(";"))
+            .collect();
         let pos = |needle: &str| names.iter().position(|n| n.contains(needle));
         let (c, r, t) = (pos("capture"), pos("recorded_caller"), pos("unwinds_a_recorded_sample"));
         assert!(c.is_some() && r.is_some() && t.is_some(), "{names:#?}");
@@ -225,6 +264,19 @@ mod tests {
         let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
         assert!(!unwound.complete);
         assert!(!unwound.addrs.is_empty());
+    }
+
+    #[test]
+    fn function_start_is_found_from_inside_the_function() {
+        let me = Process::from_pid(std::process::id()).unwrap();
+        let maps = me.maps().unwrap();
+        let start = recorded_caller as *const () as usize as u64;
+        let m = crate::targets::mapping_for(&maps, start).unwrap();
+        let offset = start - m.start + m.offset;
+        let path = std::path::PathBuf::from(m.display_path());
+        let mut cache = SectionCache::default();
+        assert_eq!(cache.function_start(m, &path, offset + 7), Some(offset));
+        assert_eq!(cache.function_start(m, &path, offset), Some(offset));
     }
 
     #[test]
