@@ -287,6 +287,20 @@ impl Recording {
         (self.probing.live_s / self.duration_s.max(1e-9)).min(1.0)
     }
 
+    /// Share of the targets' own CPU (without the probes' cost) used while the stage probes were attached:
+    /// what counts from the windows scale by to the whole recording, as handshakes go with CPU where time
+    /// would overweight windows that fell on quiet stretches. The time share when /proc saw no CPU.
+    pub fn probed_cpu_share(&self) -> f64 {
+        let probes_ms = self.probe_overhead_ms();
+        let total_ms = self.targets.iter().map(|t| t.process_cpu_ms).sum::<f64>() - probes_ms;
+        let probed_ms = self.probed_cpu_ms() - probes_ms;
+        if total_ms > 0.0 && probed_ms > 0.0 {
+            (probed_ms / total_ms).min(1.0)
+        } else {
+            self.probed_fraction()
+        }
+    }
+
     /// The --max-overhead duty cycle paused the stage probes at some point (a millisecond of slack for
     /// rounding: always-on probes cover the whole recording).
     pub fn probed_part_time(&self) -> bool {

@@ -199,8 +199,8 @@ fn sampled_record_layer(rec: &Recording) -> Vec<(Stage, f64)> {
         return Vec::new();
     }
     let (read, write) = rec.record_layer_sampled();
-    // Samples cover the whole recording; the stage table covers the probed windows.
-    let total_ms = rec.samples_total() as f64 * 1e3 / rec.sample_freq_hz as f64 * rec.probed_fraction();
+    // Samples cover the whole recording; the stage table covers the probed windows' share of the CPU.
+    let total_ms = rec.samples_total() as f64 * 1e3 / rec.sample_freq_hz as f64 * rec.probed_cpu_share();
     vec![(Stage::Read, read * total_ms), (Stage::Write, write * total_ms)]
 }
 
@@ -210,14 +210,15 @@ fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
     let fraction = rec.probed_fraction();
     rec.probed_part_time().then(|| {
         format!(
-            "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
+            "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows, {:.0}% of the targets' CPU): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
             p.live_s,
             rec.duration_s,
             100.0 * fraction,
             p.windows,
+            100.0 * rec.probed_cpu_share(),
             100.0 * p.peak_overhead,
             p.max_overhead_pct,
-            handshakes as f64 / fraction.max(1e-9)
+            handshakes as f64 / rec.probed_cpu_share().max(1e-9)
         )
     })
 }
@@ -411,9 +412,9 @@ pub fn json(rec: &Recording) -> Value {
         "probed_cpu_ms": proc_ms,
         "probing": {
             "max_overhead_pct": rec.probing.max_overhead_pct, "live_s": rec.probing.live_s,
-            "fraction": rec.probed_fraction(), "windows": rec.probing.windows,
+            "fraction": rec.probed_fraction(), "cpu_share": rec.probed_cpu_share(), "windows": rec.probing.windows,
             "peak_overhead": rec.probing.peak_overhead,
-            "handshakes_estimated": hs.total as f64 / rec.probed_fraction().max(1e-9),
+            "handshakes_estimated": hs.total as f64 / rec.probed_cpu_share().max(1e-9),
         },
         "tls_cpu_ms": tls_ms,
         "tls_share": if proc_ms > 0.0 { Some(tls_ms / proc_ms) } else { None },
@@ -472,11 +473,17 @@ mod tests {
     fn part_time_probing_is_stated_even_with_one_window() {
         let mut rec = sample_recording();
         assert!(!text(&rec).contains("Probes attached"));
-        // Paused after the first window and never resumed before the end.
+        // Paused after the first window and never resumed before the end; half the CPU fell in the window.
         rec.probing.live_s = 0.5;
+        rec.probe_hits = 0;
+        rec.targets[0].probed_cpu_ms = 5.0;
         let t = text(&rec);
-        assert!(t.contains("Probes attached 0.5 s of 2.0 s (25%, 1 windows)"), "{t}");
-        assert!(t.contains("≈ 16 handshakes over the whole recording"), "{t}");
+        assert!(
+            t.contains("Probes attached 0.5 s of 2.0 s (25%, 1 windows, 50% of the targets' CPU)"),
+            "{t}"
+        );
+        // Counts scale by the CPU share: 4 handshakes seen.
+        assert!(t.contains("≈ 8 handshakes over the whole recording"), "{t}");
         assert!(t.contains("while probed"), "{t}");
     }
 

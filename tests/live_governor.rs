@@ -35,17 +35,18 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
         "probes were not paused: {p}\n{summary}"
     );
     assert!(f(&p["peak_overhead"]) > 0.005, "{p}");
-    // The estimated cost over the whole recording: the windows' cost, diluted by the pauses.
+    // The estimated cost over the whole recording: within the budget, but for the first 0.2 s window that
+    // runs before its cost is known (about a tenth of the budget of a 10 s recording).
     let overall = f(&r["probe_overhead_ms"]) / f(&r["process_cpu_ms"]);
     assert!(
-        overall <= 0.005 * 1.5,
+        overall <= 0.005 * 1.15,
         "probes cost {:.2}% of the worker's CPU over the recording\n{summary}",
         overall * 100.0
     );
     // Counts from the windows scale to the client's own count.
     let estimated = f(&p["handshakes_estimated"]);
     assert!(
-        within(estimated, connections as f64, 0.25),
+        within(estimated, connections as f64, 0.15),
         "estimated {estimated:.0} handshakes vs {connections} client connections\n{summary}"
     );
     assert_eq!(r["handshakes"]["resumed"], 0, "{summary}");
