@@ -358,6 +358,18 @@ class Nginx:
         self.worker = workers[0]
         log(f"nginx master {self.master}, worker {self.worker} on 127.0.0.1:{self.port}")
 
+    def pin(self):
+        """The worker gets the last CPU to itself; this process, and so the clients and profilers it starts,
+        the others: the scheduler no longer moves the worker onto a client's CPU, which on a small machine
+        changed its CPU per request by more than any profiler does. Returns the worker's CPU, or None."""
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            return None
+        os.sched_setaffinity(self.worker, {cpus[-1]})
+        os.sched_setaffinity(0, set(cpus[:-1]))
+        log(f"nginx worker pinned to CPU {cpus[-1]}; clients and profilers on CPU {','.join(map(str, cpus[:-1]))}")
+        return cpus[-1]
+
     def check_worker(self):
         if self.worker not in children_of(self.master):
             raise BenchError(f"nginx worker {self.worker} is gone (see {self.dir}/error.log)")
@@ -843,9 +855,13 @@ class Bench:
         self.nginx = Nginx(self.scratch)
         try:
             self.nginx.start()
+            self.data["worker_cpu"] = self.nginx.pin()
             for rnd in range(1, a.rounds + 1):
+                # Each round starts one condition later: no condition always runs first or after the same one.
+                shift = (rnd - 1) % len(self.conditions)
+                order = self.conditions[shift:] + self.conditions[:shift]
                 for workload in WORKLOADS:
-                    for cond in self.conditions:
+                    for cond in order:
                         self.overhead_run(rnd, workload, cond)
                         time.sleep(0.5)
                 for derive_alg, sign_alg in a.fixture_ops:
@@ -933,7 +949,8 @@ def own_cpu_projection(data):
 
 def probing_note(rep):
     p = rep.get("probing") or {}
-    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time in {p.get('windows')} windows, "
+    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time ({100 * (p.get('cpu_share') or 0):.0f}% of "
+            f"the worker's CPU) in {p.get('windows')} windows, "
             f"≈ {p.get('handshakes_estimated') or 0:.0f} handshakes estimated over the recording")
 
 
@@ -1090,11 +1107,14 @@ def render(data):
     w(reproduce_command(s))
     w("```")
     w("")
+    pinned = (f" The worker has CPU {data['worker_cpu']} to itself; the clients, the profilers and the benchmark "
+              f"share the others." if data.get("worker_cpu") is not None else "")
     w(f"Settings: {s['rounds']} round(s), interleaved (each round runs every condition once per workload, "
-      f"in the order {', '.join(s['conditions'])}); {s['seconds']} s of load per run; full handshakes from "
+      f"in the order {', '.join(s['conditions'])}, rotated by one each round); {s['seconds']} s of load per run; "
+      f"full handshakes from "
       f"{s['full_clients']} `openssl s_time -new` client(s); keep-alive from `wrk -t1 -c4`; long recording "
       f"{s['long_minutes']:g} min at {s['long_rate']} handshakes/s. Target: nginx, 1 worker, 127.0.0.1, "
-      f"RSA-2048 certificate, TLS 1.3 only, no session cache or tickets (every handshake is full).")
+      f"RSA-2048 certificate, TLS 1.3 only, no session cache or tickets (every handshake is full).{pinned}")
     if data.get("skipped"):
         w("")
         w("Skipped: " + "; ".join(data["skipped"]) + ".")
