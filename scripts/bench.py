@@ -1208,7 +1208,8 @@ def render(data):
     w("## Accuracy: CPU per operation (µs)")
     w("")
     w("tlsprof profiles the ground-truth fixture (`tests/fixtures/crypto_ops.c`, one run per round for X25519 + "
-      "RSA-2048 and one for P-256 + ECDSA P-256); the fixture times each call with its thread CPU clock, once "
+      "RSA-2048 and one for P-256 + ECDSA P-256, derivations and signatures interleaved as in handshakes, so "
+      "that any probe window sees both); the fixture times each call with its thread CPU clock, once "
       "before tlsprof attaches (*unprobed*: the ground truth) and once under the probes (*probed*: the same pass "
       "tlsprof measures; *− hits*: minus the entry and return hits of every probed function the operation enters "
       "(from tlsprof's function table), at tlsprof's calibrated cost per hit). `openssl speed` runs in the same "
