@@ -589,13 +589,31 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	return 0;
 }
 
-/* Copies up to stack_bytes of user stack from sp. A read may not cross the top of the stack mapping, which
- * is page aligned: on failure, retry ending one page lower. */
+struct vma_end_ctx {
+	__u64 end;
+};
+
+static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	((struct vma_end_ctx *)data)->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
+/* Copies up to stack_bytes of user stack from sp. A read may not cross the top of the stack mapping: it
+ * ends there, found with bpf_find_vma (a failed read of tens of KiB costs the target as much as the copy,
+ * and zeroes the buffer). Should the lookup fail (mmap lock contended), retry ending one page lower. */
 static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 {
+	struct vma_end_ctx top = {};
 	__u64 end = s->sp + stack_bytes;
 	__u32 len = stack_bytes;
 	int i;
+
+	bpf_find_vma(bpf_get_current_task_btf(), s->sp, vma_end, &top, 0);
+	if (top.end > s->sp && top.end < end) {
+		end = top.end;
+		len = end - s->sp;
+	}
 
 	for (i = 0; i < TLSPROF_MAX_STACK_BYTES / 4096 + 1; i++) {
 		if (len == 0 || len > TLSPROF_MAX_STACK_BYTES)
