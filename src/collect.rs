@@ -38,7 +38,9 @@ pub struct RecordOptions {
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
 /// --hello-capture sampled: watch socket calls for this long, every period (while the stage probes are
-/// attached: a ServerHello is matched to its connection through them).
+/// attached: a ServerHello is matched to its connection through them), if handshakes completed since the
+/// last window: every read and write of every process runs the capture programs, which keep-alive traffic
+/// with no handshakes would pay for nothing.
 const HELLO_WINDOW: Duration = Duration::from_secs(1);
 const HELLO_PERIOD: Duration = Duration::from_secs(10);
 /// How often --comm looks for new processes.
@@ -80,6 +82,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         _ => Some(attach::attach_hello_capture(&att.skel)?),
     };
     let mut hello_window = Instant::now();
+    let mut completed_at_hello_window = 0;
     let mut live: Vec<Process> = procs
         .iter()
         .filter(|p| att.targets.maps.contains_key(&p.pid))
@@ -184,6 +187,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                         hello_window.elapsed() < HELLO_WINDOW
                     } else {
                         hello_window.elapsed() >= HELLO_PERIOD
+                            && completed.load(Ordering::Relaxed) > completed_at_hello_window
                     }
             }
         };
@@ -192,6 +196,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         } else if hello_links.is_none() {
             hello_links = Some(attach::attach_hello_capture(&att.skel)?);
             hello_window = Instant::now();
+            completed_at_hello_window = completed.load(Ordering::Relaxed);
         }
         if last_poll.elapsed() >= RESCAN {
             last_poll = Instant::now();
