@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! CPU samples: each unwound as it arrives, identical stacks counted together, named every few seconds.
+//! CPU samples: each unwound as it arrives, identical stacks counted together, named every half minute.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -67,8 +67,8 @@ struct StackKey {
 
 /// Distinct address stacks are named and merged at least this often, and sooner once there are this many:
 /// every sampled instruction address is new, so unmerged stacks would grow with the recording's length.
-const NAME_EVERY: Duration = Duration::from_secs(10);
-const NAME_AFTER: usize = 2_048;
+const NAME_EVERY: Duration = Duration::from_secs(30);
+const NAME_AFTER: usize = 4_096;
 
 pub struct SampleAggregator {
     call_graph: tlsprof_call_graph,
