@@ -208,6 +208,7 @@ fn sampled_record_layer(rec: &Recording) -> Vec<(Stage, f64)> {
 fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
     let p = &rec.probing;
     let fraction = rec.probed_fraction();
+    let cpu_share = rec.probed_cpu_share();
     rec.probed_part_time().then(|| {
         format!(
             "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows, {:.0}% of the targets' CPU): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
@@ -215,10 +216,10 @@ fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
             rec.duration_s,
             100.0 * fraction,
             p.windows,
-            100.0 * rec.probed_cpu_share(),
+            100.0 * cpu_share,
             100.0 * p.peak_overhead,
             p.max_overhead_pct,
-            handshakes as f64 / rec.probed_cpu_share().max(1e-9)
+            handshakes as f64 / cpu_share.max(1e-9)
         )
     })
 }
