@@ -105,7 +105,9 @@ fn fixture_cpu_excludes_time_waiting_for_a_shared_cpu() {
     );
     let (truth, r, summary) = profile_fixture(&scratch, Some("0"));
     drop(busy);
+    // A precondition, not the property under test: the signatures waited for the CPU a good part of the
+    // time (1.55–1.76 measured with derivations interleaved; 2 would be an even share).
     let ratio = f(&truth["sign_wall_us"]) / f(&truth["sign_cpu_us"]);
-    assert!(ratio > 1.6, "the busy loop did not share the CPU (wall/CPU {ratio:.2})");
+    assert!(ratio > 1.3, "the busy loop did not share the CPU (wall/CPU {ratio:.2})");
     check_against_fixture(&truth, &r, &summary);
 }
