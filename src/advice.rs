@@ -62,13 +62,13 @@ fn most_common(
     best.map(|(v, _)| v.clone())
 }
 
+fn finite_field_dh(kx: &str) -> bool {
+    kx.starts_with("DHE") || kx.starts_with("ffdhe")
+}
+
 /// Finite-field Diffie-Hellman, or a curve slower than X25519 and P-256.
 pub fn slow_key_exchange(kx: &str) -> bool {
-    kx.starts_with("DHE")
-        || kx.starts_with("ffdhe")
-        || kx.contains("P-384")
-        || kx.contains("P-521")
-        || kx.to_lowercase().contains("x448")
+    finite_field_dh(kx) || kx.contains("P-384") || kx.contains("P-521") || kx.to_lowercase().contains("x448")
 }
 
 /// The CPU histogram of a role's handshakes, resumed or full or both (None).
@@ -199,7 +199,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
     {
         let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
         let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
-        let dhe = kx.starts_with("DHE") || kx.starts_with("ffdhe");
+        let dhe = finite_field_dh(&kx);
         let slow = slow_key_exchange(&kx);
         if slow && hs.total > 0 {
             let estimate = match rec.openssl_speed.get(speed::X25519_DERIVE) {

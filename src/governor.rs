@@ -33,8 +33,8 @@ enum State {
         window_start: Instant,
         chunk_start: Instant,
         chunk: Duration,
+        /// Probe hits at the chunk's start (the targets' CPU then is `Governor::cpu_ms`).
         hits: u64,
-        cpu_ms: f64,
     },
     Paused,
 }
@@ -51,7 +51,7 @@ pub struct Governor {
     pub peak_overhead: f64,
     /// The budget's share of the targets' CPU so far minus the probes' cost, in ms of CPU.
     credit_ms: f64,
-    /// The targets' CPU at the last reading, to credit what they used since.
+    /// The targets' CPU at the last reading that was accounted: the start of the chunk while live.
     cpu_ms: f64,
     /// From the last chunk: the probes' cost per ms of the targets' own CPU, and that CPU per second.
     overhead: f64,
@@ -69,7 +69,6 @@ impl Governor {
                 chunk_start: now,
                 chunk: FIRST_CHUNK,
                 hits,
-                cpu_ms,
             },
             probed: Duration::ZERO,
             windows: 1,
@@ -101,7 +100,6 @@ impl Governor {
             chunk_start: now,
             chunk: CHUNK,
             hits,
-            cpu_ms,
         };
         self.windows += 1;
     }
@@ -135,7 +133,6 @@ impl Governor {
                 chunk_start,
                 chunk,
                 hits: hits0,
-                cpu_ms: cpu0,
             } => {
                 let elapsed = now.saturating_duration_since(chunk_start);
                 if elapsed < chunk {
@@ -143,7 +140,7 @@ impl Governor {
                 }
                 let probe_ms = hits.saturating_sub(hits0) as f64 * self.cold_hit_ns / 1e6;
                 // What the targets would have used without the probes.
-                let own_ms = (cpu_ms - cpu0 - probe_ms).max(MIN_CPU_MS);
+                let own_ms = (cpu_ms - self.cpu_ms - probe_ms).max(MIN_CPU_MS);
                 self.overhead = probe_ms / own_ms;
                 self.cpu_ms_per_s = own_ms / elapsed.as_secs_f64();
                 self.peak_overhead = self.peak_overhead.max(self.overhead);
@@ -153,7 +150,6 @@ impl Governor {
                     chunk_start: now,
                     chunk: CHUNK,
                     hits,
-                    cpu_ms,
                 };
                 let Some(budget) = self.budget else {
                     return Action::Stay;

@@ -277,6 +277,11 @@ impl Recording {
         self.functions.get(usize::from(func)).and_then(|f| f.stage)
     }
 
+    /// The targets' CPU over the whole recording.
+    pub fn process_cpu_ms(&self) -> f64 {
+        self.targets.iter().map(|t| t.process_cpu_ms).sum()
+    }
+
     /// The targets' CPU while the stage probes were attached.
     pub fn probed_cpu_ms(&self) -> f64 {
         self.targets.iter().map(|t| t.probed_cpu_ms).sum()
@@ -292,13 +297,18 @@ impl Recording {
     /// would overweight windows that fell on quiet stretches. The time share when /proc saw no CPU.
     pub fn probed_cpu_share(&self) -> f64 {
         let probes_ms = self.probe_overhead_ms();
-        let total_ms = self.targets.iter().map(|t| t.process_cpu_ms).sum::<f64>() - probes_ms;
+        let total_ms = self.process_cpu_ms() - probes_ms;
         let probed_ms = self.probed_cpu_ms() - probes_ms;
         if total_ms > 0.0 && probed_ms > 0.0 {
             (probed_ms / total_ms).min(1.0)
         } else {
             self.probed_fraction()
         }
+    }
+
+    /// Handshakes over the whole recording, from `seen` in the probe windows.
+    pub fn handshakes_estimated(&self, seen: u64) -> f64 {
+        seen as f64 / self.probed_cpu_share().max(1e-9)
     }
 
     /// The --max-overhead duty cycle paused the stage probes at some point (a millisecond of slack for

@@ -219,7 +219,7 @@ fn probing_line(rec: &Recording, handshakes: u64) -> Option<String> {
             100.0 * cpu_share,
             100.0 * p.peak_overhead,
             p.max_overhead_pct,
-            handshakes as f64 / cpu_share.max(1e-9)
+            rec.handshakes_estimated(handshakes)
         )
     })
 }
@@ -409,13 +409,13 @@ pub fn json(rec: &Recording) -> Value {
     json!({
         "duration_s": rec.duration_s,
         "targets": rec.targets,
-        "process_cpu_ms": rec.targets.iter().map(|t| t.process_cpu_ms).sum::<f64>(),
+        "process_cpu_ms": rec.process_cpu_ms(),
         "probed_cpu_ms": proc_ms,
         "probing": {
             "max_overhead_pct": rec.probing.max_overhead_pct, "live_s": rec.probing.live_s,
             "fraction": rec.probed_fraction(), "cpu_share": rec.probed_cpu_share(), "windows": rec.probing.windows,
             "peak_overhead": rec.probing.peak_overhead,
-            "handshakes_estimated": hs.total as f64 / rec.probed_cpu_share().max(1e-9),
+            "handshakes_estimated": rec.handshakes_estimated(hs.total),
         },
         "tls_cpu_ms": tls_ms,
         "tls_share": if proc_ms > 0.0 { Some(tls_ms / proc_ms) } else { None },
