@@ -33,8 +33,6 @@ enum State {
         window_start: Instant,
         chunk_start: Instant,
         chunk: Duration,
-        /// Probe hits at the chunk's start (the targets' CPU then is `Governor::cpu_ms`).
-        hits: u64,
     },
     Paused,
 }
@@ -51,7 +49,8 @@ pub struct Governor {
     pub peak_overhead: f64,
     /// The budget's share of the targets' CPU so far minus the probes' cost, in ms of CPU.
     credit_ms: f64,
-    /// The targets' CPU at the last reading that was accounted: the start of the chunk while live.
+    /// Probe hits and the targets' CPU at the last reading accounted: the chunk's start while live.
+    hits: u64,
     cpu_ms: f64,
     /// From the last chunk: the probes' cost per ms of the targets' own CPU, and that CPU per second.
     overhead: f64,
@@ -68,12 +67,12 @@ impl Governor {
                 window_start: now,
                 chunk_start: now,
                 chunk: FIRST_CHUNK,
-                hits,
             },
             probed: Duration::ZERO,
             windows: 1,
             peak_overhead: 0.0,
             credit_ms: 0.0,
+            hits,
             cpu_ms,
             overhead: 0.0,
             cpu_ms_per_s: 0.0,
@@ -94,21 +93,23 @@ impl Governor {
 
     /// The probes are live again from `now` (after an Action::Resume, once they are attached).
     pub fn resumed(&mut self, now: Instant, hits: u64, cpu_ms: f64) {
-        self.credit_cpu(cpu_ms);
+        self.account(hits, cpu_ms);
         self.state = State::Live {
             window_start: now,
             chunk_start: now,
             chunk: CHUNK,
-            hits,
         };
         self.windows += 1;
     }
 
-    /// While paused, everything the targets use is their own.
-    fn credit_cpu(&mut self, cpu_ms: f64) {
+    /// Between windows: the hits of probes still being detached or already being attached (unregistering
+    /// uprobes waits for a grace period, during which they still trap) are debited too.
+    fn account(&mut self, hits: u64, cpu_ms: f64) {
+        let probe_ms = hits.saturating_sub(self.hits) as f64 * self.cold_hit_ns / 1e6;
         if let Some(budget) = self.budget {
-            self.credit_ms += budget * (cpu_ms - self.cpu_ms).max(0.0);
+            self.credit_ms += budget * (cpu_ms - self.cpu_ms - probe_ms).max(0.0) - probe_ms;
         }
+        self.hits = hits;
         self.cpu_ms = cpu_ms;
     }
 
@@ -116,7 +117,7 @@ impl Governor {
     pub fn tick(&mut self, now: Instant, hits: u64, cpu_ms: f64) -> Action {
         match self.state {
             State::Paused => {
-                self.credit_cpu(cpu_ms);
+                self.account(hits, cpu_ms);
                 let Some(budget) = self.budget else {
                     return Action::Resume;
                 };
@@ -132,24 +133,28 @@ impl Governor {
                 window_start,
                 chunk_start,
                 chunk,
-                hits: hits0,
             } => {
                 let elapsed = now.saturating_duration_since(chunk_start);
-                if elapsed < chunk {
-                    return Action::Stay;
-                }
-                let probe_ms = hits.saturating_sub(hits0) as f64 * self.cold_hit_ns / 1e6;
+                let probe_ms = hits.saturating_sub(self.hits) as f64 * self.cold_hit_ns / 1e6;
                 // What the targets would have used without the probes.
                 let own_ms = (cpu_ms - self.cpu_ms - probe_ms).max(MIN_CPU_MS);
+                // A chunk ends early once it has spent the account: the last chunk's cost, which let it
+                // start, may have been measured on a quieter stretch.
+                let overdrawn = self
+                    .budget
+                    .is_some_and(|b| self.credit_ms + b * own_ms - probe_ms < 0.0);
+                if elapsed < chunk && !(overdrawn && elapsed >= FIRST_CHUNK) {
+                    return Action::Stay;
+                }
                 self.overhead = probe_ms / own_ms;
                 self.cpu_ms_per_s = own_ms / elapsed.as_secs_f64();
                 self.peak_overhead = self.peak_overhead.max(self.overhead);
+                self.hits = hits;
                 self.cpu_ms = cpu_ms;
                 self.state = State::Live {
                     window_start,
                     chunk_start: now,
                     chunk: CHUNK,
-                    hits,
                 };
                 let Some(budget) = self.budget else {
                     return Action::Stay;
