@@ -27,8 +27,9 @@ struct frame {
 	__u64 sp;
 	__u64 start_cpu_ns;
 	__u64 child_cpu_ns;
-	/* The thread's hit count just after this frame's entry. */
+	/* The thread's hit and stepped-entry counts just after this frame's entry. */
 	__u64 hits_at_entry;
+	__u64 stepped_at_entry;
 	/* The caller's return address, read before the uretprobe replaces it; ip and bp at entry. */
 	__u64 ret_addr;
 	__u64 entry_ip;
@@ -49,8 +50,10 @@ struct thread_state {
 	/* Buffer of the read() in progress, and the record type of the last 5-byte read (a record header). */
 	__u64 read_buf;
 	__u32 last_header_type;
-	/* Probe hits on this thread so far: the hits inside a frame are what its figures must be corrected for. */
+	/* Probe hits on this thread so far, and the entries among them that were single-stepped: the hits inside
+	 * a frame are what its figures must be corrected for. */
 	__u64 hits;
+	__u64 stepped;
 	__u32 running;
 	__u32 depth;
 	__u32 epoch;
@@ -67,6 +70,7 @@ struct conn_state {
 	__u64 handshake_cpu_ns;
 	__u32 handshake_calls;
 	__u32 handshake_hits;
+	__u32 handshake_stepped;
 	__u16 role;
 	__u16 cert_ops;
 	__u16 sig_len;
@@ -249,14 +253,19 @@ int stage_enter(struct pt_regs *ctx)
 	struct thread_state *ts;
 	struct frame *f;
 	__u64 now, d;
+	bool stepped = flags & FF_STEPPED;
 	int i;
 
 	count_stat(STAT_PROBE_HITS);
+	if (stepped)
+		count_stat(STAT_STEPPED_HITS);
 	if (probes_paused())
 		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
-	if (ts)
+	if (ts) {
 		ts->hits++;
+		ts->stepped += stepped;
+	}
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
 		return 0;
@@ -284,6 +293,7 @@ int stage_enter(struct pt_regs *ctx)
 		ts->last_in = now;
 		ts->running = 1;
 		ts->hits = 1;
+		ts->stepped = stepped;
 	}
 	if (ts->epoch != probe_epoch) {
 		ts->depth = 0;
@@ -330,6 +340,8 @@ int stage_enter(struct pt_regs *ctx)
 	f->start_cpu_ns = thread_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
+	/* Before this entry's own: its second trap comes after this program, inside the frame. */
+	f->stepped_at_entry = ts->stepped - stepped;
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
 	ts->depth = d + 1;
@@ -337,7 +349,7 @@ int stage_enter(struct pt_regs *ctx)
 }
 
 static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
-					     __u64 nested_hits)
+					     __u64 nested_hits, __u64 nested_stepped)
 {
 	__u64 ts_ssl = ts->ssl;
 	struct conn_state *c = conn_lookup(tgid, ts_ssl, true);
@@ -349,6 +361,7 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	c->handshake_cpu_ns += cpu_ns;
 	c->handshake_calls++;
 	c->handshake_hits += nested_hits;
+	c->handshake_stepped += nested_stepped;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
 	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
 		return;
@@ -366,6 +379,7 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	e->cpu_ns = c->handshake_cpu_ns;
 	e->calls = c->handshake_calls;
 	e->nested_hits = c->handshake_hits;
+	e->nested_stepped = c->handshake_stepped;
 	e->sig_len = c->sig_len;
 	e->secret_len = c->secret_len;
 	e->sig_made = c->sig_made;
@@ -405,7 +419,7 @@ int stage_exit(struct pt_regs *ctx)
 	struct thread_state *ts;
 	struct tree_key key = {};
 	struct tree_val *val;
-	__u64 total, self, nested_hits;
+	__u64 total, self, nested_hits, nested_stepped;
 	int i, found = -1;
 
 	count_stat(STAT_PROBE_HITS);
@@ -433,6 +447,7 @@ int stage_exit(struct pt_regs *ctx)
 		ts->frames[found - 1].child_cpu_ns += total;
 	/* Less this return's own hit. */
 	nested_hits = ts->hits - 1 - ts->frames[found].hits_at_entry;
+	nested_stepped = ts->stepped - ts->frames[found].stepped_at_entry;
 
 	key.tgid = tgid;
 	key.depth = found + 1;
@@ -452,13 +467,14 @@ int stage_exit(struct pt_regs *ctx)
 		__sync_fetch_and_add(&val->cpu_ns, total);
 		__sync_fetch_and_add(&val->self_ns, self);
 		__sync_fetch_and_add(&val->nested_hits, nested_hits);
+		__sync_fetch_and_add(&val->nested_stepped, nested_stepped);
 	}
 
 	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG | FF_SECRET_LEN_PTR)))
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3);
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
-		finish_handshake(ctx, tgid, ts, total, nested_hits);
+		finish_handshake(ctx, tgid, ts, total, nested_hits, nested_stepped);
 	ts->depth = found;
 	return 0;
 }

@@ -40,6 +40,9 @@ enum tlsprof_func_flags {
 	FF_SIG_LEN_ARG = 1 << 7,
 	/* Argument 3 points to the length of the shared secret derived (read at return): the key exchange. */
 	FF_SECRET_LEN_PTR = 1 << 8,
+	/* The kernel single-steps this function's first instruction instead of emulating it: each entry costs
+	 * the thread a second trap (src/prologue.rs). */
+	FF_STEPPED = 1 << 9,
 };
 
 /* Attach cookie layout: function id | stage | argument that is NULL for a length query | flags. */
@@ -62,6 +65,9 @@ struct tree_val {
 	/* Probe hits inside these calls (not their own entry and return): each cost the thread CPU that the
 	 * figures above include and user space removes with the calibrated cost of a hit. */
 	__u64 nested_hits;
+	/* Entries of FF_STEPPED functions inside these calls, their own included (the second trap comes after
+	 * the entry's program, within the call): each cost a trap more than a hit. */
+	__u64 nested_stepped;
 };
 
 /* Upper bounds of a stack sample's variable parts: --stack-bytes is at most TLSPROF_MAX_STACK_BYTES. */
@@ -136,6 +142,7 @@ struct handshake_event {
 	/* Outermost handshake calls, and the probe hits inside them (see tree_val.nested_hits). */
 	__u32 calls;
 	__u32 nested_hits;
+	__u32 nested_stepped;
 	/* Length of the last signature made or checked, and of the shared secret; 0 when none was seen. */
 	__u16 sig_len;
 	__u16 secret_len;
@@ -158,7 +165,9 @@ enum tlsprof_stat {
 	STAT_PROBE_HITS = 7,
 	/* Frames dropped because their function had returned unseen (a longjmp, or probes attached mid-call). */
 	STAT_MISSED_RETURNS = 8,
-	STAT_COUNT = 9,
+	/* Entries of FF_STEPPED functions on a target (also in STAT_PROBE_HITS): each a second trap. */
+	STAT_STEPPED_HITS = 9,
+	STAT_COUNT = 10,
 };
 
 #endif

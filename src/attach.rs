@@ -13,7 +13,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
 
 use crate::bpf::types::{tlsprof_call_graph, tlsprof_stat};
 use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
-use crate::calibrate::{self, ProbeCost};
+use crate::calibrate::{self, Hits, ProbeCost};
 use crate::catalogue;
 use crate::objects::{self, TlsObject};
 use crate::profile::{CallGraph, Function, Library};
@@ -60,7 +60,7 @@ pub struct Attached<'obj> {
     pub targets: TargetSet,
     pub probe_cost: ProbeCost,
     /// Probe hits of the calibration, before any target was probed.
-    pub calibration_hits: u64,
+    pub calibration_hits: Hits,
     /// The sched_switch tracepoint and the CPU samplers.
     _links: Vec<Link>,
 }
@@ -177,7 +177,10 @@ pub fn attach<'obj>(
         .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))?;
 
     let probe_cost = calibrate::measure(&skel)?;
-    let calibration_hits = stat_sum(&skel, tlsprof_stat::STAT_PROBE_HITS);
+    let calibration_hits = Hits {
+        all: stat_sum(&skel, tlsprof_stat::STAT_PROBE_HITS),
+        stepped: stat_sum(&skel, tlsprof_stat::STAT_STEPPED_HITS),
+    };
     let mut targets = TargetSet::default();
     let mut without_tls = Vec::new();
     for p in procs {
@@ -298,7 +301,7 @@ impl TargetSet {
                 }
             };
             let id = u16::try_from(id).context("too many functions")?;
-            let cookie = catalogue::cookie(id, f.row);
+            let cookie = catalogue::cookie(id, f.row, f.stepped);
             entry.push(f.file_offset, cookie);
             if f.row.stage.is_some() {
                 ret.push(f.file_offset, cookie);
@@ -431,8 +434,16 @@ impl Attached<'_> {
     }
 
     /// Probe hits on the targets (the calibration's own are not theirs).
-    pub fn target_probe_hits(&self) -> u64 {
-        self.stat(tlsprof_stat::STAT_PROBE_HITS) - self.calibration_hits
+    pub fn target_probe_hits(&self) -> Hits {
+        Hits {
+            all: self.stat(tlsprof_stat::STAT_PROBE_HITS) - self.calibration_hits.all,
+            stepped: self.stat(tlsprof_stat::STAT_STEPPED_HITS) - self.calibration_hits.stepped,
+        }
+    }
+
+    /// What the probes have cost the targets so far, in ms of their CPU.
+    pub fn target_probe_ms(&self) -> f64 {
+        self.probe_cost.overhead_ms(self.target_probe_hits())
     }
 }
 

@@ -21,17 +21,39 @@ pub struct ProbeCost {
     /// One hit when the caches hold other work, as in a server between two TLS calls: what the probes cost
     /// the targets (the overhead figure, and what --max-overhead budgets with).
     pub cold_hit_ns: f64,
+    /// What the entry of a function whose first instruction the kernel single-steps adds to its hit (the
+    /// second trap; prologue.rs), back to back and with cold caches. 0 in recordings made before it was
+    /// measured.
+    #[serde(default)]
+    pub step_ns: f64,
+    #[serde(default)]
+    pub cold_step_ns: f64,
+}
+
+/// Probe hits (entries and returns), and the single-stepped entries among them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hits {
+    pub all: u64,
+    pub stepped: u64,
 }
 
 impl ProbeCost {
-    /// A call's CPU without the probes' cost: its own share and every hit nested inside it.
-    pub fn correct(&self, cpu_ns: u64, calls: u64, nested_hits: u64) -> u64 {
-        let cost = calls as f64 * self.inside_ns + nested_hits as f64 * self.hit_ns;
+    /// A call's CPU without the probes' cost: its own entry and return, and every hit and second trap
+    /// within it.
+    pub fn correct(&self, cpu_ns: u64, calls: u64, nested: Hits) -> u64 {
+        let cost =
+            calls as f64 * self.inside_ns + nested.all as f64 * self.hit_ns + nested.stepped as f64 * self.step_ns;
         (cpu_ns as f64 - cost).max(0.0) as u64
+    }
+
+    /// What these hits cost the targets, in ms of their CPU.
+    pub fn overhead_ms(&self, hits: Hits) -> f64 {
+        (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
     }
 }
 
 const CALIBRATION_FUNC: u16 = u16::MAX;
+const CALIBRATION_STEPPED_FUNC: u16 = u16::MAX - 1;
 const CALIBRATION_ROW: Row = Row {
     symbol: "tlsprof_calibration_target",
     stage: Some(Stage::Keygen),
@@ -43,12 +65,15 @@ const CALIBRATION_ROW: Row = Row {
 const CALLS_PER_ROUND: u64 = 400;
 const ROUNDS: usize = 9;
 const COLD_CALLS_PER_ROUND: u64 = 60;
+/// A stepped call costs about ten hits: fewer calls give as many microseconds to measure.
+const STEPPED_CALLS_PER_ROUND: u64 = 100;
+const STEPPED_COLD_CALLS_PER_ROUND: u64 = 30;
 /// Twice the L2 cache of current server cores: larger sweeps only add noise (measured: 4 MiB).
 const SWEEP_BYTES: usize = 1 << 20;
 
-// The probed function and its never-probed twin, called alternately. They open with `push %rbp` like the
-// functions tlsprof probes: the kernel emulates that instruction, while other first instructions are
-// single-stepped and cost a second trap, so the prologue decides what a hit costs.
+// The probed function and its never-probed twin, called alternately. They open with `push %rbp`, which the
+// kernel emulates; the stepped one opens with a `mov`, which it single-steps (prologue.rs): the prologue
+// decides what a hit costs, and tlsprof probes functions of both kinds.
 std::arch::global_asm!(
     ".globl tlsprof_calibration_target",
     ".type tlsprof_calibration_target, @function",
@@ -68,11 +93,22 @@ std::arch::global_asm!(
     "pop rbp",
     "ret",
     ".size tlsprof_calibration_twin, . - tlsprof_calibration_twin",
+    ".globl tlsprof_calibration_stepped",
+    ".type tlsprof_calibration_stepped, @function",
+    "tlsprof_calibration_stepped:",
+    "mov rax, rdi",
+    "push rbp",
+    "mov rbp, rsp",
+    "lea rax, [rax + 3]",
+    "pop rbp",
+    "ret",
+    ".size tlsprof_calibration_stepped, . - tlsprof_calibration_stepped",
 );
 
 extern "C" {
     fn tlsprof_calibration_target(x: u64) -> u64;
     fn tlsprof_calibration_twin(x: u64) -> u64;
+    fn tlsprof_calibration_stepped(x: u64) -> u64;
 }
 
 fn thread_cpu_ns() -> u64 {
@@ -101,49 +137,84 @@ fn sweep_caches(buf: &mut [u8]) {
     std::hint::black_box(buf);
 }
 
-/// Median extra CPU per call of the probed function over its twin, rounds interleaved: the machine is
+/// Median extra CPU per call of a probed function over the twin, rounds interleaved: the machine is
 /// shared, and interleaving plus the median keep a neighbour's burst out of the figure.
-fn probed_extra_ns(calls: u64, sweep: &mut [u8]) -> f64 {
+fn probed_extra_ns(probed: unsafe extern "C" fn(u64) -> u64, calls: u64, sweep: &mut [u8]) -> f64 {
     let mut extra: Vec<f64> = (0..ROUNDS)
-        .map(|_| round_ns(tlsprof_calibration_target, calls, sweep) - round_ns(tlsprof_calibration_twin, calls, sweep))
+        .map(|_| round_ns(probed, calls, sweep) - round_ns(tlsprof_calibration_twin, calls, sweep))
         .collect();
     extra.sort_by(f64::total_cmp);
     extra[ROUNDS / 2].max(0.0)
 }
 
-/// Probes tlsprof's own calibration function with the loaded programs and measures the difference.
+/// Probes tlsprof's own calibration functions with the loaded programs and measures the difference.
 pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     let me = Process::from_pid(std::process::id()).context("read /proc/self")?;
     let maps = me.maps()?;
-    let addr = tlsprof_calibration_target as *const () as usize as u64;
-    let m = targets::mapping_for(&maps, addr).context("find tlsprof's own code mapping")?;
-    let offset = (addr - m.start + m.offset) as usize;
-    let cookie = catalogue::cookie(CALIBRATION_FUNC, &CALIBRATION_ROW);
+    let mut probes = Vec::new();
+    for (f, id, stepped) in [
+        (
+            tlsprof_calibration_target as unsafe extern "C" fn(u64) -> u64,
+            CALIBRATION_FUNC,
+            false,
+        ),
+        (tlsprof_calibration_stepped, CALIBRATION_STEPPED_FUNC, true),
+    ] {
+        let addr = f as *const () as usize as u64;
+        let m = targets::mapping_for(&maps, addr).context("find tlsprof's own code mapping")?;
+        probes.push((
+            (addr - m.start + m.offset) as usize,
+            catalogue::cookie(id, &CALIBRATION_ROW, stepped),
+            m,
+        ));
+    }
 
     let mut links = Vec::new();
     for (prog, retprobe) in [(&skel.progs.stage_enter, false), (&skel.progs.stage_exit, true)] {
         let opts = UprobeMultiOpts {
-            offsets: vec![offset],
-            cookies: vec![cookie],
+            offsets: probes.iter().map(|p| p.0).collect(),
+            cookies: probes.iter().map(|p| p.1).collect(),
             retprobe,
             ..Default::default()
         };
         links.push(
-            prog.attach_uprobe_multi_with_opts(me.pid as i32, m.open_path(me.pid), "", opts)
-                .context("attach the calibration probe to tlsprof itself")?,
+            prog.attach_uprobe_multi_with_opts(me.pid as i32, probes[0].2.open_path(me.pid), "", opts)
+                .context("attach the calibration probes to tlsprof itself")?,
         );
     }
-    let pair = probed_extra_ns(CALLS_PER_ROUND, &mut []);
+    let pair = probed_extra_ns(tlsprof_calibration_target, CALLS_PER_ROUND, &mut []);
+    let stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_CALLS_PER_ROUND, &mut []);
     let mut sweep = vec![0u8; SWEEP_BYTES];
-    let cold_pair = probed_extra_ns(COLD_CALLS_PER_ROUND, &mut sweep);
+    let cold_pair = probed_extra_ns(tlsprof_calibration_target, COLD_CALLS_PER_ROUND, &mut sweep);
+    let cold_stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_COLD_CALLS_PER_ROUND, &mut sweep);
     drop(links);
 
+    let val = take_calibration_node(skel, me.pid, CALIBRATION_FUNC)?;
+    take_calibration_node(skel, me.pid, CALIBRATION_STEPPED_FUNC)?;
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let _ = skel.maps.threads.delete(&tid.to_ne_bytes());
+
+    let measured_inside = val.cpu_ns as f64 / val.calls.max(1) as f64;
+    let cold_hit_ns = cold_pair.max(pair) / 2.0;
+    let step_ns = (stepped_pair - pair).max(0.0);
+    Ok(ProbeCost {
+        hit_ns: pair / 2.0,
+        inside_ns: measured_inside.clamp(0.0, pair),
+        cold_hit_ns,
+        step_ns,
+        cold_step_ns: (cold_stepped_pair - 2.0 * cold_hit_ns).max(step_ns),
+    })
+}
+
+/// Reads and removes the call-tree node the calibration calls of one function made.
+fn take_calibration_node(skel: &TlsprofSkel, tgid: u32, func: u16) -> Result<tree_val> {
     let mut key = tree_key {
-        tgid: me.pid,
+        tgid,
         depth: 1,
         ..Default::default()
     };
-    key.funcs[0] = CALIBRATION_FUNC;
+    key.funcs[0] = func;
     // SAFETY: tree_key is plain old data.
     let key_bytes = unsafe { plain::as_bytes(&key) };
     let mut val = tree_val::default();
@@ -154,16 +225,7 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
         .context("calibration calls were not recorded")?;
     plain::copy_from_bytes(&mut val, &raw).ok().context("tree value size")?;
     skel.maps.tree.delete(key_bytes)?;
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() } as u32;
-    let _ = skel.maps.threads.delete(&tid.to_ne_bytes());
-
-    let measured_inside = val.cpu_ns as f64 / val.calls.max(1) as f64;
-    Ok(ProbeCost {
-        hit_ns: pair / 2.0,
-        inside_ns: measured_inside.clamp(0.0, pair),
-        cold_hit_ns: cold_pair.max(pair) / 2.0,
-    })
+    Ok(val)
 }
 
 #[cfg(test)]
@@ -176,9 +238,16 @@ mod tests {
             hit_ns: 1000.0,
             inside_ns: 500.0,
             cold_hit_ns: 1500.0,
+            step_ns: 10_000.0,
+            cold_step_ns: 15_000.0,
         };
-        // 10 calls of 100 µs each, with 4 nested hits per call.
-        assert_eq!(cost.correct(1_000_000, 10, 40), 1_000_000 - 5_000 - 40_000);
-        assert_eq!(cost.correct(100, 1, 5), 0);
+        // 10 calls of 100 µs each, with 4 nested hits per call, one of them a stepped entry.
+        let nested = Hits { all: 40, stepped: 10 };
+        assert_eq!(
+            cost.correct(1_000_000, 10, nested),
+            1_000_000 - 5_000 - 40_000 - 100_000
+        );
+        assert_eq!(cost.correct(100, 1, Hits { all: 5, stepped: 0 }), 0);
+        assert_eq!(cost.overhead_ms(nested), (40.0 * 1500.0 + 10.0 * 15_000.0) / 1e6);
     }
 }

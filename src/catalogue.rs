@@ -235,10 +235,11 @@ pub const ROWS: &[Row] = &[
     frequent("SSL_write_ex", Write),
 ];
 
-/// Builds the BPF attach cookie of a function (bpf/tlsprof.h, COOKIE_*).
-pub fn cookie(func_id: u16, row: &Row) -> u64 {
+/// Builds the BPF attach cookie of a function (bpf/tlsprof.h, COOKIE_*); `stepped`: see prologue.rs.
+pub fn cookie(func_id: u16, row: &Row, stepped: bool) -> u64 {
     let stage = row.stage.map_or(tlsprof_stage::STAGE_NONE.0, |s| s.bpf_id().0) as u64;
-    u64::from(func_id) | stage << 16 | u64::from(row.length_query_arg) << 24 | u64::from(row.flags) << 32
+    let flags = row.flags | if stepped { ff::FF_STEPPED.0 } else { 0 };
+    u64::from(func_id) | stage << 16 | u64::from(row.length_query_arg) << 24 | u64::from(flags) << 32
 }
 
 #[cfg(test)]
@@ -273,11 +274,13 @@ mod tests {
     #[test]
     fn cookie_packs_the_header_layout() {
         let r = find("EVP_PKEY_decrypt").unwrap();
-        let c = cookie(513, r);
+        let c = cookie(513, r, false);
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(tlsprof_stage::STAGE_DERIVE.0));
         assert_eq!((c >> 24) & 0xff, 2);
         assert_eq!((c >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP));
+        let stepped = cookie(513, r, true);
+        assert_eq!((stepped >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | ff::FF_STEPPED.0));
     }
 
     #[test]

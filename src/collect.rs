@@ -19,6 +19,7 @@ use crate::bpf;
 use crate::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
 };
+use crate::calibrate::{Hits, ProbeCost};
 use crate::governor::{Action, Governor};
 use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Probing, Recording, Role, Target, TreeNode};
 use crate::samples::SampleAggregator;
@@ -105,9 +106,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     }
     let mut governor = Governor::new(
         opts.max_overhead_pct,
-        att.probe_cost.cold_hit_ns,
         started,
-        att.target_probe_hits(),
+        att.target_probe_ms(),
         total_cpu_ms(&cpu),
     );
 
@@ -136,7 +136,11 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             _ => {
                 let mut e = handshake_event::default();
                 if plain::copy_from_bytes(&mut e, data).is_ok() {
-                    let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), u64::from(e.nested_hits));
+                    let nested = Hits {
+                        all: e.nested_hits.into(),
+                        stepped: e.nested_stepped.into(),
+                    };
+                    let cpu_ns = cost.correct(e.cpu_ns, u64::from(e.calls), nested);
                     let hello = hellos.remove(&(e.tgid, e.ssl));
                     groups.borrow_mut().entry(classify(&e, hello)).or_default().add(cpu_ns);
                     completed.fetch_add(1, Ordering::Relaxed);
@@ -163,7 +167,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         let elapsed = started.elapsed();
         // Every round: a target that exits keeps the CPU it had at its last reading.
         poll_cpu(&live, &mut cpu, governor.live());
-        match governor.tick(Instant::now(), att.target_probe_hits(), total_cpu_ms(&cpu)) {
+        match governor.tick(Instant::now(), att.target_probe_ms(), total_cpu_ms(&cpu)) {
             // The epoch flips when the window starts and ends; attaching and detaching happen outside it.
             Action::Pause => {
                 next_probe_epoch(&mut att)?;
@@ -174,7 +178,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 att.targets.resume(&att.skel)?;
                 next_probe_epoch(&mut att)?;
                 poll_cpu(&live, &mut cpu, false);
-                governor.resumed(Instant::now(), att.target_probe_hits(), total_cpu_ms(&cpu));
+                governor.resumed(Instant::now(), att.target_probe_ms(), total_cpu_ms(&cpu));
             }
             Action::Stay => {}
         }
@@ -450,7 +454,8 @@ fn build_recording(
             .collect(),
         lost,
         probe_cost: att.probe_cost,
-        probe_hits: att.target_probe_hits(),
+        probe_hits: att.target_probe_hits().all,
+        probe_stepped_hits: att.target_probe_hits().stepped,
         probing,
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
         openssl_speed: speed::measure(&speed_needed),
@@ -459,7 +464,7 @@ fn build_recording(
 
 /// Removes the probes' own cost from every node, deepest first, then derives self time from the corrected
 /// totals. A node never ends below its children: the correction uses an average cost per hit.
-fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &crate::calibrate::ProbeCost) -> Vec<TreeNode> {
+fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &ProbeCost) -> Vec<TreeNode> {
     let mut order: Vec<usize> = (0..raw.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(raw[i].0 .1.len()));
     let mut children_ns: HashMap<(u32, Vec<u16>), u64> = HashMap::new();
@@ -467,7 +472,11 @@ fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &crate::calibrate
     for i in order {
         let ((pid, path), v) = &raw[i];
         let children = children_ns.get(&(*pid, path.clone())).copied().unwrap_or(0);
-        let cpu_ns = cost.correct(v.cpu_ns, v.calls, v.nested_hits).max(children);
+        let nested = Hits {
+            all: v.nested_hits,
+            stepped: v.nested_stepped,
+        };
+        let cpu_ns = cost.correct(v.cpu_ns, v.calls, nested).max(children);
         if let Some((_, parent)) = path.split_last() {
             *children_ns.entry((*pid, parent.to_vec())).or_default() += cpu_ns;
         }
@@ -486,14 +495,14 @@ fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &crate::calibrate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::ProbeCost;
 
-    fn val(calls: u64, cpu_ns: u64, nested_hits: u64) -> tree_val {
+    fn val(calls: u64, cpu_ns: u64, nested_hits: u64, nested_stepped: u64) -> tree_val {
         tree_val {
             calls,
             cpu_ns,
             self_ns: 0,
             nested_hits,
+            nested_stepped,
         }
     }
 
@@ -503,19 +512,22 @@ mod tests {
             hit_ns: 1000.0,
             inside_ns: 800.0,
             cold_hit_ns: 1500.0,
+            step_ns: 10_000.0,
+            cold_step_ns: 12_000.0,
         };
+        // Function 2 is single-stepped: its entries' second traps count in it and in every caller.
         let raw = vec![
-            ((1, vec![0]), val(10, 1_000_000, 40)),
-            ((1, vec![0, 1]), val(10, 600_000, 20)),
-            ((1, vec![0, 1, 2]), val(10, 500_000, 0)),
-            ((1, vec![5]), val(1, 10_000, 30)),
-            ((1, vec![5, 6]), val(1, 9_000, 0)),
+            ((1, vec![0]), val(10, 1_000_000, 40, 10)),
+            ((1, vec![0, 1]), val(10, 600_000, 20, 10)),
+            ((1, vec![0, 1, 2]), val(10, 500_000, 0, 10)),
+            ((1, vec![5]), val(1, 10_000, 30, 0)),
+            ((1, vec![5, 6]), val(1, 9_000, 0, 0)),
         ];
         let tree = corrected_tree(raw, &cost);
         let node = |p: &[u16]| tree.iter().find(|n| n.path == p).unwrap();
-        assert_eq!(node(&[0]).cpu_ns, 1_000_000 - 8_000 - 40_000);
-        assert_eq!(node(&[0, 1]).cpu_ns, 600_000 - 8_000 - 20_000);
-        assert_eq!(node(&[0, 1, 2]).cpu_ns, 500_000 - 8_000);
+        assert_eq!(node(&[0]).cpu_ns, 1_000_000 - 8_000 - 40_000 - 100_000);
+        assert_eq!(node(&[0, 1]).cpu_ns, 600_000 - 8_000 - 20_000 - 100_000);
+        assert_eq!(node(&[0, 1, 2]).cpu_ns, 500_000 - 8_000 - 100_000);
         assert_eq!(node(&[0]).self_ns, node(&[0]).cpu_ns - node(&[0, 1]).cpu_ns);
         // Over-correction is capped: a parent keeps at least its children's CPU.
         assert_eq!(node(&[5]).cpu_ns, node(&[5, 6]).cpu_ns);

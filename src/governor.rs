@@ -40,7 +40,6 @@ enum State {
 pub struct Governor {
     /// Fraction of the targets' CPU the probes may cost; None: probes stay attached.
     budget: Option<f64>,
-    cold_hit_ns: f64,
     state: State,
     /// Time the probes were live, in windows already closed.
     probed: Duration,
@@ -49,8 +48,8 @@ pub struct Governor {
     pub peak_overhead: f64,
     /// The budget's share of the targets' CPU so far minus the probes' cost, in ms of CPU.
     credit_ms: f64,
-    /// Probe hits and the targets' CPU at the last reading accounted: the chunk's start while live.
-    hits: u64,
+    /// The probes' cost and the targets' CPU at the last reading accounted: the chunk's start while live.
+    probe_ms: f64,
     cpu_ms: f64,
     /// From the last chunk: the probes' cost per ms of the targets' own CPU, and that CPU per second.
     overhead: f64,
@@ -58,11 +57,11 @@ pub struct Governor {
 }
 
 impl Governor {
-    /// Probes are live from `now`; `hits` and `cpu_ms` are the probe hits and the targets' CPU so far.
-    pub fn new(max_overhead_pct: f64, cold_hit_ns: f64, now: Instant, hits: u64, cpu_ms: f64) -> Governor {
+    /// Probes are live from `now`; `probe_ms` and `cpu_ms` are what the probes cost the targets so far (see
+    /// ProbeCost::overhead_ms) and the targets' CPU, both in ms.
+    pub fn new(max_overhead_pct: f64, now: Instant, probe_ms: f64, cpu_ms: f64) -> Governor {
         Governor {
             budget: (max_overhead_pct < 100.0).then_some(max_overhead_pct / 100.0),
-            cold_hit_ns,
             state: State::Live {
                 window_start: now,
                 chunk_start: now,
@@ -72,7 +71,7 @@ impl Governor {
             windows: 1,
             peak_overhead: 0.0,
             credit_ms: 0.0,
-            hits,
+            probe_ms,
             cpu_ms,
             overhead: 0.0,
             cpu_ms_per_s: 0.0,
@@ -92,8 +91,8 @@ impl Governor {
     }
 
     /// The probes are live again from `now` (after an Action::Resume, once they are attached).
-    pub fn resumed(&mut self, now: Instant, hits: u64, cpu_ms: f64) {
-        self.account(hits, cpu_ms);
+    pub fn resumed(&mut self, now: Instant, probe_ms: f64, cpu_ms: f64) {
+        self.account(probe_ms, cpu_ms);
         self.state = State::Live {
             window_start: now,
             chunk_start: now,
@@ -104,20 +103,20 @@ impl Governor {
 
     /// Between windows: the hits of probes still being detached or already being attached (unregistering
     /// uprobes waits for a grace period, during which they still trap) are debited too.
-    fn account(&mut self, hits: u64, cpu_ms: f64) {
-        let probe_ms = hits.saturating_sub(self.hits) as f64 * self.cold_hit_ns / 1e6;
+    fn account(&mut self, probe_ms: f64, cpu_ms: f64) {
+        let spent_ms = (probe_ms - self.probe_ms).max(0.0);
         if let Some(budget) = self.budget {
-            self.credit_ms += budget * (cpu_ms - self.cpu_ms - probe_ms).max(0.0) - probe_ms;
+            self.credit_ms += budget * (cpu_ms - self.cpu_ms - spent_ms).max(0.0) - spent_ms;
         }
-        self.hits = hits;
+        self.probe_ms = probe_ms;
         self.cpu_ms = cpu_ms;
     }
 
-    /// Called on every poll with the probe hits and the targets' CPU so far; says what to do with the probes.
-    pub fn tick(&mut self, now: Instant, hits: u64, cpu_ms: f64) -> Action {
+    /// Called on every poll with the probes' cost and the targets' CPU so far; says what to do with the probes.
+    pub fn tick(&mut self, now: Instant, probe_ms: f64, cpu_ms: f64) -> Action {
         match self.state {
             State::Paused => {
-                self.account(hits, cpu_ms);
+                self.account(probe_ms, cpu_ms);
                 let Some(budget) = self.budget else {
                     return Action::Resume;
                 };
@@ -135,21 +134,21 @@ impl Governor {
                 chunk,
             } => {
                 let elapsed = now.saturating_duration_since(chunk_start);
-                let probe_ms = hits.saturating_sub(self.hits) as f64 * self.cold_hit_ns / 1e6;
+                let spent_ms = (probe_ms - self.probe_ms).max(0.0);
                 // What the targets would have used without the probes.
-                let own_ms = (cpu_ms - self.cpu_ms - probe_ms).max(MIN_CPU_MS);
+                let own_ms = (cpu_ms - self.cpu_ms - spent_ms).max(MIN_CPU_MS);
                 // A chunk ends early once it has spent the account: the last chunk's cost, which let it
                 // start, may have been measured on a quieter stretch.
                 let overdrawn = self
                     .budget
-                    .is_some_and(|b| self.credit_ms + b * own_ms - probe_ms < 0.0);
+                    .is_some_and(|b| self.credit_ms + b * own_ms - spent_ms < 0.0);
                 if elapsed < chunk && !(overdrawn && elapsed >= FIRST_CHUNK) {
                     return Action::Stay;
                 }
-                self.overhead = probe_ms / own_ms;
+                self.overhead = spent_ms / own_ms;
                 self.cpu_ms_per_s = own_ms / elapsed.as_secs_f64();
                 self.peak_overhead = self.peak_overhead.max(self.overhead);
-                self.hits = hits;
+                self.probe_ms = probe_ms;
                 self.cpu_ms = cpu_ms;
                 self.state = State::Live {
                     window_start,
@@ -160,7 +159,7 @@ impl Governor {
                     return Action::Stay;
                 };
                 let saved_max = budget * self.cpu_ms_per_s * SAVED.as_secs_f64();
-                self.credit_ms = (self.credit_ms + budget * own_ms - probe_ms).min(saved_max);
+                self.credit_ms = (self.credit_ms + budget * own_ms - spent_ms).min(saved_max);
                 // Stay only if the account still covers the next chunk at this chunk's cost.
                 let next_chunk = (budget - self.overhead) * self.cpu_ms_per_s * CHUNK.as_secs_f64();
                 if self.credit_ms + next_chunk >= 0.0 {
@@ -182,14 +181,19 @@ mod tests {
         Duration::from_secs_f64(s)
     }
 
+    /// The cost of this many hits of 2 µs, in ms.
+    fn ms(hits: u64) -> f64 {
+        hits as f64 * 0.002
+    }
+
     #[test]
     fn under_budget_the_probes_stay() {
         let t0 = Instant::now();
         // 100 hits of 2 µs per second against 500 ms of target CPU: 0.04%.
-        let mut g = Governor::new(0.5, 2000.0, t0, 0, 0.0);
+        let mut g = Governor::new(0.5, t0, 0.0, 0.0);
         for i in 1..=100 {
             let t = t0 + secs(0.1 * i as f64);
-            assert_eq!(g.tick(t, 10 * i, 50.0 * i as f64), Action::Stay);
+            assert_eq!(g.tick(t, ms(10 * i), 50.0 * i as f64), Action::Stay);
         }
         assert!(g.live());
         assert_eq!(g.windows, 1);
@@ -200,9 +204,9 @@ mod tests {
     fn over_budget_the_first_window_is_short_and_the_next_waits_until_paid_for() {
         let t0 = Instant::now();
         // 10,000 hits of 2 µs per second against 1,000 ms of target CPU: 20 ms = 2.04% of 980 ms, budget 0.5%.
-        let mut g = Governor::new(0.5, 2000.0, t0, 0, 0.0);
-        assert_eq!(g.tick(t0 + secs(0.1), 1_000, 100.0), Action::Stay);
-        assert_eq!(g.tick(t0 + secs(0.2), 2_000, 200.0), Action::Pause);
+        let mut g = Governor::new(0.5, t0, 0.0, 0.0);
+        assert_eq!(g.tick(t0 + secs(0.1), ms(1_000), 100.0), Action::Stay);
+        assert_eq!(g.tick(t0 + secs(0.2), ms(2_000), 200.0), Action::Pause);
         assert!(!g.live());
         let overhead = 4.0 / 196.0;
         assert!((g.peak_overhead - overhead).abs() < 1e-9);
@@ -211,15 +215,15 @@ mod tests {
         let owed = (4.0 - 0.005 * 196.0) + (overhead - 0.005) * 980.0;
         let resume_at = 0.2 + owed / 5.0;
         assert_eq!(
-            g.tick(t0 + secs(resume_at - 0.05), 2_000, 1000.0 * (resume_at - 0.05)),
+            g.tick(t0 + secs(resume_at - 0.05), ms(2_000), 1000.0 * (resume_at - 0.05)),
             Action::Stay
         );
         assert_eq!(
-            g.tick(t0 + secs(resume_at + 0.05), 2_000, 1000.0 * (resume_at + 0.05)),
+            g.tick(t0 + secs(resume_at + 0.05), ms(2_000), 1000.0 * (resume_at + 0.05)),
             Action::Resume
         );
         assert!(!g.live(), "live only once attached");
-        g.resumed(t0 + secs(resume_at + 0.06), 2_000, 1000.0 * (resume_at + 0.06));
+        g.resumed(t0 + secs(resume_at + 0.06), ms(2_000), 1000.0 * (resume_at + 0.06));
         assert!(g.live());
         assert_eq!(g.windows, 2);
         // Probed time counts the live windows only.
@@ -233,7 +237,7 @@ mod tests {
     fn the_budget_holds_at_every_moment_not_only_on_average() {
         let t0 = Instant::now();
         let (hit_ns, hits_per_s, cpu_per_s) = (2000.0, 12_000.0, 1000.0);
-        let mut g = Governor::new(0.5, hit_ns, t0, 0, 0.0);
+        let mut g = Governor::new(0.5, t0, 0.0, 0.0);
         let (mut hits, mut cpu, mut spent_ms) = (0u64, 0.0f64, 0.0f64);
         let first_window_ms = 0.2 * hits_per_s * hit_ns / 1e6;
         for i in 1..=600 {
@@ -248,8 +252,8 @@ mod tests {
                 spent_ms <= 0.005 * own + first_window_ms + 1e-9,
                 "at {i}: {spent_ms} ms of {own}"
             );
-            match g.tick(t, hits, cpu) {
-                Action::Resume => g.resumed(t, hits, cpu),
+            match g.tick(t, ms(hits), cpu) {
+                Action::Resume => g.resumed(t, ms(hits), cpu),
                 Action::Pause | Action::Stay => {}
             }
         }
@@ -266,16 +270,16 @@ mod tests {
     fn idle_targets_are_not_paused_for_tick_rounding() {
         let t0 = Instant::now();
         // One handshake's 16 hits while /proc shows no CPU at all yet.
-        let mut g = Governor::new(0.5, 2000.0, t0, 0, 0.0);
-        assert_eq!(g.tick(t0 + secs(1.0), 16, 0.0), Action::Stay);
-        assert_eq!(g.tick(t0 + secs(2.0), 32, 0.0), Action::Stay);
+        let mut g = Governor::new(0.5, t0, 0.0, 0.0);
+        assert_eq!(g.tick(t0 + secs(1.0), ms(16), 0.0), Action::Stay);
+        assert_eq!(g.tick(t0 + secs(2.0), ms(32), 0.0), Action::Stay);
     }
 
     #[test]
     fn a_budget_of_100_percent_never_pauses() {
         let t0 = Instant::now();
-        let mut g = Governor::new(100.0, 2000.0, t0, 0, 0.0);
-        assert_eq!(g.tick(t0 + secs(1.0), 1_000_000, 10.0), Action::Stay);
+        let mut g = Governor::new(100.0, t0, 0.0, 0.0);
+        assert_eq!(g.tick(t0 + secs(1.0), ms(1_000_000), 10.0), Action::Stay);
         assert!(g.peak_overhead > 1.0);
     }
 }

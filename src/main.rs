@@ -13,6 +13,7 @@ mod flame;
 mod governor;
 mod objects;
 mod profile;
+mod prologue;
 mod report;
 mod samples;
 mod speed;

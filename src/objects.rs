@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL it is.
 
-use std::fs;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -10,12 +11,15 @@ use blazesym::SymType;
 use serde::{Deserialize, Serialize};
 
 use crate::catalogue::{self, Origin, Row};
+use crate::prologue;
 
 /// A catalogue function found in a file, at a file offset (what uprobes take).
 #[derive(Clone, Debug)]
 pub struct FoundFunction {
     pub row: &'static Row,
     pub file_offset: u64,
+    /// The kernel single-steps its first instruction: every entry costs a second trap.
+    pub stepped: bool,
 }
 
 /// What kind of TLS code a file holds.
@@ -59,13 +63,17 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     let results = inspector
         .lookup(&src.into(), &names)
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut functions = Vec::new();
     for (row, syms) in catalogue::ROWS.iter().zip(results) {
         let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
+            let mut code = [0u8; 4];
+            let read = file.read_at(&mut code, offset).unwrap_or(0);
             functions.push(FoundFunction {
                 row,
                 file_offset: offset,
+                stepped: prologue::stepped(&code[..read]),
             });
         }
     }
@@ -145,6 +153,10 @@ mod tests {
         assert_eq!(obj.symbols, Symbols::Exported);
         assert!(obj.version.as_deref().unwrap_or("").starts_with("OpenSSL 3."));
         assert!(obj.functions.iter().any(|f| f.row.symbol == "EVP_PKEY_derive"));
+        // Its first instructions as Debian builds them: `push %rbx` and `cmpl $0x4,(%rdi)`.
+        let stepped = |name: &str| obj.functions.iter().find(|f| f.row.symbol == name).map(|f| f.stepped);
+        assert_eq!(stepped("EVP_PKEY_derive"), Some(false));
+        assert_eq!(stepped("EVP_PKEY_keygen"), Some(true));
         // libcrypto imports nothing from libssl: SSL_do_handshake must not appear.
         assert!(!obj.functions.iter().any(|f| f.row.symbol == "SSL_do_handshake"));
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::ProbeCost;
+use crate::calibrate::{Hits, ProbeCost};
 use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
@@ -37,8 +37,11 @@ pub struct Recording {
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
     pub probe_cost: ProbeCost,
-    /// Probe hits on the targets: about probe_hits × probe_cost.cold_hit_ns of their CPU went to tlsprof.
+    /// Probe hits on the targets, and the single-stepped entries among them: what their CPU paid for the
+    /// probes (probe_overhead_ms).
     pub probe_hits: u64,
+    #[serde(default)]
+    pub probe_stepped_hits: u64,
     pub probing: Probing,
     /// µs per operation of alternatives advice compares with (`openssl speed` on this machine at record time).
     pub openssl_speed: BTreeMap<String, f64>,
@@ -389,9 +392,12 @@ impl Recording {
         t
     }
 
-    /// Target CPU spent in tlsprof's probes, estimated from the hit count and the calibrated cold-cache cost.
+    /// Target CPU spent in tlsprof's probes, estimated from the hit counts and the calibrated cold-cache costs.
     pub fn probe_overhead_ms(&self) -> f64 {
-        self.probe_hits as f64 * self.probe_cost.cold_hit_ns / 1e6
+        self.probe_cost.overhead_ms(Hits {
+            all: self.probe_hits,
+            stepped: self.probe_stepped_hits,
+        })
     }
 
     pub fn samples_total(&self) -> u64 {
@@ -583,8 +589,11 @@ pub(crate) mod tests {
                 hit_ns: 2000.0,
                 inside_ns: 1500.0,
                 cold_hit_ns: 3000.0,
+                step_ns: 10_000.0,
+                cold_step_ns: 12_000.0,
             },
             probe_hits: 100,
+            probe_stepped_hits: 10,
             probing: Probing {
                 max_overhead_pct: 0.5,
                 live_s: 2.0,

@@ -133,12 +133,22 @@ pub fn text(rec: &Recording) -> String {
         }
     }
     let _ = writeln!(out, "{}", samples_line(rec));
+    let stepped = if rec.probe_stepped_hits > 0 {
+        format!(
+            " ({} of them entries the kernel single-steps, {:.1} µs more each)",
+            rec.probe_stepped_hits,
+            rec.probe_cost.cold_step_ns / 1e3
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits ≈ {:.1} ms = {:.2}% of the targets' CPU while probed (--max-overhead {}%); removed from the figures above and below",
+        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU while probed (--max-overhead {}%); removed from the figures above and below",
         rec.probe_cost.cold_hit_ns / 1e3,
         rec.probe_cost.hit_ns / 1e3,
         rec.probe_hits,
+        stepped,
         rec.probe_overhead_ms(),
         pct(rec.probe_overhead_ms(), proc_ms),
         rec.probing.max_overhead_pct
@@ -436,6 +446,8 @@ pub fn json(rec: &Recording) -> Value {
         "probe_cost_us_per_hit": rec.probe_cost.hit_ns / 1e3,
         "probe_cost_cold_us_per_hit": rec.probe_cost.cold_hit_ns / 1e3,
         "probe_hits": rec.probe_hits,
+        "probe_stepped_hits": rec.probe_stepped_hits,
+        "probe_cost_cold_us_per_step": rec.probe_cost.cold_step_ns / 1e3,
         "probe_overhead_ms": rec.probe_overhead_ms(),
         "record_layer_sampled": {"read": read, "write": write},
         "advice": crate::advice::advise(rec),
@@ -477,6 +489,7 @@ mod tests {
         // Paused after the first window and never resumed before the end; half the CPU fell in the window.
         rec.probing.live_s = 0.5;
         rec.probe_hits = 0;
+        rec.probe_stepped_hits = 0;
         rec.targets[0].probed_cpu_ms = 5.0;
         let t = text(&rec);
         assert!(
