@@ -141,6 +141,19 @@ struct {
 	__uint(max_entries, 1 << 20);
 } stacks SEC(".maps");
 
+/* tid -> the thread's stack mapping, as bpf_find_vma last found it (see copy_user_stack). */
+struct stack_range {
+	__u64 start;
+	__u64 end;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct stack_range);
+} stack_ranges SEC(".maps");
+
 /* Scratch space for one stack_sample per CPU, indexed by CPU: too big for the BPF stack, and above the
  * 32 KiB value limit of per-CPU maps. User space sizes it to the number of possible CPUs. */
 struct {
@@ -605,29 +618,41 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	return 0;
 }
 
-struct vma_end_ctx {
-	__u64 end;
-};
-
-static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
+static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	((struct vma_end_ctx *)data)->end = BPF_CORE_READ(vma, vm_end);
+	struct stack_range *r = data;
+
+	r->start = BPF_CORE_READ(vma, vm_start);
+	r->end = BPF_CORE_READ(vma, vm_end);
 	return 0;
 }
 
 /* Copies up to stack_bytes of user stack from sp. A read may not cross the top of the stack mapping: it
- * ends there, found with bpf_find_vma (a failed read of tens of KiB costs the target as much as the copy,
- * and zeroes the buffer). Should the lookup fail (mmap lock contended), retry ending one page lower. */
+ * ends there (a failed read of tens of KiB costs the target as much as the copy, and zeroes the buffer).
+ * The mapping is looked up once per thread and again only when sp leaves it: from a sample's interrupt,
+ * bpf_find_vma releases the mmap lock through an irq_work, one more interrupt in the target, which costs it
+ * more than the whole program (measured on a busy nginx worker: the sampler cost 0.33% of its CPU at 99 Hz
+ * with a lookup per sample, 0.12% with one per thread; 2.4% and 0.34% at 999 Hz). Should the lookup fail
+ * (mmap lock contended), or the mapping have shrunk since, retry ending one page lower. */
 static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 {
-	struct vma_end_ctx top = {};
-	__u64 end = s->sp + stack_bytes;
+	struct stack_range *known = bpf_map_lookup_elem(&stack_ranges, &s->tid);
+	struct stack_range found = {};
+	__u64 end = s->sp + stack_bytes, top = 0;
 	__u32 len = stack_bytes;
 	int i;
 
-	bpf_find_vma(bpf_get_current_task_btf(), s->sp, vma_end, &top, 0);
-	if (top.end > s->sp && top.end < end) {
-		end = top.end;
+	if (known && known->start <= s->sp && s->sp < known->end) {
+		top = known->end;
+	} else {
+		bpf_find_vma(bpf_get_current_task_btf(), s->sp, vma_range, &found, 0);
+		if (found.start <= s->sp && s->sp < found.end) {
+			bpf_map_update_elem(&stack_ranges, &s->tid, &found, BPF_ANY);
+			top = found.end;
+		}
+	}
+	if (top > s->sp && top < end) {
+		end = top;
 		len = end - s->sp;
 	}
 
