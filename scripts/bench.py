@@ -46,7 +46,7 @@ TARGET_HANDSHAKE_RATE = 2000.0
 
 CONDITIONS = {
     "none": "no profiler",
-    "tlsprof": "tlsprof (defaults: --max-overhead 0.5)",
+    "tlsprof": "tlsprof (defaults: --max-overhead 0.3)",
     "tlsprof-exact": "tlsprof --max-overhead 100 (probes throughout)",
     "tlsprof-all": "tlsprof --all-probes",
     "bpftrace": "bpftrace (bench-bpftrace.bt)",

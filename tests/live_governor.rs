@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Live: the default --max-overhead duty cycle on nginx under full-handshake load (needs root).
+//! Live: the --max-overhead duty cycle on nginx under full-handshake load (needs root).
 mod common;
 
 use common::*;
@@ -14,7 +14,8 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
     let worker = nginx.workers()[0];
     let speed_before = openssl_speed_rsa2048_sign_us();
     let recording = scratch.path("governed.tlsprof");
-    // Defaults: an RSA-2048 handshake's dozen probe hits cost more than 0.5% of its CPU.
+    // An RSA-2048 handshake's dozen probe hits cost more than 0.5% of its CPU. (Above the 0.3% default, so
+    // that a 10 s recording holds several windows.)
     let rec = Recorder::start(&[
         "--pid",
         &worker.to_string(),
