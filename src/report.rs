@@ -144,13 +144,13 @@ pub fn text(rec: &Recording) -> String {
     };
     let _ = writeln!(
         out,
-        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU while probed (--max-overhead {}%); removed from the figures above and below",
+        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (--max-overhead {}%); removed from the figures above and below",
         rec.probe_cost.cold_hit_ns / 1e3,
         rec.probe_cost.hit_ns / 1e3,
         rec.probe_hits,
         stepped,
         rec.probe_overhead_ms(),
-        pct(rec.probe_overhead_ms(), proc_ms),
+        pct(rec.probe_overhead_ms(), rec.process_cpu_ms()),
         rec.probing.max_overhead_pct
     );
     let _ = writeln!(out, "{}", connection_reuse_line(rec, hs.total));
