@@ -27,7 +27,8 @@ struct frame {
 	__u64 sp;
 	__u64 start_cpu_ns;
 	__u64 child_cpu_ns;
-	/* The thread's hit and stepped-entry counts just after this frame's entry. */
+	/* The thread's hit count just after this frame's entry, and its stepped-entry count just before it (the
+	 * entry's own second trap comes after the program, within the frame). */
 	__u64 hits_at_entry;
 	__u64 stepped_at_entry;
 	/* The caller's return address, read before the uretprobe replaces it; ip and bp at entry. */
@@ -353,7 +354,6 @@ int stage_enter(struct pt_regs *ctx)
 	f->start_cpu_ns = thread_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
-	/* Before this entry's own: its second trap comes after this program, inside the frame. */
 	f->stepped_at_entry = ts->stepped - stepped;
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
