@@ -36,11 +36,13 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
         "probes were not paused: {p}\n{summary}"
     );
     assert!(f(&p["peak_overhead"]) > 0.005, "{p}");
-    // The estimated cost over the whole recording: within the budget, but for the first 0.2 s window that
-    // runs before its cost is known (about a tenth of the budget of a 10 s recording).
+    // The estimated cost over the whole recording: within the budget, but for the first 0.2 s window, which
+    // runs before its cost is known, and the hits while it is detached; each at most the highest cost seen,
+    // over 0.2 s of the recording. Later windows keep the cost of their end in the account.
     let overall = f(&r["probe_overhead_ms"]) / f(&r["process_cpu_ms"]);
+    let first_window = 2.0 * f(&p["peak_overhead"]) * 0.2 / f(&r["duration_s"]);
     assert!(
-        overall <= 0.005 * 1.15,
+        overall <= 0.005 + first_window,
         "probes cost {:.2}% of the worker's CPU over the recording\n{summary}",
         overall * 100.0
     );

@@ -326,10 +326,11 @@ pub fn within(value: f64, truth: f64, tolerance: f64) -> bool {
 }
 
 /// An RSA-2048 signature measured inside a busy nginx worker against `openssl speed` signing in a tight
-/// loop: in a server it costs 10–25% more (its other work holds the caches; README, Limits), so the band is
-/// -10%…+30%. The exact check of the figure is against the fixture's own clock (live_fixture.rs).
+/// loop, on an idle machine before and after: in a server it costs 10–30% more here (its other work holds
+/// the caches, and neighbours come and go; README, Limits). A sanity band, -10%…+40%, that still catches a
+/// figure off by half; the exact check is against the fixture's own clock (live_fixture.rs).
 pub fn server_sign_matches_speed(per_call_us: f64, speed_us: f64) -> bool {
-    (0.9 * speed_us..=1.3 * speed_us).contains(&per_call_us)
+    (0.9 * speed_us..=1.4 * speed_us).contains(&per_call_us)
 }
 
 pub fn run(cmd: &mut Command) -> Output {
