@@ -376,6 +376,7 @@ fn build_recording(
     probing: Probing,
     opts: &RecordOptions,
 ) -> Result<Recording> {
+    let hits = att.target_probe_hits();
     let mut raw_tree = Vec::new();
     for key in att.skel.maps.tree.keys() {
         let Some(value) = att.skel.maps.tree.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
@@ -454,8 +455,8 @@ fn build_recording(
             .collect(),
         lost,
         probe_cost: att.probe_cost,
-        probe_hits: att.target_probe_hits().all,
-        probe_stepped_hits: att.target_probe_hits().stepped,
+        probe_hits: hits.all,
+        probe_stepped_hits: hits.stepped,
         probing,
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
         openssl_speed: speed::measure(&speed_needed),
