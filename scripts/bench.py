@@ -584,12 +584,9 @@ def parse_keepalive(clients):
 WORKLOAD_RUN = {"full": (start_full, parse_full), "keepalive": (start_keepalive, parse_keepalive)}
 
 
-def run_load(bench, workload, twins, seconds):
-    """The same load against every twin at the same time, from clients of its own; one result per twin."""
-    start, parse = WORKLOAD_RUN[workload]
-    started = [start(bench, twin.port, seconds, twin.name) for twin in twins]
+def wait_clients(started, deadline, workload):
+    """Waits for the clients of every twin; kills them all if any is still running at `deadline`."""
     children = [c for clients in started for c, _ in clients]
-    deadline = time.monotonic() + seconds + 60
     # All polled together: a client's end time (its wall time) is taken when it exits, not when we look.
     while None in [c.poll() for c in children]:
         if time.monotonic() > deadline:
@@ -597,6 +594,13 @@ def run_load(bench, workload, twins, seconds):
                 c.stop(signal.SIGKILL)
             raise BenchError(f"the {WORKLOADS[workload]} clients did not finish")
         time.sleep(0.02)
+
+
+def run_load(bench, workload, twins, seconds):
+    """The same load against every twin at the same time, from clients of its own; one result per twin."""
+    start, parse = WORKLOAD_RUN[workload]
+    started = [start(bench, twin.port, seconds, twin.name) for twin in twins]
+    wait_clients(started, time.monotonic() + seconds + 60, workload)
     return [parse(clients) for clients in started]
 
 
@@ -854,9 +858,7 @@ class Bench:
                                     "hwm_mb": (status_kb(sess.pid, "VmHWM") or 0) / 1024.0,
                                     "cpu_ticks": cpu_ticks(sess.pid) - p0})
                 time.sleep(min(a.rss_interval, max(0.0, t0 + secs - time.monotonic())))
-            for c, _ in (x for cs in clients for x in cs):
-                if c.wait(60) is None:
-                    raise BenchError("openssl s_time did not finish")
+            wait_clients(clients, time.monotonic() + 60, "full")
             w1 = [worker_counters(t.worker) for t in self.twins]
             loads = [parse_full(cs) for cs in clients]
             if sess.child.wait(600) is None:
