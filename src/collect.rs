@@ -410,13 +410,13 @@ fn build_recording(
     .into_iter()
     .filter_map(|(needed, op)| needed.then_some(op))
     .collect();
-    let unreadable_stacks = samples.unreadable;
-    let (samples, unnamed_jit_pids) = samples.finish(&att.targets.functions);
+    let named = samples.finish(&att.targets.functions);
 
     let lost = Lost {
         samples_taken: att.stat(tlsprof_stat::STAT_SAMPLES),
         samples: att.stat(tlsprof_stat::STAT_SAMPLE_DROPS),
-        unreadable_stacks,
+        unreadable_stacks: named.unreadable,
+        cut_stacks: named.cut,
         handshake_events: att.stat(tlsprof_stat::STAT_HANDSHAKE_DROPS),
         tree_nodes: att.stat(tlsprof_stat::STAT_TREE_DROPS),
         depth_overflow: att.stat(tlsprof_stat::STAT_DEPTH_OVERFLOW),
@@ -433,13 +433,13 @@ fn build_recording(
         sample_freq_hz: opts.attach.freq_hz,
         call_graph: opts.attach.call_graph,
         stack_bytes: opts.attach.stack_bytes,
-        unnamed_jit_pids,
+        unnamed_jit_pids: named.unnamed_jit_pids,
         all_probes: opts.attach.all_probes,
         targets,
         libraries: att.targets.libraries.clone(),
         functions: att.targets.functions.clone(),
         tree,
-        samples,
+        samples: named.samples,
         handshakes: groups
             .into_iter()
             .map(|(k, cpu)| HandshakeGroup {

@@ -17,6 +17,7 @@ mod prologue;
 mod report;
 mod samples;
 mod speed;
+mod stack_tree;
 mod symbolize;
 mod targets;
 mod unwind;

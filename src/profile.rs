@@ -13,7 +13,7 @@ use crate::catalogue::Stage;
 use crate::objects::{Flavor, Symbols};
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -158,6 +158,8 @@ pub struct Lost {
     pub samples: u64,
     /// Samples whose user stack could not be copied.
     pub unreadable_stacks: u64,
+    /// Samples whose stack was cut at the limit of tlsprof's stack tree (under a "[stacks beyond ...]" frame).
+    pub cut_stacks: u64,
     pub handshake_events: u64,
     pub tree_nodes: u64,
     pub depth_overflow: u64,

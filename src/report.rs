@@ -264,7 +264,7 @@ fn samples_line(rec: &Recording) -> String {
     let lost_events = l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
     let mut line = format!(
         "Samples: {} at {} Hz, {} in TLS stages ({:.1}%), {:.1}% with whole stacks ({:?} call graph, {}-byte stack copies)\n\
-         Lost: {} samples, {} unreadable stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
+         Lost: {} samples, {} unreadable stacks, {} cut stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
         total,
         rec.sample_freq_hz,
         in_tls,
@@ -274,6 +274,7 @@ fn samples_line(rec: &Recording) -> String {
         rec.stack_bytes,
         l.samples,
         l.unreadable_stacks,
+        l.cut_stacks,
         l.handshake_events,
         l.tree_nodes,
         l.depth_overflow,

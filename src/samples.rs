@@ -6,13 +6,23 @@ use std::time::{Duration, Instant};
 
 use crate::bpf::types::{stack_sample, tlsprof_call_graph};
 use crate::profile::{Function, Sample};
+use crate::stack_tree::{self, StackTree};
 use crate::symbolize::FrameSymbolizer;
 use crate::targets::Mapping;
 use crate::unwind::{self, ProcessUnwinder, SectionCache};
 
-/// (pid, stage path, user frames, kernel frames, whole stack): identical once named. Frames are indexes into
-/// the frame names: a long recording holds thousands of distinct stacks of the same few hundred names.
-type NamedStack = (u32, Vec<u16>, Vec<u32>, Vec<u32>, bool);
+/// (pid, stage path, whole stack): a root of the named stacks' tree. Below it, frames are indexes into the
+/// frame names, the user frames then the kernel ones: thousands of distinct stacks of a few hundred names.
+type StackRoot = (u32, Vec<u16>, bool);
+
+/// Kernel frames in the tree: their name index with this bit set.
+const KERNEL_FRAME: u32 = 1 << 31;
+
+/// Nodes of the named stacks' tree: 3 MB at most. A busy nginx worker's 10-minute recording uses about 10,000.
+const MAX_STACK_NODES: usize = 1 << 17;
+
+/// Names the frames of a stack cut at the tree's limit.
+const CUT_NAME: &str = "[stacks beyond tlsprof's limit]";
 
 /// Each distinct frame name once, with its index.
 #[derive(Default)]
@@ -36,8 +46,20 @@ impl FrameNames {
         names.into_iter().map(|n| self.id(n)).collect()
     }
 
-    fn names(&self, ids: &[u32]) -> Vec<String> {
-        ids.iter().map(|&i| self.names[i as usize].clone()).collect()
+    /// The names of a stack's user frames and kernel frames. A cut ends the stack: it goes with the frames
+    /// it follows.
+    fn split_kernel(&self, ids: &[u32]) -> (Vec<String>, Vec<String>) {
+        let (mut user, mut kernel) = (Vec::new(), Vec::new());
+        for &id in ids {
+            if id == stack_tree::CUT {
+                if kernel.is_empty() { &mut user } else { &mut kernel }.push(CUT_NAME.to_string());
+            } else if id & KERNEL_FRAME != 0 {
+                kernel.push(self.names[(id & !KERNEL_FRAME) as usize].clone());
+            } else {
+                user.push(self.names[id as usize].clone());
+            }
+        }
+        (user, kernel)
     }
 }
 
@@ -77,14 +99,14 @@ pub struct SampleAggregator {
     sections: SectionCache,
     stacks: HashMap<StackKey, u64>,
     /// Stacks already named, merged by name.
-    named: HashMap<NamedStack, u64>,
+    named: StackTree<StackRoot>,
     frame_names: FrameNames,
     symbolizer: Option<FrameSymbolizer>,
     last_named: Instant,
     /// The header of the record being taken, reused: a stack_sample is 66 KiB.
     header: Box<stack_sample>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
-    pub unreadable: u64,
+    unreadable: u64,
 }
 
 impl SampleAggregator {
@@ -95,7 +117,7 @@ impl SampleAggregator {
             unwinders: HashMap::new(),
             sections: SectionCache::default(),
             stacks: HashMap::new(),
-            named: HashMap::new(),
+            named: StackTree::new(MAX_STACK_NODES),
             frame_names: FrameNames::default(),
             symbolizer: None,
             last_named: Instant::now(),
@@ -214,28 +236,31 @@ impl SampleAggregator {
             let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a, &mut self.sections).to_vec());
             let frames = self.frame_names.ids(frames);
             let kernel = self.frame_names.ids(k.kernel.iter().rev().map(|&a| sym.kernel_name(a)));
-            *self
-                .named
-                .entry((k.pid, k.path, frames, kernel, k.complete && placed))
-                .or_default() += count;
+            self.named.add(
+                &(k.pid, k.path, k.complete && placed),
+                frames.into_iter().chain(kernel.into_iter().map(|f| f | KERNEL_FRAME)),
+                count,
+            );
         }
     }
 
-    /// Names every frame; returns the samples (heaviest first) and the processes whose JIT code had no names.
-    pub fn finish(mut self, functions: &[Function]) -> (Vec<Sample>, Vec<u32>) {
+    /// Names every frame: the samples, heaviest first, and what could not be named or kept.
+    pub fn finish(mut self, functions: &[Function]) -> NamedSamples {
         self.name_stacks(functions);
-        let unnamed_jit = self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default();
         let names = &self.frame_names;
         let mut samples: Vec<Sample> = self
             .named
-            .into_iter()
-            .map(|((pid, path, frames, kernel, complete), count)| Sample {
-                pid,
-                path,
-                frames: names.names(&frames),
-                kernel: names.names(&kernel),
-                complete,
-                count,
+            .stacks()
+            .map(|((pid, path, complete), ids, count)| {
+                let (frames, kernel) = names.split_kernel(&ids);
+                Sample {
+                    pid: *pid,
+                    path: path.clone(),
+                    frames,
+                    kernel,
+                    complete: *complete,
+                    count,
+                }
             })
             .collect();
         samples.sort_by(|a, b| {
@@ -243,8 +268,23 @@ impl SampleAggregator {
                 .cmp(&a.count)
                 .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
         });
-        (samples, unnamed_jit)
+        NamedSamples {
+            samples,
+            unnamed_jit_pids: self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default(),
+            unreadable: self.unreadable,
+            cut: self.named.cut_samples,
+        }
     }
+}
+
+pub struct NamedSamples {
+    pub samples: Vec<Sample>,
+    /// Processes whose JIT code had no names.
+    pub unnamed_jit_pids: Vec<u32>,
+    /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
+    pub unreadable: u64,
+    /// Samples whose stack was cut at the limit of the stacks' tree.
+    pub cut: u64,
 }
 
 fn maps_contain(maps: &[Mapping], addr: u64) -> bool {
@@ -355,6 +395,26 @@ mod tests {
             ("SSL_do_handshake", " [handshake]".into()),
             ("EVP_DigestSign", " [sign]".into()),
         ]
+    }
+
+    #[test]
+    fn tree_frames_split_into_user_and_kernel_and_a_cut_follows_its_frames() {
+        let mut names = FrameNames::default();
+        let ids = names.ids(["main", "write", "ksys_write"].map(String::from));
+        let (main, write, ksys) = (ids[0], ids[1], ids[2] | KERNEL_FRAME);
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            names.split_kernel(&[main, write, ksys]),
+            (strings(&["main", "write"]), strings(&["ksys_write"]))
+        );
+        assert_eq!(
+            names.split_kernel(&[main, stack_tree::CUT]),
+            (strings(&["main", CUT_NAME]), vec![])
+        );
+        assert_eq!(
+            names.split_kernel(&[main, write, ksys, stack_tree::CUT]),
+            (strings(&["main", "write"]), strings(&["ksys_write", CUT_NAME]))
+        );
     }
 
     #[test]
