@@ -920,10 +920,12 @@ class Bench:
                         # every condition runs about as often on each twin and a difference between them cancels.
                         self.overhead_run(rnd, workload, cond, (rnd + w + self.conditions.index(cond)) % 2)
                         time.sleep(0.5)
-                for derive_alg, sign_alg in a.fixture_ops:
-                    for as_speed in (False, True):
-                        self.fixture_run(rnd, derive_alg, sign_alg, as_speed)
-                self.speed_run(rnd)
+                # Per-operation figures of a few seconds each move by ±10% with the neighbours here: more of them.
+                for _ in range(a.accuracy_repeats):
+                    for derive_alg, sign_alg in a.fixture_ops:
+                        for as_speed in (False, True):
+                            self.fixture_run(rnd, derive_alg, sign_alg, as_speed)
+                    self.speed_run(rnd)
                 self.save_raw()
             if a.long_minutes > 0:
                 self.long_run()
@@ -949,7 +951,7 @@ def settings_of(args):
     return {
         "rounds": args.rounds, "seconds": args.seconds, "long_minutes": args.long_minutes,
         "full_clients": args.full_clients, "conditions": list(args.conditions),
-        "speed_seconds": args.speed_seconds, "smoke": args.smoke,
+        "speed_seconds": args.speed_seconds, "accuracy_repeats": args.accuracy_repeats, "smoke": args.smoke,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
     }
 
@@ -960,9 +962,9 @@ def reproduce_command(s):
         return "sudo python3 scripts/bench.py --smoke"
     parts = ["sudo python3 scripts/bench.py"]
     defaults = {"rounds": 5, "seconds": 10, "long_minutes": 10, "full_clients": 2,
-                "speed_seconds": 2}
+                "speed_seconds": 2, "accuracy_repeats": 3}
     for key, default in defaults.items():
-        if s[key] != default:
+        if s.get(key, default) != default:
             parts.append(f"--{key.replace('_', '-')} {s[key]}")
     if s["conditions"] != DEFAULT_CONDITIONS:
         parts.append(f"--conditions {','.join(s['conditions'])}")
@@ -1318,8 +1320,8 @@ def render(data):
 
     w("## Accuracy: CPU per operation (µs)")
     w("")
-    w("tlsprof profiles the ground-truth fixture (`tests/fixtures/crypto_ops.c`, one run per round for X25519 + "
-      "RSA-2048 and one for P-256 + ECDSA P-256, derivations and signatures interleaved as in handshakes, so "
+    w(f"tlsprof profiles the ground-truth fixture (`tests/fixtures/crypto_ops.c`, {s.get('accuracy_repeats', 1)} "
+      "run(s) per round for X25519 + RSA-2048 and as many for P-256 + ECDSA P-256 in each mode, derivations and signatures interleaved as in handshakes, so "
       "that any probe window sees both); the fixture times each call with its thread CPU clock, once "
       "before tlsprof attaches (*unprobed*: the ground truth) and once under the probes (*probed*: the same pass "
       "tlsprof measures; *− hits*: minus the entry and return hits of every probed function the operation enters "
@@ -1489,6 +1491,8 @@ def parse_args(argv):
     p.add_argument("--conditions", default=",".join(DEFAULT_CONDITIONS),
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: all; 'none' is always run)")
     p.add_argument("--speed-seconds", type=int, default=2, help="`openssl speed -seconds` (default 2)")
+    p.add_argument("--accuracy-repeats", type=int, default=3,
+                   help="fixture runs and `openssl speed` runs per round, for each operation (default 3)")
     p.add_argument("--tlsprof", default=os.path.join(REPO, "target/release/tlsprof"), help="the tlsprof binary")
     p.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"), help="where to write the tables")
     p.add_argument("--raw", help="also write every measurement as JSON here")
@@ -1499,15 +1503,16 @@ def parse_args(argv):
                    help="test-sized run: 1 round, 2 s per run, no long recording; skips bpftrace/perf if absent")
     args = p.parse_args(argv)
     if args.smoke:
-        args.rounds, args.seconds, args.long_minutes, args.speed_seconds = 1, 2, 0, 1
+        args.rounds, args.seconds, args.long_minutes, args.speed_seconds, args.accuracy_repeats = 1, 2, 0, 1, 1
     conds = [c.strip() for c in args.conditions.split(",") if c.strip()]
     unknown = [c for c in conds if c not in CONDITIONS]
     if unknown:
         p.error(f"unknown condition {unknown[0]!r}: choose from {', '.join(CONDITIONS)}")
     args.conditions = ["none"] + [c for c in DEFAULT_CONDITIONS if c in conds and c != "none"]
-    if args.rounds < 1 or args.seconds < 2 or args.full_clients < 1 or args.long_minutes < 0:
-        p.error("--rounds and --full-clients must be ≥ 1, --seconds ≥ 2 (s_time counts whole seconds), "
-                "--long-minutes ≥ 0")
+    if (args.rounds < 1 or args.seconds < 2 or args.full_clients < 1 or args.long_minutes < 0
+            or args.accuracy_repeats < 1):
+        p.error("--rounds, --full-clients and --accuracy-repeats must be ≥ 1, --seconds ≥ 2 (s_time counts whole "
+                "seconds), --long-minutes ≥ 0")
     # Operations per fixture run: enough for about a second of CPU each (the smoke run: a tenth of that).
     scale = 10 if args.smoke else 1
     args.fixture_ops = {("x25519", "rsa2048"): (10000 // scale, 1000 // scale),
