@@ -800,7 +800,8 @@ class Bench:
             fn_calls = sum(f["calls"] or 0 for f in rep.get("functions", []) if f.get("stage") == stage)
             rec[f"{stage}_functions_per_op"] = fn_calls / s["calls"] if s.get("calls") else None
         self.data["accuracy"].append(rec)
-        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{' as speed' if as_speed else ''}: derive tlsprof {fnum(rec['tlsprof_derive_us'])} "
+        mode = " as speed" if as_speed else ""
+        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{mode}: derive tlsprof {fnum(rec['tlsprof_derive_us'])} "
             f"vs {truth['unprobed_derive_cpu_us']:.1f} µs, sign tlsprof {fnum(rec['tlsprof_sign_us'])} "
             f"vs {truth['unprobed_sign_cpu_us']:.1f} µs (unprobed)")
 
@@ -1321,8 +1322,7 @@ def render(data):
     w("## Accuracy: CPU per operation (µs)")
     w("")
     w(f"tlsprof profiles the ground-truth fixture (`tests/fixtures/crypto_ops.c`, {s.get('accuracy_repeats', 1)} "
-      "run(s) per round for X25519 + RSA-2048 and as many for P-256 + ECDSA P-256 in each mode, derivations and signatures interleaved as in handshakes, so "
-      "that any probe window sees both); the fixture times each call with its thread CPU clock, once "
+      "run(s) per round for X25519 + RSA-2048 and as many for P-256 + ECDSA P-256 in each mode); the fixture times each call with its thread CPU clock, once "
       "before tlsprof attaches (*unprobed*: the ground truth) and once under the probes (*probed*: the same pass "
       "tlsprof measures; *− hits*: minus the entry and return hits of every probed function the operation enters "
       "(from tlsprof's function table), at tlsprof's calibrated cost per hit). The unprobed pass runs first, "

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Named stacks kept as a tree: each distinct stack prefix once, with a fixed most number of nodes.
+//! Named stacks kept as a tree: each distinct stack prefix once, up to a fixed number of nodes.
 //!
 //! A long recording keeps finding stacks it has not seen (10–15 a second on a busy nginx worker), nearly all
 //! of them a known stack with different last frames. A table of whole stacks grows by a whole stack for each;
