@@ -17,7 +17,7 @@ const FIRST_CHUNK: Duration = Duration::from_millis(200);
 /// Unspent budget is kept for at most this long of the targets' CPU: a quiet hour does not pay for minutes
 /// of costly probing later.
 const SAVED: Duration = Duration::from_secs(10);
-/// Below this much target CPU in a chunk, /proc's 10 ms ticks make the ratio meaningless: count it as this.
+/// Below this much target CPU in a chunk (a nearly idle target), the ratio says nothing: count it as this.
 const MIN_CPU_MS: f64 = 10.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -51,7 +51,7 @@ pub struct Recording {
 pub struct Target {
     pub pid: u32,
     pub comm: String,
-    /// CPU the whole process used while recorded (all threads, user + system), from /proc/PID/stat.
+    /// CPU the whole process used while recorded (all threads, user + system), from its CPU-time clock.
     pub process_cpu_ms: f64,
     /// The part of it used while the stage probes were attached: what stage figures compare with.
     pub probed_cpu_ms: f64,

@@ -97,7 +97,7 @@ pub fn text(rec: &Recording) -> String {
     );
     let _ = writeln!(
         out,
-        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms{}, from /proc)",
+        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms{}, from its CPU clock)",
         tls_ms,
         pct(tls_ms, proc_ms),
         proc_ms,

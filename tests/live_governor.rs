@@ -14,13 +14,14 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
     let worker = nginx.workers()[0];
     let speed_before = openssl_speed_rsa2048_sign_us();
     let recording = scratch.path("governed.tlsprof");
-    // An RSA-2048 handshake's dozen probe hits cost more than 0.5% of its CPU. (Above the 0.3% default, so
-    // that a 10 s recording holds several windows.)
+    // An RSA-2048 handshake's dozen probe hits cost 3-4% of its CPU while attached, single-stepped entries
+    // included: a budget of 1% still pauses them, and repays a 1 s window in about 3 s, so that a 10 s
+    // recording holds several windows (at 0.5% the second came after about 9 s: sometimes too late).
     let rec = Recorder::start(&[
         "--pid",
         &worker.to_string(),
         "--max-overhead",
-        "0.5",
+        "1",
         "-o",
         recording.to_str().unwrap(),
     ]);
@@ -35,14 +36,14 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
         fraction < 0.9 && f(&p["windows"]) >= 2.0,
         "probes were not paused: {p}\n{summary}"
     );
-    assert!(f(&p["peak_overhead"]) > 0.005, "{p}");
+    assert!(f(&p["peak_overhead"]) > 0.01, "{p}");
     // The estimated cost over the whole recording: within the budget, but for the first 0.2 s window, which
     // runs before its cost is known, and the hits while it is detached; each at most the highest cost seen,
     // over 0.2 s of the recording. Later windows keep the cost of their end in the account.
     let overall = f(&r["probe_overhead_ms"]) / f(&r["process_cpu_ms"]);
     let first_window = 2.0 * f(&p["peak_overhead"]) * 0.2 / f(&r["duration_s"]);
     assert!(
-        overall <= 0.005 + first_window,
+        overall <= 0.01 + first_window,
         "probes cost {:.2}% of the worker's CPU over the recording\n{summary}",
         overall * 100.0
     );
