@@ -317,6 +317,10 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def relative_error(value, truth):
+    return (value / truth - 1) if value and truth else None
+
+
 def spread(xs):
     xs = [x for x in xs if x is not None]
     return (min(xs), max(xs)) if xs else (None, None)
@@ -1038,10 +1042,9 @@ def accuracy_rows(data):
     fixture making it as speed does (the same operation on both sides)."""
     rows = []
     for name, (d, s), stage, speed_key in OPERATIONS:
-        def runs(as_speed):
-            return [r for r in data["accuracy"]
-                    if (r["derive_alg"], r["sign_alg"]) == (d, s) and r.get("as_speed", False) == as_speed]
-        recs, speed_recs = runs(False), runs(True)
+        runs = [r for r in data["accuracy"] if (r["derive_alg"], r["sign_alg"]) == (d, s)]
+        recs = [r for r in runs if not r.get("as_speed")]
+        speed_recs = [r for r in runs if r.get("as_speed")]
         ours = [r[f"tlsprof_{stage}_us"] for r in recs]
         unprobed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in recs]
         probed = [r["truth"][f"{stage}_cpu_us"] for r in recs]
@@ -1051,21 +1054,18 @@ def accuracy_rows(data):
         speed = [r[speed_key] for r in data["speed"]]
         ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]
         fixture_as_speed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in speed_recs]
-        calls = [r[f"tlsprof_{stage}_calls"] for r in recs + speed_recs]
-        expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in recs + speed_recs]
+        calls = [r[f"tlsprof_{stage}_calls"] for r in runs]
+        expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]
         m_ours, m_unp, m_speed, m_ours_sp = med(ours), med(unprobed), med(speed), med(ours_as_speed)
-
-        def err(a, b):
-            return (a / b - 1) if a and b else None
         rows.append({
             "name": name, "ours": ours, "unprobed": unprobed, "probed": probed, "probed_corr": probed_corr,
             "hits": med(hits), "speed": speed, "ours_as_speed": ours_as_speed, "fixture_as_speed": fixture_as_speed,
             "calls_ok": all(c == e for c, e in zip(calls, expected)) and bool(recs),
-            "err_fixture": err(m_ours, m_unp),
-            "err_probed": err(m_ours, med(probed_corr)),
-            "err_speed": err(m_ours_sp, m_speed),
-            "err_fixture_as_speed": err(m_ours_sp, med(fixture_as_speed)),
-            "libssl_vs_speed": err(m_unp, m_speed),
+            "err_fixture": relative_error(m_ours, m_unp),
+            "err_probed": relative_error(m_ours, med(probed_corr)),
+            "err_speed": relative_error(m_ours_sp, m_speed),
+            "err_fixture_as_speed": relative_error(m_ours_sp, med(fixture_as_speed)),
+            "libssl_vs_speed": relative_error(m_unp, m_speed),
         })
     return rows
 
@@ -1210,7 +1210,8 @@ def render(data):
       f"in the order {', '.join(s['conditions'])}, rotated by one each round); {s['seconds']} s of load per run; "
       f"full handshakes from {s['full_clients']} `openssl s_time -new` client(s) per twin; keep-alive from one "
       f"`wrk -t1 -c4` per twin; long recording {s['long_minutes']:g} min of the full-handshake load on both "
-      f"twins, tlsprof on twin A. Targets: two identical nginx instances, twins A and B: 1 worker each, 127.0.0.1, RSA-2048 "
+      f"twins, tlsprof on twin A. Targets: two identical nginx instances, twins A and B: 1 worker each, "
+      f"127.0.0.1, RSA-2048 "
       f"certificate, TLS 1.3 only, no session cache or tickets (every handshake is full), each with its own copy "
       f"of libssl and libcrypto.{pinned}")
     w("")
@@ -1322,7 +1323,8 @@ def render(data):
     w("## Accuracy: CPU per operation (µs)")
     w("")
     w(f"tlsprof profiles the ground-truth fixture (`tests/fixtures/crypto_ops.c`, {s.get('accuracy_repeats', 1)} "
-      "run(s) per round for X25519 + RSA-2048 and as many for P-256 + ECDSA P-256 in each mode); the fixture times each call with its thread CPU clock, once "
+      "run(s) per round for X25519 + RSA-2048 and as many for P-256 + ECDSA P-256 in each mode); the fixture "
+      "times each call with its thread CPU clock, once "
       "before tlsprof attaches (*unprobed*: the ground truth) and once under the probes (*probed*: the same pass "
       "tlsprof measures; *− hits*: minus the entry and return hits of every probed function the operation enters "
       "(from tlsprof's function table), at tlsprof's calibrated cost per hit). The unprobed pass runs first, "

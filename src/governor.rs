@@ -267,9 +267,9 @@ mod tests {
     }
 
     #[test]
-    fn idle_targets_are_not_paused_for_tick_rounding() {
+    fn nearly_idle_targets_are_not_paused() {
         let t0 = Instant::now();
-        // One handshake's 16 hits while /proc shows no CPU at all yet.
+        // One handshake's 16 hits while the target's clock shows no CPU at all yet.
         let mut g = Governor::new(0.5, t0, 0.0, 0.0);
         assert_eq!(g.tick(t0 + secs(1.0), ms(16), 0.0), Action::Stay);
         assert_eq!(g.tick(t0 + secs(2.0), ms(32), 0.0), Action::Stay);

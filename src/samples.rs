@@ -234,13 +234,14 @@ impl SampleAggregator {
                 })
                 .collect();
             let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a, &mut self.sections).to_vec());
-            let frames = self.frame_names.ids(frames);
-            let kernel = self.frame_names.ids(k.kernel.iter().rev().map(|&a| sym.kernel_name(a)));
-            self.named.add(
-                &(k.pid, k.path, k.complete && placed),
-                frames.into_iter().chain(kernel.into_iter().map(|f| f | KERNEL_FRAME)),
-                count,
+            let mut ids = self.frame_names.ids(frames);
+            ids.extend(
+                k.kernel
+                    .iter()
+                    .rev()
+                    .map(|&a| self.frame_names.id(sym.kernel_name(a)) | KERNEL_FRAME),
             );
+            self.named.add(&(k.pid, k.path, k.complete && placed), ids, count);
         }
     }
 

@@ -12,7 +12,7 @@ use std::hash::Hash;
 /// stacks already kept.
 pub const CUT: u32 = u32::MAX;
 
-/// Marks a root node (its `frame` is the index of its key), and the end of a list of children.
+/// No node: a root's parent, the end of a list of children.
 const NONE: u32 = u32::MAX;
 
 /// Children are a linked list: most nodes have one or two, and the nodes' memory then grows by one node at a
@@ -27,7 +27,6 @@ struct Node {
 }
 
 pub struct StackTree<K> {
-    keys: Vec<K>,
     roots: HashMap<K, u32>,
     nodes: Vec<Node>,
     max_nodes: usize,
@@ -36,11 +35,11 @@ pub struct StackTree<K> {
 }
 
 impl<K: Clone + Eq + Hash> StackTree<K> {
-    /// A tree of at most `max_nodes` nodes (roots included), and then at most one CUT node below each. Their
-    /// memory is reserved, not touched: it is used as the tree grows, without moving.
+    /// A tree that adds frame nodes while it has fewer than `max_nodes` nodes (roots included), and then at
+    /// most one CUT node below each. Their memory is reserved, not touched: it is used as the tree grows,
+    /// without moving.
     pub fn new(max_nodes: usize) -> Self {
         StackTree {
-            keys: Vec::new(),
             roots: HashMap::new(),
             nodes: Vec::with_capacity(2 * max_nodes),
             max_nodes,
@@ -54,8 +53,7 @@ impl<K: Clone + Eq + Hash> StackTree<K> {
         let mut at = match self.roots.get(key) {
             Some(&root) => root,
             None => {
-                let root = self.push(NONE, self.keys.len() as u32);
-                self.keys.push(key.clone());
+                let root = self.push(NONE, NONE, NONE);
                 self.roots.insert(key.clone(), root);
                 root
             }
@@ -77,19 +75,20 @@ impl<K: Clone + Eq + Hash> StackTree<K> {
 
     /// Every stack with samples: its key, its frames outermost first, and its count.
     pub fn stacks(&self) -> impl Iterator<Item = (&K, Vec<u32>, u64)> + '_ {
+        let key_of: HashMap<u32, &K> = self.roots.iter().map(|(key, &root)| (root, key)).collect();
         self.nodes
             .iter()
             .enumerate()
             .filter(|(_, n)| n.count > 0)
-            .map(|(i, n)| {
+            .map(move |(i, n)| {
                 let mut frames = Vec::new();
-                let mut at = &self.nodes[i];
-                while at.parent != NONE {
-                    frames.push(at.frame);
-                    at = &self.nodes[at.parent as usize];
+                let mut at = i as u32;
+                while self.nodes[at as usize].parent != NONE {
+                    frames.push(self.nodes[at as usize].frame);
+                    at = self.nodes[at as usize].parent;
                 }
                 frames.reverse();
-                (&self.keys[at.frame as usize], frames, n.count)
+                (key_of[&at], frames, n.count)
             })
     }
 
@@ -105,20 +104,19 @@ impl<K: Clone + Eq + Hash> StackTree<K> {
         None
     }
 
+    /// A new first child of `parent`.
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let next_sibling = self.nodes[parent as usize].first_child;
-        let child = self.push(parent, frame);
-        self.nodes[child as usize].next_sibling = next_sibling;
+        let child = self.push(parent, frame, self.nodes[parent as usize].first_child);
         self.nodes[parent as usize].first_child = child;
         child
     }
 
-    fn push(&mut self, parent: u32, frame: u32) -> u32 {
+    fn push(&mut self, parent: u32, frame: u32, next_sibling: u32) -> u32 {
         self.nodes.push(Node {
             parent,
             frame,
             first_child: NONE,
-            next_sibling: NONE,
+            next_sibling,
             count: 0,
         });
         (self.nodes.len() - 1) as u32
