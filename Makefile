@@ -2,7 +2,7 @@
 # Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: deps build test demo bench lint clean
+.PHONY: deps build test demo bench lint golden clean
 
 deps:
 	scripts/install-deps.sh
@@ -29,3 +29,7 @@ lint:
 clean:
 	$(CARGO) clean
 	rm -rf out
+
+# Rewrites tests/golden/ from the checked-in recordings after an intended output change: review its diff.
+golden: build
+	TLSPROF_BLESS=1 $(CARGO) test --release --locked --test golden

@@ -160,6 +160,7 @@ pub fn svg(before: &Recording, after: &Recording, out: impl Write) -> Result<()>
     let mut fg = flamegraph::Options::default();
     fg.title = "tlsprof diff: red grew, blue shrank (after vs before)".into();
     fg.count_name = "samples".into();
+    fg.deterministic = true;
     let text = String::from_utf8(diff).context("differential output")?;
     flamegraph::from_lines(&mut fg, text.lines(), out).context("draw the differential flame graph")
 }

@@ -34,6 +34,8 @@ pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
     let mut opts = Options::default();
     opts.title = "tlsprof: CPU of the recorded processes, by TLS stage".into();
     opts.count_name = "samples".into();
+    // Colours from a hash of the frame name instead of a random draw: the same recording draws the same SVG.
+    opts.deterministic = true;
     flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out).context("draw the flame graph")
 }
 
