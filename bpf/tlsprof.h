@@ -6,7 +6,8 @@
 /* Nesting depth of stage frames tracked per thread; deeper calls are counted in depth_overflow. */
 #define TLSPROF_MAX_DEPTH 12
 
-/* Stage ids; user space names them (src/catalogue.rs). STAGE_NONE marks functions that only carry facts. */
+/* Stage ids. User space generates its Stage enum from this list (build.rs): a stage's name is its id's
+ * suffix in lower case. STAGE_NONE marks functions that only carry facts. */
 enum tlsprof_stage {
 	STAGE_NONE = 0,
 	STAGE_HANDSHAKE = 1,
@@ -45,11 +46,17 @@ enum tlsprof_func_flags {
 	FF_STEPPED = 1 << 9,
 };
 
-/* Attach cookie layout: function id | stage | argument that is NULL for a length query | flags. */
+/* Attach cookie layout, low bits first: function id (16 bits) | stage (8) | 1-based argument that is NULL
+ * for a length query (8) | flags (16). User space packs cookies with these shifts (src/catalogue). */
+enum tlsprof_cookie_shift {
+	COOKIE_STAGE_SHIFT = 16,
+	COOKIE_NULL_ARG_SHIFT = 24,
+	COOKIE_FLAGS_SHIFT = 32,
+};
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
-#define COOKIE_STAGE(c) ((__u8)(((c) >> 16) & 0xff))
-#define COOKIE_NULL_ARG(c) ((__u8)(((c) >> 24) & 0xff))
-#define COOKIE_FLAGS(c) ((__u16)(((c) >> 32) & 0xffff))
+#define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))
+#define COOKIE_NULL_ARG(c) ((__u8)(((c) >> COOKIE_NULL_ARG_SHIFT) & 0xff))
+#define COOKIE_FLAGS(c) ((__u16)(((c) >> COOKIE_FLAGS_SHIFT) & 0xffff))
 
 /* Call-tree node: the path of function ids from the outermost stage frame down. */
 struct tree_key {

@@ -1,28 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
-mod advice;
-mod anatomy;
-mod attach;
-mod bpf;
-mod calibrate;
-mod catalogue;
-mod collect;
-mod diff;
-mod flame;
-mod governor;
-mod objects;
-mod profile;
-mod prologue;
-mod report;
-mod samples;
-mod speed;
-mod stack_tree;
-mod symbolize;
-mod targets;
-mod unwind;
-mod wire;
-
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -34,13 +12,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::attach::{AttachOptions, HelloCapture};
-use crate::collect::RecordOptions;
-use crate::profile::{CallGraph, Recording};
-
-/// TLSPROF_MAX_STACK_BYTES in bpf/tlsprof.h: the size of the stack field, the last of a sample.
-const MAX_STACK_BYTES: u32 =
-    (std::mem::size_of::<bpf::types::stack_sample>() - std::mem::offset_of!(bpf::types::stack_sample, stack)) as u32;
+use clap::ValueEnum;
+use tlsprof::model::{CallGraph, Recording};
+use tlsprof::output::{diff, flame, text};
+use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
 #[command(
@@ -79,7 +54,7 @@ enum Command {
         /// How to capture user stacks: copy the stack and unwind it with DWARF unwind tables, or follow
         /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
         #[arg(long, value_enum, default_value = "dwarf")]
-        call_graph: CallGraph,
+        call_graph: CallGraphArg,
         /// Bytes of user stack copied per sample for --call-graph dwarf: Node.js's main thread needs about
         /// 40 KiB to reach main() from a TLS handshake; nginx about 8 KiB.
         #[arg(long, value_name = "BYTES", default_value_t = 65536)]
@@ -89,7 +64,7 @@ enum Command {
         kernel: bool,
         /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
         #[arg(long, value_enum, default_value = "sampled")]
-        hello_capture: HelloCapture,
+        hello_capture: HelloCaptureArg,
         /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
         /// enough to cost more, the probes are attached part of the time and counts are scaled from those
         /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The default
@@ -126,6 +101,26 @@ enum Command {
         #[arg(long)]
         folded: bool,
     },
+}
+
+/// How to capture user stacks (model::CallGraph).
+#[derive(Clone, Copy, ValueEnum)]
+enum CallGraphArg {
+    /// Copy the user stack and unwind it with .eh_frame/.debug_frame (frame pointers for JIT code).
+    Dwarf,
+    /// Follow frame pointers in the kernel: cheaper, wrong through code built without them.
+    Fp,
+}
+
+/// When to watch the socket calls that carry ServerHellos (record::HelloCapture).
+#[derive(Clone, Copy, ValueEnum)]
+enum HelloCaptureArg {
+    /// 1 s in every 10 s: the handshake mix is sampled from the connections made in those windows.
+    Sampled,
+    /// All the time: every handshake's version, cipher and group, for a little CPU on every socket call.
+    Always,
+    /// Never: version, cipher suite and group stay unknown.
+    Off,
 }
 
 fn main() -> ExitCode {
@@ -187,10 +182,17 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
             }
             let attach = AttachOptions {
-                hello_capture,
+                hello_capture: match hello_capture {
+                    HelloCaptureArg::Sampled => HelloCapture::Sampled,
+                    HelloCaptureArg::Always => HelloCapture::Always,
+                    HelloCaptureArg::Off => HelloCapture::Off,
+                },
                 freq_hz: freq,
                 all_probes,
-                call_graph,
+                call_graph: match call_graph {
+                    CallGraphArg::Dwarf => CallGraph::Dwarf,
+                    CallGraphArg::Fp => CallGraph::Fp,
+                },
                 stack_bytes,
                 kernel_stacks: kernel,
             };
@@ -200,18 +202,18 @@ fn run(cli: Cli) -> Result<()> {
                 attach,
                 max_overhead_pct: max_overhead,
             };
-            let rec = collect::record(&procs, &opts, stop)?;
+            let rec = record::record(&procs, &opts, stop)?;
             rec.save(&output)?;
-            print!("{}", report::text(&rec));
+            print!("{}", text::text(&rec));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
         Command::Report { file, json } => {
             let rec = Recording::load(&file)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report::json(&rec))?);
+                println!("{}", serde_json::to_string_pretty(&text::json(&rec))?);
             } else {
-                print!("{}", report::text(&rec));
+                print!("{}", text::text(&rec));
             }
             Ok(())
         }

@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The profile model: what a recording holds, its file format, and the figures derived from it.
+//! The profile model: what a recording holds and its file format. Pure data: nothing here touches the
+//! kernel, the targets or the command line.
+
+mod histogram;
+mod probe_cost;
+
+pub use histogram::CpuHistogram;
+pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -8,9 +15,13 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{Hits, ProbeCost};
 use crate::catalogue::Stage;
-use crate::objects::{Flavor, Symbols};
+
+/// The operations `openssl speed` measures for advice: the keys of [`Recording::openssl_speed`].
+pub mod speed_ops {
+    pub const ECDSA_P256_SIGN: &str = "ecdsap256_sign";
+    pub const X25519_DERIVE: &str = "ecdhx25519_derive";
+}
 
 pub const FORMAT: &str = "tlsprof-recording";
 pub const FORMAT_VERSION: u32 = 7;
@@ -69,6 +80,30 @@ pub struct Probing {
     pub peak_overhead: f64,
 }
 
+/// What kind of TLS code a file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavor {
+    /// A shared OpenSSL library (libssl/libcrypto).
+    Shared,
+    /// OpenSSL linked into the executable (Node.js).
+    Static,
+    /// Only the application's own TLS glue (nginx's session cache callbacks).
+    App,
+}
+
+/// Which OpenSSL functions the file lets us see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Symbols {
+    /// Only the public API: stages are seen through EVP_*, SSL_*, X509_* calls.
+    Exported,
+    /// Internal handshake functions too (tls_construct_*, ssl_derive, ...).
+    Internal,
+    /// No OpenSSL functions: application functions only.
+    None,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Library {
     pub path: String,
@@ -98,7 +133,7 @@ pub struct TreeNode {
 }
 
 /// How user stacks were captured (--call-graph).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallGraph {
     /// Copy the user stack and unwind it with .eh_frame/.debug_frame (frame pointers for JIT code).
@@ -167,57 +202,6 @@ pub struct Lost {
     pub missed_returns: u64,
     pub threads: u64,
     pub connections: u64,
-}
-
-/// Log-scale histogram (1% wide buckets): bounded memory whatever the number of values.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct CpuHistogram {
-    pub count: u64,
-    pub sum_ns: u64,
-    pub buckets: BTreeMap<u32, u64>,
-}
-
-const BUCKET_GROWTH: f64 = 1.01;
-
-impl CpuHistogram {
-    pub fn add(&mut self, ns: u64) {
-        self.count += 1;
-        self.sum_ns += ns;
-        let bucket = ((ns.max(1) as f64).ln() / BUCKET_GROWTH.ln()).floor() as u32;
-        *self.buckets.entry(bucket).or_default() += 1;
-    }
-
-    pub fn merge(&mut self, other: &CpuHistogram) {
-        self.count += other.count;
-        self.sum_ns += other.sum_ns;
-        for (b, n) in &other.buckets {
-            *self.buckets.entry(*b).or_default() += n;
-        }
-    }
-
-    pub fn mean_ns(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum_ns as f64 / self.count as f64
-        }
-    }
-
-    /// The value below which fraction `q` of the values lie, to within the 1% bucket width.
-    pub fn quantile_ns(&self, q: f64) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let rank = (q * self.count as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (b, n) in &self.buckets {
-            seen += n;
-            if seen >= rank {
-                return BUCKET_GROWTH.powf(*b as f64 + 0.5);
-            }
-        }
-        0.0
-    }
 }
 
 impl Recording {
@@ -627,20 +611,6 @@ pub(crate) mod tests {
         let fin = figs.iter().find(|f| f.name == "EVP_DigestSignFinal").unwrap();
         assert_eq!(fin.calls, 6);
         assert_eq!(fin.cpu_ns, 4_320_000);
-    }
-
-    #[test]
-    fn histogram_quantiles_are_within_a_bucket() {
-        let mut h = CpuHistogram::default();
-        for i in 1..=1000u64 {
-            h.add(i * 1000);
-        }
-        assert_eq!(h.count, 1000);
-        assert!((h.mean_ns() - 500_500.0).abs() < 1.0);
-        let p50 = h.quantile_ns(0.5);
-        let p99 = h.quantile_ns(0.99);
-        assert!((p50 / 500_000.0 - 1.0).abs() < 0.015, "p50 {p50}");
-        assert!((p99 / 990_000.0 - 1.0).abs() < 0.015, "p99 {p99}");
     }
 
     #[test]

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::bpf::types::{stack_sample, tlsprof_call_graph};
-use crate::profile::{Function, Sample};
-use crate::stack_tree::{self, StackTree};
-use crate::symbolize::FrameSymbolizer;
-use crate::targets::Mapping;
-use crate::unwind::{self, ProcessUnwinder, SectionCache};
+use super::bpf::types::{stack_sample, tlsprof_call_graph};
+use super::stack_tree::{self, StackTree};
+use super::symbolize::FrameSymbolizer;
+use super::targets::Mapping;
+use super::unwind::{self, ProcessUnwinder, SectionCache};
+use crate::model::{Function, Sample};
 
 /// (pid, stage path, whole stack): a root of the named stacks' tree. Below it, frames are indexes into the
 /// frame names, the user frames then the kernel ones: thousands of distinct stacks of a few hundred names.
@@ -73,6 +73,8 @@ const MAX_TRUSTED_INNER: usize = 3;
 
 /// Size of a stack_sample before its variable-length stack bytes.
 pub const HEADER_LEN: usize = std::mem::offset_of!(stack_sample, stack);
+/// TLSPROF_MAX_STACK_BYTES in bpf/tlsprof.h: the size of the stack field, the last of a sample.
+pub const MAX_STACK_BYTES: u32 = (std::mem::size_of::<stack_sample>() - HEADER_LEN) as u32;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct StackKey {
@@ -136,7 +138,7 @@ impl SampleAggregator {
 
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
-        if !crate::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
+        if !super::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
             self.unreadable += 1;
             return;
         }
@@ -289,7 +291,7 @@ pub struct NamedSamples {
 }
 
 fn maps_contain(maps: &[Mapping], addr: u64) -> bool {
-    crate::targets::mapping_for(maps, addr).is_some_and(|m| m.executable)
+    super::targets::mapping_for(maps, addr).is_some_and(|m| m.executable)
 }
 
 /// The part of the copied stack that starts at `from` (a higher address than `sp`).

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::catalogue::Stage;
-use crate::profile::{CpuHistogram, Recording, Role};
-use crate::speed;
+use crate::model::speed_ops as speed;
+use crate::model::{CpuHistogram, Recording, Role};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
@@ -49,7 +49,7 @@ fn ms(ns: f64) -> f64 {
 fn most_common(
     rec: &Recording,
     role: Role,
-    field: impl Fn(&crate::profile::HandshakeGroup) -> Option<&String>,
+    field: impl Fn(&crate::model::HandshakeGroup) -> Option<&String>,
 ) -> Option<String> {
     let mut best: Option<(&String, u64)> = None;
     for g in rec.handshakes.iter().filter(|g| g.role == role && !g.resumed) {
@@ -258,7 +258,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::tests::sample_recording;
+    use crate::model::tests::sample_recording;
 
     fn ids(rec: &Recording) -> Vec<&'static str> {
         advise(rec).iter().map(|a| a.id).collect()

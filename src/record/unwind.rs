@@ -12,7 +12,7 @@ use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ReadCache};
 
-use crate::targets::Mapping;
+use super::targets::Mapping;
 
 /// Frames past this many are dropped (runaway frame-pointer chains).
 const MAX_FRAMES: usize = 256;
@@ -198,7 +198,7 @@ pub fn from_return_addresses(ips: &[u64]) -> Unwound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::Process;
+    use crate::record::targets::Process;
 
     /// Captures this thread's registers and stack at a known call depth.
     #[inline(never)]
@@ -241,7 +241,8 @@ mod tests {
         let mut cache = SectionCache::default();
         let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut cache);
         let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
-        let mut sym = crate::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
+        let mut sym =
+            crate::record::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
         let names: Vec<String> = unwound
             .addrs
             .iter()
@@ -271,7 +272,7 @@ mod tests {
         let me = Process::from_pid(std::process::id()).unwrap();
         let maps = me.maps().unwrap();
         let start = recorded_caller as *const () as usize as u64;
-        let m = crate::targets::mapping_for(&maps, start).unwrap();
+        let m = crate::record::targets::mapping_for(&maps, start).unwrap();
         let offset = start - m.start + m.offset;
         let path = std::path::PathBuf::from(m.display_path());
         let mut cache = SectionCache::default();

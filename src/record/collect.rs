@@ -12,20 +12,22 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
 
-use crate::advice;
-use crate::anatomy;
-use crate::attach::{self, AttachOptions, Attached, HelloCapture};
-use crate::bpf;
-use crate::bpf::types::{
+use super::anatomy;
+use super::attach::{self, AttachOptions, Attached, HelloCapture};
+use super::bpf;
+use super::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
 };
-use crate::calibrate::{Hits, ProbeCost};
-use crate::governor::{Action, Governor};
-use crate::profile::{self, CpuHistogram, HandshakeGroup, Lost, Probing, Recording, Role, Target, TreeNode};
-use crate::samples::SampleAggregator;
-use crate::speed;
-use crate::targets::{self, Process};
-use crate::wire;
+use crate::analyze::advice;
+
+use super::governor::{Action, Governor};
+use super::samples::SampleAggregator;
+use super::speed;
+use super::targets::{self, Process};
+use super::wire;
+use crate::model::{
+    self, corrected_tree, CpuHistogram, HandshakeGroup, Hits, Lost, Probing, RawNode, Recording, Role, Target,
+};
 
 pub struct RecordOptions {
     pub duration: Option<Duration>,
@@ -386,7 +388,16 @@ fn build_recording(
         plain::copy_from_bytes(&mut k, &key).ok().context("tree key size")?;
         plain::copy_from_bytes(&mut v, &value).ok().context("tree value size")?;
         let depth = usize::from(k.depth).min(k.funcs.len());
-        raw_tree.push(((k.tgid, k.funcs[..depth].to_vec()), v));
+        raw_tree.push(RawNode {
+            pid: k.tgid,
+            path: k.funcs[..depth].to_vec(),
+            calls: v.calls,
+            cpu_ns: v.cpu_ns,
+            nested: Hits {
+                all: v.nested_hits,
+                stepped: v.nested_stepped,
+            },
+        });
     }
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
@@ -426,8 +437,8 @@ fn build_recording(
     };
 
     Ok(Recording {
-        format: profile::FORMAT.into(),
-        format_version: profile::FORMAT_VERSION,
+        format: model::FORMAT.into(),
+        format_version: model::FORMAT_VERSION,
         tlsprof_version: env!("CARGO_PKG_VERSION").into(),
         duration_s,
         sample_freq_hz: opts.attach.freq_hz,
@@ -461,77 +472,4 @@ fn build_recording(
         // Measured after recording, so the targets are not competing with it for the CPU while recorded.
         openssl_speed: speed::measure(&speed_needed),
     })
-}
-
-/// Removes the probes' own cost from every node, deepest first, then derives self time from the corrected
-/// totals. A node never ends below its children: the correction uses an average cost per hit.
-fn corrected_tree(raw: Vec<((u32, Vec<u16>), tree_val)>, cost: &ProbeCost) -> Vec<TreeNode> {
-    let mut order: Vec<usize> = (0..raw.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(raw[i].0 .1.len()));
-    let mut children_ns: HashMap<(u32, Vec<u16>), u64> = HashMap::new();
-    let mut tree = Vec::with_capacity(raw.len());
-    for i in order {
-        let ((pid, path), v) = &raw[i];
-        let children = children_ns.get(&(*pid, path.clone())).copied().unwrap_or(0);
-        let nested = Hits {
-            all: v.nested_hits,
-            stepped: v.nested_stepped,
-        };
-        let cpu_ns = cost.correct(v.cpu_ns, v.calls, nested).max(children);
-        if let Some((_, parent)) = path.split_last() {
-            *children_ns.entry((*pid, parent.to_vec())).or_default() += cpu_ns;
-        }
-        tree.push(TreeNode {
-            pid: *pid,
-            path: path.clone(),
-            calls: v.calls,
-            cpu_ns,
-            self_ns: cpu_ns - children,
-        });
-    }
-    tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
-    tree
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn val(calls: u64, cpu_ns: u64, nested_hits: u64, nested_stepped: u64) -> tree_val {
-        tree_val {
-            calls,
-            cpu_ns,
-            self_ns: 0,
-            nested_hits,
-            nested_stepped,
-        }
-    }
-
-    #[test]
-    fn corrected_tree_subtracts_probe_cost_and_keeps_parents_above_children() {
-        let cost = ProbeCost {
-            hit_ns: 1000.0,
-            inside_ns: 800.0,
-            cold_hit_ns: 1500.0,
-            step_ns: 10_000.0,
-            cold_step_ns: 12_000.0,
-        };
-        // Function 2 is single-stepped: its entries' second traps count in it and in every caller.
-        let raw = vec![
-            ((1, vec![0]), val(10, 1_000_000, 40, 10)),
-            ((1, vec![0, 1]), val(10, 600_000, 20, 10)),
-            ((1, vec![0, 1, 2]), val(10, 500_000, 0, 10)),
-            ((1, vec![5]), val(1, 10_000, 30, 0)),
-            ((1, vec![5, 6]), val(1, 9_000, 0, 0)),
-        ];
-        let tree = corrected_tree(raw, &cost);
-        let node = |p: &[u16]| tree.iter().find(|n| n.path == p).unwrap();
-        assert_eq!(node(&[0]).cpu_ns, 1_000_000 - 8_000 - 40_000 - 100_000);
-        assert_eq!(node(&[0, 1]).cpu_ns, 600_000 - 8_000 - 20_000 - 100_000);
-        assert_eq!(node(&[0, 1, 2]).cpu_ns, 500_000 - 8_000 - 100_000);
-        assert_eq!(node(&[0]).self_ns, node(&[0]).cpu_ns - node(&[0, 1]).cpu_ns);
-        // Over-correction is capped: a parent keeps at least its children's CPU.
-        assert_eq!(node(&[5]).cpu_ns, node(&[5, 6]).cpu_ns);
-        assert_eq!(node(&[5]).self_ns, 0);
-    }
 }

@@ -4,53 +4,12 @@
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, UprobeMultiOpts};
-use serde::{Deserialize, Serialize};
 
-use crate::bpf::types::{tree_key, tree_val};
-use crate::bpf::TlsprofSkel;
+use super::bpf::types::{tree_key, tree_val};
+use super::bpf::TlsprofSkel;
+use super::targets::{self, Process};
 use crate::catalogue::{self, Origin, Row, Stage};
-use crate::targets::{self, Process};
-
-/// Measured cost of probes, in nanoseconds of the probed thread's CPU.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-pub struct ProbeCost {
-    /// One probe hit (an entry or a return): what every hit inside a frame adds to that frame.
-    pub hit_ns: f64,
-    /// What a probed call measures of its own entry and return.
-    pub inside_ns: f64,
-    /// One hit when the caches hold other work, as in a server between two TLS calls: what the probes cost
-    /// the targets (the overhead figure, and what --max-overhead budgets with).
-    pub cold_hit_ns: f64,
-    /// What the entry of a function whose first instruction the kernel single-steps adds to its hit (the
-    /// second trap; prologue.rs), back to back and with cold caches. 0 in recordings made before it was
-    /// measured.
-    #[serde(default)]
-    pub step_ns: f64,
-    #[serde(default)]
-    pub cold_step_ns: f64,
-}
-
-/// Probe hits (entries and returns), and the single-stepped entries among them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hits {
-    pub all: u64,
-    pub stepped: u64,
-}
-
-impl ProbeCost {
-    /// A call's CPU without the probes' cost: its own entry and return, and every hit and second trap
-    /// within it.
-    pub fn correct(&self, cpu_ns: u64, calls: u64, nested: Hits) -> u64 {
-        let cost =
-            calls as f64 * self.inside_ns + nested.all as f64 * self.hit_ns + nested.stepped as f64 * self.step_ns;
-        (cpu_ns as f64 - cost).max(0.0) as u64
-    }
-
-    /// What these hits cost the targets, in ms of their CPU.
-    pub fn overhead_ms(&self, hits: Hits) -> f64 {
-        (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
-    }
-}
+use crate::model::ProbeCost;
 
 const CALIBRATION_FUNC: u16 = u16::MAX;
 const CALIBRATION_STEPPED_FUNC: u16 = u16::MAX - 1;
@@ -226,28 +185,4 @@ fn take_calibration_node(skel: &TlsprofSkel, tgid: u32, func: u16) -> Result<tre
     plain::copy_from_bytes(&mut val, &raw).ok().context("tree value size")?;
     skel.maps.tree.delete(key_bytes)?;
     Ok(val)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn correction_removes_inside_and_nested_costs_and_never_goes_negative() {
-        let cost = ProbeCost {
-            hit_ns: 1000.0,
-            inside_ns: 500.0,
-            cold_hit_ns: 1500.0,
-            step_ns: 10_000.0,
-            cold_step_ns: 15_000.0,
-        };
-        // 10 calls of 100 µs each, with 4 nested hits per call, one of them a stepped entry.
-        let nested = Hits { all: 40, stepped: 10 };
-        assert_eq!(
-            cost.correct(1_000_000, 10, nested),
-            1_000_000 - 5_000 - 40_000 - 100_000
-        );
-        assert_eq!(cost.correct(100, 1, Hits { all: 5, stepped: 0 }), 0);
-        assert_eq!(cost.overhead_ms(nested), (40.0 * 1500.0 + 10.0 * 15_000.0) / 1e6);
-    }
 }

@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 use inferno::{differential, flamegraph};
 use serde_json::{json, Value};
 
+use super::flame;
 use crate::catalogue::Stage;
-use crate::flame;
-use crate::profile::{HandshakeTotals, Recording};
+use crate::model::{HandshakeTotals, Recording};
 
 /// The figures of one recording that a comparison needs, normalized per handshake where it matters.
 struct Side {
@@ -168,8 +168,8 @@ pub fn svg(before: &Recording, after: &Recording, out: impl Write) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::tests::sample_recording;
-    use crate::profile::{CpuHistogram, HandshakeGroup, Role};
+    use crate::model::tests::sample_recording;
+    use crate::model::{CpuHistogram, HandshakeGroup, Role};
 
     /// The same service after switching to ECDSA and turning on resumption: less sign CPU per handshake.
     fn after() -> Recording {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
-use crate::targets::{self, Mapping, Process};
-use crate::unwind::SectionCache;
+use super::targets::{self, Mapping, Process};
+use super::unwind::SectionCache;
 
 /// Names for code outside any file, as a JIT runtime published them.
 struct PerfMap {

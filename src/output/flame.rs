@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
-use crate::profile::Recording;
+use crate::model::Recording;
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
@@ -42,7 +42,7 @@ pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::tests::sample_recording;
+    use crate::model::tests::sample_recording;
 
     #[test]
     fn folded_lines_join_process_frames_and_kernel_frames() {

@@ -5,13 +5,12 @@ use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::prologue;
+use crate::catalogue::{self, Origin, Row};
+use crate::model::{Flavor, Symbols};
 use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
 use blazesym::SymType;
-use serde::{Deserialize, Serialize};
-
-use crate::catalogue::{self, Origin, Row};
-use crate::prologue;
 
 /// A catalogue function found in a file, at a file offset (what uprobes take).
 #[derive(Clone, Debug)]
@@ -20,30 +19,6 @@ pub struct FoundFunction {
     pub file_offset: u64,
     /// The kernel single-steps its first instruction: every entry costs a second trap.
     pub stepped: bool,
-}
-
-/// What kind of TLS code a file holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Flavor {
-    /// A shared OpenSSL library (libssl/libcrypto).
-    Shared,
-    /// OpenSSL linked into the executable (Node.js).
-    Static,
-    /// Only the application's own TLS glue (nginx's session cache callbacks).
-    App,
-}
-
-/// Which OpenSSL functions the file lets us see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Symbols {
-    /// Only the public API: stages are seen through EVP_*, SSL_*, X509_* calls.
-    Exported,
-    /// Internal handshake functions too (tls_construct_*, ssl_derive, ...).
-    Internal,
-    /// No OpenSSL functions: application functions only.
-    None,
 }
 
 #[derive(Clone, Debug)]
@@ -56,7 +31,7 @@ pub struct TlsObject {
 
 /// Looks up every catalogue function in the file at `path`. None when it defines none of them.
 pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
-    let names: Vec<&str> = catalogue::ROWS.iter().map(|r| r.symbol).collect();
+    let names: Vec<&str> = catalogue::rows().map(|r| r.symbol).collect();
     let mut src = Elf::new(path);
     src.debug_syms = false;
     let inspector = Inspector::new();
@@ -65,7 +40,7 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut functions = Vec::new();
-    for (row, syms) in catalogue::ROWS.iter().zip(results) {
+    for (row, syms) in catalogue::rows().zip(results) {
         let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
             let mut code = [0u8; 4];

@@ -7,9 +7,9 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::catalogue::Stage;
-use crate::objects::{Flavor, Symbols};
+use crate::model::{Flavor, Symbols};
 
-use crate::profile::{CpuHistogram, Recording, Role};
+use crate::model::{CpuHistogram, Recording, Role};
 
 /// Tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
 const TREE_MIN_SHARE: f64 = 0.001;
@@ -155,7 +155,7 @@ pub fn text(rec: &Recording) -> String {
     );
     let _ = writeln!(out, "{}", connection_reuse_line(rec, hs.total));
 
-    let advice = crate::advice::advise(rec);
+    let advice = crate::analyze::advice::advise(rec);
     if !advice.is_empty() {
         let _ = writeln!(out, "\nAdvice:");
         for a in &advice {
@@ -451,7 +451,7 @@ pub fn json(rec: &Recording) -> Value {
         "probe_cost_cold_us_per_step": rec.probe_cost.cold_step_ns / 1e3,
         "probe_overhead_ms": rec.probe_overhead_ms(),
         "record_layer_sampled": {"read": read, "write": write},
-        "advice": crate::advice::advise(rec),
+        "advice": crate::analyze::advice::advise(rec),
     })
 }
 
@@ -459,7 +459,7 @@ pub fn json(rec: &Recording) -> Value {
 mod tests {
     use super::*;
     use crate::catalogue::Stage;
-    use crate::profile::tests::sample_recording;
+    use crate::model::tests::sample_recording;
 
     #[test]
     fn text_has_headline_stage_table_and_tree() {

@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-/// Operations measured, with the `openssl speed` algorithm that measures each.
-pub const ECDSA_P256_SIGN: &str = "ecdsap256_sign";
-pub const X25519_DERIVE: &str = "ecdhx25519_derive";
+pub use crate::model::speed_ops::{ECDSA_P256_SIGN, X25519_DERIVE};
 
 /// Runs `openssl speed -mr` for one second per test of the operations asked for; µs per operation by name.
 /// Missing on failure.

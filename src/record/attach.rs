@@ -11,13 +11,14 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeMultiOpts};
 
-use crate::bpf::types::{tlsprof_call_graph, tlsprof_stat};
-use crate::bpf::{TlsprofSkel, TlsprofSkelBuilder};
-use crate::calibrate::{self, Hits, ProbeCost};
+use super::bpf::types::{tlsprof_call_graph, tlsprof_stat};
+use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
+use super::calibrate;
+use super::objects::{self, TlsObject};
+use super::targets::{self, Mapping, Process};
 use crate::catalogue;
-use crate::objects::{self, TlsObject};
-use crate::profile::{CallGraph, Function, Library};
-use crate::targets::{self, Mapping, Process};
+use crate::model::{CallGraph, Flavor, Function, Library};
+use crate::model::{Hits, ProbeCost};
 
 /// From linux/perf_event.h; the libc crate does not carry it.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
@@ -26,7 +27,7 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// When the socket calls that carry ServerHellos are watched: their tracepoints run on every read and write
 /// of every process while attached, so by default only in short windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelloCapture {
     /// 1 s in every 10 s: the handshake mix is sampled from the connections made in those windows.
     Sampled,
@@ -144,7 +145,7 @@ const STACK_RING_SECONDS: f64 = 0.5;
 
 fn stack_ring_bytes(cpus: usize, freq_hz: u64, stack_bytes: u32) -> u32 {
     // Each record: an 8-byte ring-buffer header, the sample's fixed part, the stack bytes.
-    let record = 8.0 + crate::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
+    let record = 8.0 + super::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
     let bytes = cpus as f64 * freq_hz as f64 * record * STACK_RING_SECONDS;
     // The kernel wants a power of two, page-aligned.
     (bytes as u32).clamp(1 << 20, 64 << 20).next_power_of_two()
@@ -244,7 +245,7 @@ impl TargetSet {
             let Some(obj) = self.inspected[&key].clone() else {
                 continue;
             };
-            found_any |= obj.flavor != objects::Flavor::App;
+            found_any |= obj.flavor != Flavor::App;
             self.attach_object(skel, p, &m, &obj, opts)?;
         }
         if found_any {

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What the probes cost the targets, and the one place their cost is taken out of measured figures.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::TreeNode;
+
+/// Measured cost of probes, in nanoseconds of the probed thread's CPU.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct ProbeCost {
+    /// One probe hit (an entry or a return): what every hit inside a frame adds to that frame.
+    pub hit_ns: f64,
+    /// What a probed call measures of its own entry and return.
+    pub inside_ns: f64,
+    /// One hit when the caches hold other work, as in a server between two TLS calls: what the probes cost
+    /// the targets (the overhead figure, and what --max-overhead budgets with).
+    pub cold_hit_ns: f64,
+    /// What the entry of a function whose first instruction the kernel single-steps adds to its hit (the
+    /// second trap; prologue.rs), back to back and with cold caches. 0 in recordings made before it was
+    /// measured.
+    #[serde(default)]
+    pub step_ns: f64,
+    #[serde(default)]
+    pub cold_step_ns: f64,
+}
+
+/// Probe hits (entries and returns), and the single-stepped entries among them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hits {
+    pub all: u64,
+    pub stepped: u64,
+}
+
+impl ProbeCost {
+    /// A call's CPU without the probes' cost: its own entry and return, and every hit and second trap
+    /// within it.
+    pub fn correct(&self, cpu_ns: u64, calls: u64, nested: Hits) -> u64 {
+        let cost =
+            calls as f64 * self.inside_ns + nested.all as f64 * self.hit_ns + nested.stepped as f64 * self.step_ns;
+        (cpu_ns as f64 - cost).max(0.0) as u64
+    }
+
+    /// What these hits cost the targets, in ms of their CPU.
+    pub fn overhead_ms(&self, hits: Hits) -> f64 {
+        (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
+    }
+}
+
+/// A call-tree node as the BPF side counted it, the probes' cost still in it.
+#[derive(Clone, Debug, Default)]
+pub struct RawNode {
+    pub pid: u32,
+    pub path: Vec<u16>,
+    pub calls: u64,
+    pub cpu_ns: u64,
+    /// Probe hits and single-stepped entries inside these calls (not their own entry and return).
+    pub nested: Hits,
+}
+
+/// Removes the probes' own cost from every node, deepest first, then derives self time from the corrected
+/// totals. A node never ends below its children: the correction uses an average cost per hit.
+pub fn corrected_tree(raw: Vec<RawNode>, cost: &ProbeCost) -> Vec<TreeNode> {
+    let mut raw = raw;
+    raw.sort_by_key(|n| std::cmp::Reverse(n.path.len()));
+    let mut children_ns: HashMap<(u32, Vec<u16>), u64> = HashMap::new();
+    let mut tree = Vec::with_capacity(raw.len());
+    for n in raw {
+        let children = children_ns.get(&(n.pid, n.path.clone())).copied().unwrap_or(0);
+        let cpu_ns = cost.correct(n.cpu_ns, n.calls, n.nested).max(children);
+        if let Some((_, parent)) = n.path.split_last() {
+            *children_ns.entry((n.pid, parent.to_vec())).or_default() += cpu_ns;
+        }
+        tree.push(TreeNode {
+            pid: n.pid,
+            path: n.path,
+            calls: n.calls,
+            cpu_ns,
+            self_ns: cpu_ns - children,
+        });
+    }
+    tree.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
+    tree
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn correction_removes_inside_and_nested_costs_and_never_goes_negative() {
+        let cost = ProbeCost {
+            hit_ns: 1000.0,
+            inside_ns: 500.0,
+            cold_hit_ns: 1500.0,
+            step_ns: 10_000.0,
+            cold_step_ns: 15_000.0,
+        };
+        // 10 calls of 100 µs each, with 4 nested hits per call, one of them a stepped entry.
+        let nested = Hits { all: 40, stepped: 10 };
+        assert_eq!(
+            cost.correct(1_000_000, 10, nested),
+            1_000_000 - 5_000 - 40_000 - 100_000
+        );
+        assert_eq!(cost.correct(100, 1, Hits { all: 5, stepped: 0 }), 0);
+        assert_eq!(cost.overhead_ms(nested), (40.0 * 1500.0 + 10.0 * 15_000.0) / 1e6);
+    }
+
+    fn raw(path: Vec<u16>, calls: u64, cpu_ns: u64, all: u64, stepped: u64) -> RawNode {
+        RawNode {
+            pid: 1,
+            path,
+            calls,
+            cpu_ns,
+            nested: Hits { all, stepped },
+        }
+    }
+
+    #[test]
+    fn corrected_tree_subtracts_probe_cost_and_keeps_parents_above_children() {
+        let cost = ProbeCost {
+            hit_ns: 1000.0,
+            inside_ns: 800.0,
+            cold_hit_ns: 1500.0,
+            step_ns: 10_000.0,
+            cold_step_ns: 12_000.0,
+        };
+        // Function 2 is single-stepped: its entries' second traps count in it and in every caller.
+        let tree = corrected_tree(
+            vec![
+                raw(vec![0], 10, 1_000_000, 40, 10),
+                raw(vec![0, 1], 10, 600_000, 20, 10),
+                raw(vec![0, 1, 2], 10, 500_000, 0, 10),
+                raw(vec![5], 1, 10_000, 30, 0),
+                raw(vec![5, 6], 1, 9_000, 0, 0),
+            ],
+            &cost,
+        );
+        let node = |p: &[u16]| tree.iter().find(|n| n.path == p).unwrap();
+        assert_eq!(node(&[0]).cpu_ns, 1_000_000 - 8_000 - 40_000 - 100_000);
+        assert_eq!(node(&[0, 1]).cpu_ns, 600_000 - 8_000 - 20_000 - 100_000);
+        assert_eq!(node(&[0, 1, 2]).cpu_ns, 500_000 - 8_000 - 100_000);
+        assert_eq!(node(&[0]).self_ns, node(&[0]).cpu_ns - node(&[0, 1]).cpu_ns);
+        // Over-correction is capped: a parent keeps at least its children's CPU.
+        assert_eq!(node(&[5]).cpu_ns, node(&[5, 6]).cpu_ns);
+        assert_eq!(node(&[5]).self_ns, 0);
+    }
+}
