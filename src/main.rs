@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 use clap::ValueEnum;
+use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::{CallGraph, Recording};
 use tlsprof::output::{diff, flame, text};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
@@ -202,18 +203,21 @@ fn run(cli: Cli) -> Result<()> {
                 attach,
                 max_overhead_pct: max_overhead,
             };
-            let rec = record::record(&procs, &opts, stop)?;
+            let mut rec = record::record(&procs, &opts, stop)?;
+            // The alternatives advice will quote, measured once the recording is over so that the targets
+            // did not compete with `openssl speed` for the CPU while recorded.
+            rec.openssl_speed = record::speed::measure(&advice::references_needed(&rec.handshakes));
             rec.save(&output)?;
-            print!("{}", text::text(&rec));
+            print!("{}", text::text(&summarize(&rec)));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
         Command::Report { file, json } => {
-            let rec = Recording::load(&file)?;
+            let summary = summarize(&Recording::load(&file)?);
             if json {
-                println!("{}", serde_json::to_string_pretty(&text::json(&rec))?);
+                println!("{}", serde_json::to_string_pretty(&text::json(&summary))?);
             } else {
-                print!("{}", text::text(&rec));
+                print!("{}", text::text(&summary));
             }
             Ok(())
         }
@@ -224,10 +228,11 @@ fn run(cli: Cli) -> Result<()> {
             json,
         } => {
             let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
+            let (bs, as_) = (summarize(&b), summarize(&a));
             if json {
-                println!("{}", serde_json::to_string_pretty(&diff::json(&b, &a)?)?);
+                println!("{}", serde_json::to_string_pretty(&diff::json(&bs, &as_)?)?);
             } else {
-                print!("{}", diff::text(&b, &a)?);
+                print!("{}", diff::text(&bs, &as_)?);
             }
             if let Some(p) = output {
                 let file = File::create(&p).with_context(|| format!("cannot create {}", p.display()))?;

@@ -87,7 +87,129 @@ fn diff_json() {
 fn diff_svg() {
     let scratch = Scratch::new("golden-diff-svg");
     let svg = scratch.path("diff.svg");
-    let args = ["diff", "before.tlsprof", "after.tlsprof", "--output", svg.to_str().unwrap()];
+    let args = [
+        "diff",
+        "before.tlsprof",
+        "after.tlsprof",
+        "--output",
+        svg.to_str().unwrap(),
+    ];
     tlsprof_in_golden(&args);
     compare("diff.svg", &args[..3], std::fs::read(&svg).unwrap());
+}
+
+/// A JSON shape: each key and the keys below it (the union over an array's objects).
+#[derive(Default)]
+struct Shape(std::collections::BTreeMap<String, Shape>);
+
+fn shape_of(v: &serde_json::Value) -> Shape {
+    let mut shape = Shape::default();
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                shape.0.insert(k.clone(), shape_of(v));
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                for (k, v) in shape_of(item).0 {
+                    shape.0.entry(k).or_insert(v);
+                }
+            }
+        }
+        _ => {}
+    }
+    shape
+}
+
+fn paths(shape: &Shape, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in &shape.0 {
+        let path = format!("{prefix}{k}");
+        out.extend(paths(v, &format!("{path}.")));
+        out.push(path);
+    }
+    out
+}
+
+/// Parses README's list: `name`, `name {child, ...}` or `name [{child, ...}]`, comma-separated.
+fn parse_shape(tokens: &mut std::iter::Peekable<std::vec::IntoIter<String>>) -> Shape {
+    let mut shape = Shape::default();
+    while let Some(name) = tokens.next_if(|t| t.starts_with(|c: char| c.is_alphanumeric())) {
+        let array = tokens.next_if(|t| t == "[").is_some();
+        let children = if tokens.next_if(|t| t == "{").is_some() {
+            let inner = parse_shape(tokens);
+            assert_eq!(
+                tokens.next().as_deref(),
+                Some("}"),
+                "README: {name} {{...}} does not close"
+            );
+            inner
+        } else {
+            Shape::default()
+        };
+        if array {
+            assert_eq!(
+                tokens.next().as_deref(),
+                Some("]"),
+                "README: {name} [...] does not close"
+            );
+        }
+        shape.0.insert(name, children);
+        tokens.next_if(|t| t == ",");
+    }
+    shape
+}
+
+fn tokens(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        if "{}[],".contains(c) {
+            out.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+#[test]
+fn readme_lists_every_json_field() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("`tlsprof report --json` prints")
+        .expect("README describes the JSON report");
+    let list = &readme[start..];
+    let list = &list[list.find(':').unwrap() + 1..list.find("\n\n").unwrap()];
+    let mut plain = String::new();
+    let mut depth = 0;
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '`' => {}
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let mut tokens = tokens(&plain).into_iter().peekable();
+    let documented = parse_shape(&mut tokens);
+    assert_eq!(tokens.next(), None, "README's field list does not parse");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(golden("report.json")).unwrap()).unwrap();
+    let (documented, actual) = (paths(&documented, ""), paths(&shape_of(&json), ""));
+    let missing: Vec<&String> = actual.iter().filter(|p| !documented.contains(p)).collect();
+    let extra: Vec<&String> = documented.iter().filter(|p| !actual.contains(p)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README's `tlsprof report --json` field list: missing {missing:?}, not in the JSON {extra:?}"
+    );
 }

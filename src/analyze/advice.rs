@@ -4,9 +4,10 @@
 
 use serde::Serialize;
 
+use super::summary::Basis;
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
-use crate::model::{CpuHistogram, Recording, Role};
+use crate::model::{CpuHistogram, HandshakeGroup, Recording, Role};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
@@ -67,7 +68,7 @@ fn finite_field_dh(kx: &str) -> bool {
 }
 
 /// Finite-field Diffie-Hellman, or a curve slower than X25519 and P-256.
-pub fn slow_key_exchange(kx: &str) -> bool {
+fn slow_key_exchange(kx: &str) -> bool {
     finite_field_dh(kx) || kx.contains("P-384") || kx.contains("P-521") || kx.to_lowercase().contains("x448")
 }
 
@@ -84,16 +85,31 @@ fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogra
     all
 }
 
-pub fn advise(rec: &Recording) -> Vec<Advice> {
-    let proc_ms = rec.probed_cpu_ms();
-    let tls_ns = rec.tls_cpu_ns() as f64;
+/// The `openssl speed` operations (model::speed_ops) whose cost advice on these handshakes would quote: an
+/// ECDSA signature for RSA certificates, X25519 for finite-field or slow-curve exchanges.
+pub fn references_needed(handshakes: &[HandshakeGroup]) -> Vec<&'static str> {
+    let rsa = handshakes
+        .iter()
+        .any(|g| g.certificate_key.as_deref().is_some_and(|c| c.starts_with("RSA")));
+    let slow = handshakes
+        .iter()
+        .any(|g| g.key_exchange.as_deref().is_some_and(slow_key_exchange));
+    [(rsa, speed::ECDSA_P256_SIGN), (slow, speed::X25519_DERIVE)]
+        .into_iter()
+        .filter_map(|(needed, op)| needed.then_some(op))
+        .collect()
+}
+
+pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
+    let proc_ms = basis.probed_cpu_ms;
+    let tls_ns = basis.tls_cpu_ns as f64;
     let share = if proc_ms > 0.0 { ms(tls_ns) / proc_ms } else { 0.0 };
-    let hs = rec.handshake_totals();
+    let hs = &basis.totals;
     let sw = software(rec);
     let mut out = Vec::new();
 
     if proc_ms > 0.0 && share < SMALL_TLS_SHARE {
-        let (read, write) = rec.record_layer_sampled();
+        let (read, write) = (basis.record_layer.read, basis.record_layer.write);
         out.push(Advice {
             id: "tls_not_the_cost",
             evidence: format!(
@@ -113,13 +129,7 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
         return out;
     }
 
-    let stages = rec.stages();
-    let stage_self = |stage: Stage| {
-        stages
-            .iter()
-            .find(|s| s.stage == stage)
-            .map_or(0.0, |s| s.self_ns as f64)
-    };
+    let stage_self = |stage: Stage| basis.stage_self_ns(stage);
     let server_full_cpu = handshakes(rec, Role::Server, Some(false));
     let server_full = server_full_cpu.count;
     let server_total = handshakes(rec, Role::Server, None).count;
@@ -259,6 +269,10 @@ pub fn advise(rec: &Recording) -> Vec<Advice> {
 mod tests {
     use super::*;
     use crate::model::tests::sample_recording;
+
+    fn advise(rec: &Recording) -> Vec<Advice> {
+        crate::analyze::summarize(rec).advice
+    }
 
     fn ids(rec: &Recording) -> Vec<&'static str> {
         advise(rec).iter().map(|a| a.id).collect()

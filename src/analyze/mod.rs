@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Analysis: the figures derived from a recording, and advice drawn from them.
+//! Analysis: every figure derived from a recording, computed once into a [`Summary`], and the advice drawn
+//! from them.
 
 pub mod advice;
+mod summary;
+
+pub use summary::{
+    summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
+    ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,
+};

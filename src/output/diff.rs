@@ -10,12 +10,13 @@ use inferno::{differential, flamegraph};
 use serde_json::{json, Value};
 
 use super::flame;
+use crate::analyze::{HandshakeSummary, Summary};
 use crate::catalogue::Stage;
-use crate::model::{HandshakeTotals, Recording};
+use crate::model::Recording;
 
 /// The figures of one recording that a comparison needs, normalized per handshake where it matters.
-struct Side {
-    handshakes: HandshakeTotals,
+struct Side<'a> {
+    handshakes: &'a HandshakeSummary,
     /// Seconds the stage probes were attached: the time the handshake count covers.
     probed_s: f64,
     tls_share: Option<f64>,
@@ -23,20 +24,19 @@ struct Side {
     stage_us_per_handshake: Vec<(Stage, f64)>,
 }
 
-impl Side {
-    fn of(rec: &Recording) -> Side {
-        let handshakes = rec.handshake_totals();
-        let per = handshakes.total.max(1) as f64;
-        let proc_ms = rec.probed_cpu_ms();
+impl Side<'_> {
+    fn of(s: &Summary) -> Side<'_> {
+        let per = s.handshakes.total.max(1) as f64;
         Side {
-            tls_share: (proc_ms > 0.0).then(|| rec.tls_cpu_ns() as f64 / 1e6 / proc_ms),
-            stage_us_per_handshake: rec
-                .stages()
+            tls_share: s.tls_share,
+            stage_us_per_handshake: s
+                .stages
                 .iter()
-                .map(|s| (s.stage, s.self_ns as f64 / 1e3 / per))
+                .filter(|st| !st.sampled)
+                .map(|st| (st.name, st.self_ns as f64 / 1e3 / per))
                 .collect(),
-            probed_s: rec.probing.live_s.max(1e-9),
-            handshakes,
+            probed_s: s.probing.live_s.max(1e-9),
+            handshakes: &s.handshakes,
         }
     }
 
@@ -61,14 +61,14 @@ fn change_text(before: f64, after: f64) -> String {
     change(before, after).map_or("-".into(), |c| format!("{:+.1}%", c * 100.0))
 }
 
-fn check_comparable(before: &Recording, after: &Recording) -> Result<()> {
-    if before.handshake_totals().total == 0 || after.handshake_totals().total == 0 {
+fn check_comparable(before: &Summary, after: &Summary) -> Result<()> {
+    if before.handshakes.total == 0 || after.handshakes.total == 0 {
         bail!("a recording has no completed handshakes, so there is nothing per handshake to compare: record under TLS load");
     }
     Ok(())
 }
 
-pub fn text(before: &Recording, after: &Recording) -> Result<String> {
+pub fn text(before: &Summary, after: &Summary) -> Result<String> {
     check_comparable(before, after)?;
     let (b, a) = (Side::of(before), Side::of(after));
     let mut out = String::new();
@@ -117,7 +117,7 @@ pub fn text(before: &Recording, after: &Recording) -> Result<String> {
     Ok(out)
 }
 
-pub fn json(before: &Recording, after: &Recording) -> Result<Value> {
+pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
     check_comparable(before, after)?;
     let (b, a) = (Side::of(before), Side::of(after));
     let stages: Vec<Value> = Stage::ALL
@@ -168,6 +168,7 @@ pub fn svg(before: &Recording, after: &Recording, out: impl Write) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::summarize;
     use crate::model::tests::sample_recording;
     use crate::model::{CpuHistogram, HandshakeGroup, Role};
 
@@ -199,7 +200,7 @@ mod tests {
 
     #[test]
     fn per_handshake_stage_change_and_resumption() {
-        let (b, a) = (sample_recording(), after());
+        let (b, a) = (summarize(&sample_recording()), summarize(&after()));
         let t = text(&b, &a).unwrap();
         assert!(t.contains("resumed 0.0% -> 50.0%"), "{t}");
         let j = json(&b, &a).unwrap();
@@ -225,7 +226,7 @@ mod tests {
     fn recordings_without_handshakes_are_refused_clearly() {
         let mut empty = sample_recording();
         empty.handshakes.clear();
-        let err = text(&empty, &after()).unwrap_err().to_string();
+        let err = text(&summarize(&empty), &summarize(&after())).unwrap_err().to_string();
         assert!(err.contains("no completed handshakes"), "{err}");
     }
 }

@@ -18,11 +18,9 @@ use super::bpf;
 use super::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_stat, tree_key, tree_val,
 };
-use crate::analyze::advice;
 
 use super::governor::{Action, Governor};
 use super::samples::SampleAggregator;
-use super::speed;
 use super::targets::{self, Process};
 use super::wire;
 use crate::model::{
@@ -401,26 +399,6 @@ fn build_recording(
     }
     let tree = corrected_tree(raw_tree, &att.probe_cost);
 
-    // Alternatives advice will compare with, measured after recording so the targets are not competing
-    // with openssl speed for the CPU while recorded: an ECDSA signature for RSA certificates, X25519 for
-    // finite-field or slow-curve exchanges.
-    let speed_needed: Vec<&str> = [
-        (
-            groups
-                .keys()
-                .any(|k| k.certificate_key.as_deref().is_some_and(|c| c.starts_with("RSA"))),
-            speed::ECDSA_P256_SIGN,
-        ),
-        (
-            groups
-                .keys()
-                .any(|k| k.key_exchange.as_deref().is_some_and(advice::slow_key_exchange)),
-            speed::X25519_DERIVE,
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(needed, op)| needed.then_some(op))
-    .collect();
     let named = samples.finish(&att.targets.functions);
 
     let lost = Lost {
@@ -469,7 +447,7 @@ fn build_recording(
         probe_hits: hits.all,
         probe_stepped_hits: hits.stepped,
         probing,
-        // Measured after recording, so the targets are not competing with it for the CPU while recorded.
-        openssl_speed: speed::measure(&speed_needed),
+        // Measured by the caller once the recording is over (speed::measure).
+        openssl_speed: BTreeMap::new(),
     })
 }

@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The summary of a recording: every figure derived from it, computed once. Text, JSON and diff render
+//! it; its serialized form is the JSON schema (`tlsprof report --json`, keys sorted).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::advice::{self, Advice};
+use crate::catalogue::Stage;
+use crate::model::{CallGraph, CpuHistogram, Flavor, Hits, Lost, Recording, Role, Symbols, Target};
+
+/// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
+const TREE_MIN_SHARE: f64 = 0.001;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub duration_s: f64,
+    pub targets: Vec<Target>,
+    /// The targets' CPU over the whole recording.
+    pub process_cpu_ms: f64,
+    /// The targets' CPU while the stage probes were attached: what stage figures and `tls_share` compare with.
+    pub probed_cpu_ms: f64,
+    pub probing: ProbingSummary,
+    /// Everything inside any stage, each nanosecond counted once (the sum of self times).
+    pub tls_cpu_ms: f64,
+    pub tls_share: Option<f64>,
+    pub handshakes: HandshakeSummary,
+    pub stages: Vec<StageSummary>,
+    pub functions: Vec<FunctionSummary>,
+    pub libraries: Vec<LibrarySummary>,
+    pub all_probes: bool,
+    pub sample_freq_hz: u64,
+    pub samples: u64,
+    pub lost_samples: u64,
+    pub lost: Lost,
+    pub probe_cost_us_per_hit: f64,
+    pub probe_cost_cold_us_per_hit: f64,
+    pub probe_hits: u64,
+    pub probe_stepped_hits: u64,
+    pub probe_cost_cold_us_per_step: f64,
+    /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
+    pub probe_overhead_ms: f64,
+    pub record_layer_sampled: RecordLayerShares,
+    pub advice: Vec<Advice>,
+    /// Figures only the text report shows so far.
+    #[serde(skip)]
+    pub stacks: StackSummary,
+    #[serde(skip)]
+    pub call_tree: CallTree,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbingSummary {
+    /// The budget, in percent of the targets' CPU; 100: attached throughout.
+    pub max_overhead_pct: f64,
+    pub live_s: f64,
+    /// Share of the recording's time the stage probes were attached.
+    pub fraction: f64,
+    /// Share of the targets' own CPU (without the probes' cost) used while they were attached.
+    pub cpu_share: f64,
+    pub windows: u32,
+    pub peak_overhead: f64,
+    pub handshakes_estimated: f64,
+    /// The duty cycle paused the stage probes at some point.
+    #[serde(skip)]
+    pub part_time: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HandshakeSummary {
+    pub total: u64,
+    pub full: u64,
+    pub resumed: u64,
+    pub server: u64,
+    pub client: u64,
+    /// Under way when the probes attached: seen in part, not counted.
+    pub partial: u64,
+    pub cpu_ms: CpuStats,
+    pub kinds: Vec<KindSummary>,
+    /// Handshakes per second of probing.
+    #[serde(skip)]
+    pub rate_per_s: f64,
+    #[serde(skip)]
+    pub cpu: CpuHistogram,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuStats {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+}
+
+impl CpuStats {
+    /// In ms.
+    fn of(h: &CpuHistogram) -> CpuStats {
+        CpuStats {
+            mean: h.mean_ns() / 1e6,
+            p50: h.quantile_ns(0.5) / 1e6,
+            p99: h.quantile_ns(0.99) / 1e6,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KindSummary {
+    pub role: Role,
+    pub resumed: bool,
+    pub resumption: Option<String>,
+    pub version: Option<String>,
+    pub cipher: Option<String>,
+    pub key_exchange: Option<String>,
+    pub certificate_key: Option<String>,
+    pub count: u64,
+    pub cpu_ms: CpuStats,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StageSummary {
+    pub name: Stage,
+    /// CPU of outermost entries, including nested stages.
+    pub cpu_ms: f64,
+    /// CPU in this stage and no deeper one.
+    pub self_cpu_ms: f64,
+    /// Outermost entries; None for a stage estimated from CPU samples.
+    pub calls: Option<u64>,
+    /// Self CPU per outermost entry.
+    pub cpu_us_per_call: Option<f64>,
+    /// Estimated from CPU samples (the record layer without --all-probes), not probed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sampled: bool,
+    #[serde(skip)]
+    pub cpu_ns: u64,
+    #[serde(skip)]
+    pub self_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionSummary {
+    pub name: String,
+    pub library: String,
+    pub stage: Option<Stage>,
+    pub calls: u64,
+    pub cpu_ms: f64,
+    #[serde(skip)]
+    pub cpu_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LibrarySummary {
+    pub path: String,
+    pub flavor: Flavor,
+    pub version: Option<String>,
+    pub symbols: Symbols,
+    pub pids: Vec<u32>,
+    #[serde(skip)]
+    pub functions_found: usize,
+}
+
+/// Shares of the CPU samples inside the record layer, outside every probed stage.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct RecordLayerShares {
+    pub read: f64,
+    pub write: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct StackSummary {
+    pub in_tls: u64,
+    /// Samples whose unwinding reached the root of the stack.
+    pub whole: u64,
+    pub call_graph: Option<CallGraph>,
+    pub stack_bytes: u32,
+    /// Processes whose JIT code had no perf map: (pid, comm).
+    pub unnamed_jit: Vec<(u32, String)>,
+}
+
+/// The call tree per process name, in print order, with nodes under TREE_MIN_SHARE of TLS CPU left out.
+#[derive(Clone, Debug, Default)]
+pub struct CallTree {
+    pub rows: Vec<CallTreeRow>,
+    /// Nodes left out.
+    pub hidden: usize,
+    pub min_share: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct CallTreeRow {
+    /// 0: a process name; 1: an outermost stage function; deeper: called from the row above.
+    pub depth: usize,
+    pub frame: String,
+    pub stage: Option<Stage>,
+    pub total_ms: f64,
+    pub self_ms: Option<f64>,
+    pub calls: Option<u64>,
+}
+
+/// Figures the rest of the summary and advice are built from.
+pub struct Basis {
+    pub stages: Vec<StageSummary>,
+    pub totals: HandshakeSummary,
+    pub tls_cpu_ns: u64,
+    pub process_cpu_ms: f64,
+    pub probed_cpu_ms: f64,
+    pub record_layer: RecordLayerShares,
+}
+
+impl Basis {
+    /// A probed stage's self CPU in ns, 0 when it was not seen.
+    pub fn stage_self_ns(&self, stage: Stage) -> f64 {
+        self.stages
+            .iter()
+            .find(|s| s.name == stage && !s.sampled)
+            .map_or(0.0, |s| s.self_ns as f64)
+    }
+
+    /// A probed stage's outermost calls, 0 when it was not seen.
+    pub fn stage_calls(&self, stage: Stage) -> u64 {
+        self.stages
+            .iter()
+            .find(|s| s.name == stage && !s.sampled)
+            .and_then(|s| s.calls)
+            .unwrap_or(0)
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+pub fn summarize(rec: &Recording) -> Summary {
+    let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
+    let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
+    let probe_overhead_ms = rec.probe_cost.overhead_ms(Hits {
+        all: rec.probe_hits,
+        stepped: rec.probe_stepped_hits,
+    });
+    let tls_cpu_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
+    let tls_cpu_ms = ms(tls_cpu_ns);
+    let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
+    let record_layer = record_layer_sampled(rec, samples);
+    let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
+    let mut stages = probed_stages(rec);
+    if !rec.all_probes && rec.sample_freq_hz > 0 {
+        // Samples cover the whole recording; the stage table covers the probed windows' share of the CPU.
+        let total_ms = samples as f64 * 1e3 / rec.sample_freq_hz as f64 * probing.cpu_share;
+        for (stage, share) in [(Stage::Read, record_layer.read), (Stage::Write, record_layer.write)] {
+            stages.push(sampled_stage(stage, share * total_ms));
+        }
+    }
+    let mut totals = handshake_totals(rec);
+    totals.rate_per_s = totals.total as f64 / rec.probing.live_s.max(1e-9);
+    let probing = ProbingSummary {
+        handshakes_estimated: totals.total as f64 / probing.cpu_share.max(1e-9),
+        ..probing
+    };
+    let basis = Basis {
+        stages,
+        totals,
+        tls_cpu_ns,
+        process_cpu_ms,
+        probed_cpu_ms,
+        record_layer,
+    };
+    let advice = advice::advise(rec, &basis);
+    Summary {
+        duration_s: rec.duration_s,
+        targets: rec.targets.clone(),
+        process_cpu_ms,
+        probed_cpu_ms,
+        probing,
+        tls_cpu_ms,
+        tls_share: if probed_cpu_ms > 0.0 {
+            Some(tls_cpu_ms / probed_cpu_ms)
+        } else {
+            None
+        },
+        functions: function_figures(rec),
+        libraries: rec
+            .libraries
+            .iter()
+            .map(|l| LibrarySummary {
+                path: l.path.clone(),
+                flavor: l.flavor,
+                version: l.version.clone(),
+                symbols: l.symbols,
+                pids: l.pids.clone(),
+                functions_found: l.functions_found,
+            })
+            .collect(),
+        all_probes: rec.all_probes,
+        sample_freq_hz: rec.sample_freq_hz,
+        samples,
+        lost_samples: rec.lost.samples,
+        lost: rec.lost.clone(),
+        probe_cost_us_per_hit: rec.probe_cost.hit_ns / 1e3,
+        probe_cost_cold_us_per_hit: rec.probe_cost.cold_hit_ns / 1e3,
+        probe_hits: rec.probe_hits,
+        probe_stepped_hits: rec.probe_stepped_hits,
+        probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
+        probe_overhead_ms,
+        record_layer_sampled: record_layer,
+        advice,
+        stacks: StackSummary {
+            in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
+            whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),
+            call_graph: Some(rec.call_graph),
+            stack_bytes: rec.stack_bytes,
+            unnamed_jit: rec
+                .unnamed_jit_pids
+                .iter()
+                .map(|&pid| (pid, rec.comm_of(pid).to_string()))
+                .collect(),
+        },
+        call_tree: call_tree(rec, tls_cpu_ns),
+        stages: basis.stages,
+        handshakes: basis.totals,
+    }
+}
+
+fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overhead_ms: f64) -> ProbingSummary {
+    let fraction = (rec.probing.live_s / rec.duration_s.max(1e-9)).min(1.0);
+    // Counts from the windows scale by the windows' share of the targets' own CPU, as handshakes go with
+    // CPU where time would overweight windows that fell on quiet stretches; the time share when no CPU
+    // was seen.
+    let total_ms = process_cpu_ms - probe_overhead_ms;
+    let probed_ms = probed_cpu_ms - probe_overhead_ms;
+    let cpu_share = if total_ms > 0.0 && probed_ms > 0.0 {
+        (probed_ms / total_ms).min(1.0)
+    } else {
+        fraction
+    };
+    ProbingSummary {
+        max_overhead_pct: rec.probing.max_overhead_pct,
+        live_s: rec.probing.live_s,
+        fraction,
+        cpu_share,
+        windows: rec.probing.windows,
+        peak_overhead: rec.probing.peak_overhead,
+        handshakes_estimated: 0.0,
+        // A millisecond of slack for rounding: always-on probes cover the whole recording.
+        part_time: rec.probing.live_s < rec.duration_s - 1e-3,
+    }
+}
+
+fn probed_stages(rec: &Recording) -> Vec<StageSummary> {
+    let mut by_stage: HashMap<Stage, (u64, u64, u64)> = HashMap::new();
+    for n in &rec.tree {
+        let Some(stage) = rec.stage_of(*n.path.last().expect("checked non-empty")) else {
+            continue;
+        };
+        let (calls, cpu_ns, self_ns) = by_stage.entry(stage).or_default();
+        *self_ns += n.self_ns;
+        // Outermost entry: no ancestor is in the same stage (EVP_DigestSign calling EVP_DigestSignFinal is one).
+        let ancestors = &n.path[..n.path.len() - 1];
+        if !ancestors.iter().any(|&f| rec.stage_of(f) == Some(stage)) {
+            *calls += n.calls;
+            *cpu_ns += n.cpu_ns;
+        }
+    }
+    Stage::ALL
+        .iter()
+        .filter_map(|s| by_stage.remove(s).map(|fig| (*s, fig)))
+        .map(|(stage, (calls, cpu_ns, self_ns))| StageSummary {
+            name: stage,
+            cpu_ms: ms(cpu_ns),
+            self_cpu_ms: ms(self_ns),
+            calls: Some(calls),
+            cpu_us_per_call: Some(if calls == 0 {
+                0.0
+            } else {
+                self_ns as f64 / 1e3 / calls as f64
+            }),
+            sampled: false,
+            cpu_ns,
+            self_ns,
+        })
+        .collect()
+}
+
+/// The read and write stages estimated from CPU samples when SSL_read/SSL_write were not probed: each sample
+/// stands for 1/freq s of CPU.
+fn sampled_stage(stage: Stage, cpu_ms: f64) -> StageSummary {
+    let ns = (cpu_ms * 1e6) as u64;
+    StageSummary {
+        name: stage,
+        cpu_ms,
+        self_cpu_ms: cpu_ms,
+        calls: None,
+        cpu_us_per_call: None,
+        sampled: true,
+        cpu_ns: ns,
+        self_ns: ns,
+    }
+}
+
+fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
+    let mut figs: Vec<FunctionSummary> = rec
+        .functions
+        .iter()
+        .map(|f| FunctionSummary {
+            name: f.name.clone(),
+            library: rec.libraries[f.library].path.clone(),
+            stage: f.stage,
+            calls: 0,
+            cpu_ms: 0.0,
+            cpu_ns: 0,
+        })
+        .collect();
+    for n in &rec.tree {
+        let (&func, ancestors) = n.path.split_last().expect("checked non-empty");
+        let fig = &mut figs[usize::from(func)];
+        fig.calls += n.calls;
+        if !ancestors.contains(&func) {
+            fig.cpu_ns += n.cpu_ns;
+        }
+    }
+    figs.retain(|f| f.calls > 0);
+    figs.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.name.cmp(&b.name)));
+    for f in &mut figs {
+        f.cpu_ms = ms(f.cpu_ns);
+    }
+    figs
+}
+
+fn handshake_totals(rec: &Recording) -> HandshakeSummary {
+    let (mut total, mut full, mut resumed, mut server, mut client, mut partial) = (0, 0, 0, 0, 0, 0);
+    let mut cpu = CpuHistogram::default();
+    for g in &rec.handshakes {
+        let n = g.cpu.count;
+        if g.role == Role::Partial {
+            partial += n;
+            continue;
+        }
+        total += n;
+        if g.resumed {
+            resumed += n
+        } else {
+            full += n
+        }
+        match g.role {
+            Role::Server => server += n,
+            Role::Client => client += n,
+            Role::Partial => {}
+        }
+        cpu.merge(&g.cpu);
+    }
+    HandshakeSummary {
+        total,
+        full,
+        resumed,
+        server,
+        client,
+        partial,
+        cpu_ms: CpuStats::of(&cpu),
+        kinds: rec
+            .handshakes
+            .iter()
+            .map(|g| KindSummary {
+                role: g.role,
+                resumed: g.resumed,
+                resumption: g.resumption.clone(),
+                version: g.version.clone(),
+                cipher: g.cipher.clone(),
+                key_exchange: g.key_exchange.clone(),
+                certificate_key: g.certificate_key.clone(),
+                count: g.cpu.count,
+                cpu_ms: CpuStats::of(&g.cpu),
+            })
+            .collect(),
+        rate_per_s: 0.0,
+        cpu,
+    }
+}
+
+/// Share of samples inside the record layer, found in the sampled stacks: SSL_read*, SSL_write*, outside
+/// every probed stage (Node.js handshakes run inside SSL_read: they are the handshake's, not the record
+/// layer's). Sampled, so available without probing those per-request functions.
+fn record_layer_sampled(rec: &Recording, samples: u64) -> RecordLayerShares {
+    let total = samples.max(1) as f64;
+    let share = |names: &[&str]| {
+        let n: u64 = rec
+            .samples
+            .iter()
+            .filter(|s| s.path.is_empty())
+            .filter(|s| {
+                s.frames
+                    .iter()
+                    .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
+            })
+            .map(|s| s.count)
+            .sum();
+        n as f64 / total
+    };
+    RecordLayerShares {
+        read: share(&["SSL_read", "SSL_read_ex", "SSL_peek"]),
+        write: share(&["SSL_write", "SSL_write_ex"]),
+    }
+}
+
+#[derive(Default)]
+struct Node {
+    calls: u64,
+    cpu_ns: u64,
+    self_ns: u64,
+    children: BTreeMap<u16, Node>,
+}
+
+fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
+    let mut roots: BTreeMap<&str, (f64, Node)> = BTreeMap::new();
+    for t in &rec.targets {
+        roots.entry(&t.comm).or_default().0 += t.probed_cpu_ms;
+    }
+    for n in &rec.tree {
+        let (_, root) = roots.entry(rec.comm_of(n.pid)).or_default();
+        let mut node = root;
+        for f in &n.path {
+            node = node.children.entry(*f).or_default();
+        }
+        node.calls += n.calls;
+        node.cpu_ns += n.cpu_ns;
+        node.self_ns += n.self_ns;
+    }
+    let mut tree = CallTree {
+        min_share: TREE_MIN_SHARE,
+        ..CallTree::default()
+    };
+    let min_ns = (tls_cpu_ns as f64 * TREE_MIN_SHARE) as u64;
+    for (comm, (cpu_ms, root)) in &roots {
+        tree.rows.push(CallTreeRow {
+            depth: 0,
+            frame: comm.to_string(),
+            stage: None,
+            total_ms: *cpu_ms,
+            self_ms: None,
+            calls: None,
+        });
+        add_children(rec, root, 1, min_ns, &mut tree);
+    }
+    tree
+}
+
+fn add_children(rec: &Recording, node: &Node, depth: usize, min_ns: u64, tree: &mut CallTree) {
+    let mut kids: Vec<(&u16, &Node)> = node.children.iter().collect();
+    kids.sort_by_key(|(_, n)| std::cmp::Reverse(n.cpu_ns));
+    for (f, n) in kids {
+        if n.cpu_ns < min_ns {
+            tree.hidden += 1 + count_nodes(n);
+            continue;
+        }
+        let func = &rec.functions[usize::from(*f)];
+        tree.rows.push(CallTreeRow {
+            depth,
+            frame: func.name.clone(),
+            stage: func.stage,
+            total_ms: ms(n.cpu_ns),
+            self_ms: Some(ms(n.self_ns)),
+            calls: Some(n.calls),
+        });
+        add_children(rec, n, depth + 1, min_ns, tree);
+    }
+}
+
+fn count_nodes(n: &Node) -> usize {
+    n.children.values().map(|c| 1 + count_nodes(c)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::sample_recording;
+
+    #[test]
+    fn stage_calls_count_outermost_entries_and_self_sums_to_tls_cpu() {
+        let s = summarize(&sample_recording());
+        let sign = s.stages.iter().find(|s| s.name == Stage::Sign).unwrap();
+        // 4 EVP_DigestSign (Final nested inside is the same call) + 2 bare EVP_DigestSignFinal.
+        assert_eq!(sign.calls, Some(6));
+        assert_eq!(sign.self_ns, 100_000 + 4_300_000 + 20_000);
+        assert_eq!(sign.cpu_ns, 4_400_000 + 20_000);
+        let self_sum: u64 = s.stages.iter().filter(|s| !s.sampled).map(|s| s.self_ns).sum();
+        let tls_ns = 650_000 + 100_000 + 4_300_000 + 100_000 + 20_000;
+        assert_eq!(self_sum, tls_ns);
+        assert_eq!(s.tls_cpu_ms, ms(tls_ns));
+    }
+
+    #[test]
+    fn function_figures_count_every_call() {
+        let s = summarize(&sample_recording());
+        let fin = s.functions.iter().find(|f| f.name == "EVP_DigestSignFinal").unwrap();
+        assert_eq!(fin.calls, 6);
+        assert_eq!(fin.cpu_ns, 4_320_000);
+    }
+
+    #[test]
+    fn call_tree_rows_nest_under_their_process() {
+        let s = summarize(&sample_recording());
+        let rows: Vec<(usize, &str)> = s.call_tree.rows.iter().map(|r| (r.depth, r.frame.as_str())).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0, "nginx"),
+                (1, "SSL_do_handshake"),
+                (2, "EVP_DigestSign"),
+                (3, "EVP_DigestSignFinal"),
+                (2, "EVP_PKEY_derive"),
+                (1, "EVP_DigestSignFinal"),
+            ]
+        );
+    }
+}
