@@ -631,9 +631,8 @@ static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void
  * ends there (a failed read of tens of KiB costs the target as much as the copy, and zeroes the buffer).
  * The mapping is looked up once per thread and again only when sp leaves it: from a sample's interrupt,
  * bpf_find_vma releases the mmap lock through an irq_work, one more interrupt in the target, which costs it
- * more than the whole program (measured on a busy nginx worker: the sampler cost 0.33% of its CPU at 99 Hz
- * with a lookup per sample, 0.12% with one per thread; 2.4% and 0.34% at 999 Hz). Should the lookup fail
- * (mmap lock contended), or the mapping have shrunk since, retry ending one page lower. */
+ * more than the whole program (BENCHMARKS.md). Should the lookup fail (mmap lock contended), or the mapping
+ * have shrunk since, retry ending one page lower. */
 static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 {
 	struct stack_range *known = bpf_map_lookup_elem(&stack_ranges, &s->tid);

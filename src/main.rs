@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::{CallGraph, Recording};
-use tlsprof::output::{diff, flame, text};
+use tlsprof::output::{diff, flame, json, text};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
@@ -56,8 +56,8 @@ enum Command {
         /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
         #[arg(long, value_enum, default_value = "dwarf")]
         call_graph: CallGraphArg,
-        /// Bytes of user stack copied per sample for --call-graph dwarf: Node.js's main thread needs about
-        /// 40 KiB to reach main() from a TLS handshake; nginx about 8 KiB.
+        /// Bytes of user stack copied per sample for --call-graph dwarf: deep stacks (Node.js's main thread)
+        /// need tens of KiB to reach main() from a TLS handshake.
         #[arg(long, value_name = "BYTES", default_value_t = 65536)]
         stack_bytes: u32,
         /// Also record kernel frames.
@@ -69,8 +69,8 @@ enum Command {
         /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
         /// enough to cost more, the probes are attached part of the time and counts are scaled from those
         /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The default
-        /// leaves room for what the calibration misses: in a busy nginx worker a probe hit costs about 1.4
-        /// times its calibrated cost, and the CPU sampler adds about 0.1% (BENCHMARKS.md).
+        /// leaves room for what the calibration misses (a hit in a busy server costs more than its calibrated
+        /// cost) and for the CPU sampler (BENCHMARKS.md).
         #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
         max_overhead: f64,
     },
@@ -212,10 +212,10 @@ fn run(cli: Cli) -> Result<()> {
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
-        Command::Report { file, json } => {
+        Command::Report { file, json: as_json } => {
             let summary = summarize(&Recording::load(&file)?);
-            if json {
-                println!("{}", serde_json::to_string_pretty(&text::json(&summary))?);
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&json::json(&summary))?);
             } else {
                 print!("{}", text::text(&summary));
             }

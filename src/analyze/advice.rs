@@ -53,7 +53,7 @@ fn most_common(
     field: impl Fn(&crate::model::HandshakeGroup) -> Option<&String>,
 ) -> Option<String> {
     let mut best: Option<(&String, u64)> = None;
-    for g in rec.handshakes.iter().filter(|g| g.role == role && !g.resumed) {
+    for g in rec.handshakes.iter().filter(|g| g.kind.role == role && !g.kind.resumed) {
         if let Some(v) = field(g) {
             if best.is_none_or(|(_, n)| g.cpu.count > n) {
                 best = Some((v, g.cpu.count));
@@ -78,7 +78,7 @@ fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogra
     for g in rec
         .handshakes
         .iter()
-        .filter(|g| g.role == role && resumed.is_none_or(|r| g.resumed == r))
+        .filter(|g| g.kind.role == role && resumed.is_none_or(|r| g.kind.resumed == r))
     {
         all.merge(&g.cpu);
     }
@@ -90,10 +90,10 @@ fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogra
 pub fn references_needed(handshakes: &[HandshakeGroup]) -> Vec<&'static str> {
     let rsa = handshakes
         .iter()
-        .any(|g| g.certificate_key.as_deref().is_some_and(|c| c.starts_with("RSA")));
+        .any(|g| g.kind.certificate_key.as_deref().is_some_and(|c| c.starts_with("RSA")));
     let slow = handshakes
         .iter()
-        .any(|g| g.key_exchange.as_deref().is_some_and(slow_key_exchange));
+        .any(|g| g.kind.key_exchange.as_deref().is_some_and(slow_key_exchange));
     [(rsa, speed::ECDSA_P256_SIGN), (slow, speed::X25519_DERIVE)]
         .into_iter()
         .filter_map(|(needed, op)| needed.then_some(op))
@@ -135,7 +135,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
     let server_total = handshakes(rec, Role::Server, None).count;
 
     // An RSA certificate whose signatures dominate.
-    let cert = most_common(rec, Role::Server, |g| g.certificate_key.as_ref());
+    let cert = most_common(rec, Role::Server, |g| g.kind.certificate_key.as_ref());
     let sign_ns = stage_self(Stage::Sign);
     if let (Some(cert), true) = (&cert, server_full > 0 && tls_ns > 0.0) {
         if cert.starts_with("RSA") && sign_ns / tls_ns >= SIGN_HEAVY_SHARE {
@@ -204,8 +204,8 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
     }
 
     // Finite-field Diffie-Hellman, or a slow curve.
-    if let Some(kx) = most_common(rec, Role::Server, |g| g.key_exchange.as_ref())
-        .or_else(|| most_common(rec, Role::Client, |g| g.key_exchange.as_ref()))
+    if let Some(kx) = most_common(rec, Role::Server, |g| g.kind.key_exchange.as_ref())
+        .or_else(|| most_common(rec, Role::Client, |g| g.kind.key_exchange.as_ref()))
     {
         let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
         let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
@@ -303,9 +303,9 @@ mod tests {
     #[test]
     fn dhe_and_busy_clients_are_named() {
         let mut rec = sample_recording();
-        rec.handshakes[0].key_exchange = Some("DHE-2048".into());
+        rec.handshakes[0].kind.key_exchange = Some("DHE-2048".into());
         assert!(ids(&rec).contains(&"dhe_key_exchange"));
-        rec.handshakes[0].role = Role::Client;
+        rec.handshakes[0].kind.role = Role::Client;
         rec.targets[0].comm = "node".into();
         let advice = advise(&rec);
         let reuse = advice

@@ -429,17 +429,17 @@ fn handshake_totals(rec: &Recording) -> HandshakeSummary {
     let mut cpu = CpuHistogram::default();
     for g in &rec.handshakes {
         let n = g.cpu.count;
-        if g.role == Role::Partial {
+        if g.kind.role == Role::Partial {
             partial += n;
             continue;
         }
         total += n;
-        if g.resumed {
+        if g.kind.resumed {
             resumed += n
         } else {
             full += n
         }
-        match g.role {
+        match g.kind.role {
             Role::Server => server += n,
             Role::Client => client += n,
             Role::Partial => {}
@@ -458,13 +458,13 @@ fn handshake_totals(rec: &Recording) -> HandshakeSummary {
             .handshakes
             .iter()
             .map(|g| KindSummary {
-                role: g.role,
-                resumed: g.resumed,
-                resumption: g.resumption.clone(),
-                version: g.version.clone(),
-                cipher: g.cipher.clone(),
-                key_exchange: g.key_exchange.clone(),
-                certificate_key: g.certificate_key.clone(),
+                role: g.kind.role,
+                resumed: g.kind.resumed,
+                resumption: g.kind.resumption.clone(),
+                version: g.kind.version.clone(),
+                cipher: g.kind.cipher.clone(),
+                key_exchange: g.kind.key_exchange.clone(),
+                certificate_key: g.kind.certificate_key.clone(),
                 count: g.cpu.count,
                 cpu_ms: CpuStats::of(&g.cpu),
             })

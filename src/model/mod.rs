@@ -168,9 +168,9 @@ pub enum Role {
     Partial,
 }
 
-/// Completed handshakes of one kind, with a histogram of their CPU.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HandshakeGroup {
+/// What a handshake was; handshakes alike are counted together.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct HandshakeKind {
     pub role: Role,
     pub resumed: bool,
     /// "RSA-2048", "ECDSA P-256": from the signature's length; None when no signature was seen (resumed).
@@ -183,6 +183,13 @@ pub struct HandshakeGroup {
     pub cipher: Option<String>,
     /// How a resumed handshake resumed: "TLS 1.3 PSK", "TLS 1.2 session ID or ticket"; None when unknown.
     pub resumption: Option<String>,
+}
+
+/// Completed handshakes of one kind, with a histogram of their CPU.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HandshakeGroup {
+    #[serde(flatten)]
+    pub kind: HandshakeKind,
     pub cpu: CpuHistogram,
 }
 
@@ -361,13 +368,15 @@ pub(crate) mod tests {
                 },
             ],
             handshakes: vec![HandshakeGroup {
-                role: Role::Server,
-                resumed: false,
-                certificate_key: Some("RSA-2048".into()),
-                key_exchange: Some("x25519".into()),
-                version: Some("TLSv1.3".into()),
-                cipher: Some("TLS_AES_256_GCM_SHA384".into()),
-                resumption: None,
+                kind: HandshakeKind {
+                    role: Role::Server,
+                    resumed: false,
+                    certificate_key: Some("RSA-2048".into()),
+                    key_exchange: Some("x25519".into()),
+                    version: Some("TLSv1.3".into()),
+                    cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+                    resumption: None,
+                },
                 cpu: full,
             }],
             lost: Lost::default(),

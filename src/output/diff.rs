@@ -170,7 +170,7 @@ mod tests {
     use super::*;
     use crate::analyze::summarize;
     use crate::model::tests::sample_recording;
-    use crate::model::{CpuHistogram, HandshakeGroup, Role};
+    use crate::model::{CpuHistogram, HandshakeGroup, HandshakeKind, Role};
 
     /// The same service after switching to ECDSA and turning on resumption: less sign CPU per handshake.
     fn after() -> Recording {
@@ -186,13 +186,15 @@ mod tests {
             resumed.add(300_000);
         }
         rec.handshakes.push(HandshakeGroup {
-            role: Role::Server,
-            resumed: true,
-            certificate_key: None,
-            key_exchange: Some("x25519".into()),
-            version: Some("TLSv1.3".into()),
-            cipher: Some("TLS_AES_256_GCM_SHA384".into()),
-            resumption: Some("TLS 1.3 PSK".into()),
+            kind: HandshakeKind {
+                role: Role::Server,
+                resumed: true,
+                certificate_key: None,
+                key_exchange: Some("x25519".into()),
+                version: Some("TLSv1.3".into()),
+                cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+                resumption: Some("TLS 1.3 PSK".into()),
+            },
             cpu: resumed,
         });
         rec

@@ -3,4 +3,5 @@
 
 pub mod diff;
 pub mod flame;
+pub mod json;
 pub mod text;

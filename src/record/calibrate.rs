@@ -27,7 +27,7 @@ const COLD_CALLS_PER_ROUND: u64 = 60;
 /// A stepped call costs about ten hits: fewer calls give as many microseconds to measure.
 const STEPPED_CALLS_PER_ROUND: u64 = 100;
 const STEPPED_COLD_CALLS_PER_ROUND: u64 = 30;
-/// Twice the L2 cache of current server cores: larger sweeps only add noise (measured: 4 MiB).
+/// Twice the L2 cache of current server cores: larger sweeps only add noise.
 const SWEEP_BYTES: usize = 1 << 20;
 
 // The probed function and its never-probed twin, called alternately. They open with `push %rbp`, which the

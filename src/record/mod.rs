@@ -3,21 +3,52 @@
 //! programs, runs the recording session and turns what the kernel side counted into a model::Recording.
 
 pub mod anatomy;
-mod attach;
 mod bpf;
 mod calibrate;
-mod collect;
+mod cpu;
 mod governor;
+mod handshakes;
+mod hello;
 mod objects;
+mod privileges;
+mod probes;
+mod programs;
 mod prologue;
 mod samples;
+mod session;
 pub mod speed;
 mod stack_tree;
+mod status;
 mod symbolize;
 pub mod targets;
 mod unwind;
 mod wire;
 
-pub use attach::{AttachOptions, HelloCapture};
-pub use collect::{record, RecordOptions};
+use std::time::Duration;
+
+pub use hello::HelloCapture;
 pub use samples::MAX_STACK_BYTES;
+pub use session::record;
+
+use crate::model::CallGraph;
+
+/// What to attach and how to sample.
+pub struct AttachOptions {
+    pub hello_capture: HelloCapture,
+    pub freq_hz: u64,
+    /// Also probe the catalogue's frequent functions (the record layer, EVP_KDF_derive, session encoding).
+    pub all_probes: bool,
+    pub call_graph: CallGraph,
+    /// Bytes of user stack copied per sample (--call-graph dwarf).
+    pub stack_bytes: u32,
+    pub kernel_stacks: bool,
+}
+
+pub struct RecordOptions {
+    pub duration: Option<Duration>,
+    /// The --comm names: processes started later under these names join the recording.
+    pub comms: Vec<String>,
+    pub attach: AttachOptions,
+    /// --max-overhead: percent of the targets' CPU the stage probes may cost.
+    pub max_overhead_pct: f64,
+}

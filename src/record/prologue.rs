@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Which first instructions the kernel runs for a uprobe itself and which it single-steps. A uprobe replaces
 //! the instruction with a breakpoint; after the handler, x86 Linux emulates pushes, jumps, calls and `nop`,
-//! and executes anything else out of line with the trap flag set: a second trap, which in a VM costs more
-//! than the first (measured here: 1.8 µs per call and return of a `push %rbx` function, 12.4 µs for `mov`
-//! or `endbr64`). calibrate.rs measures both kinds; this tells which kind a probed function is.
+//! and executes anything else out of line with the trap flag set: a second trap, which in a VM costs several
+//! times the first. calibrate.rs measures both kinds; this tells which kind a probed function is.
 
 /// True if the kernel single-steps this first instruction (x86-64 machine code) rather than emulating it.
 /// Unknown or prefixed forms count as stepped: the dearer cost is the safe one to budget with.

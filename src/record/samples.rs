@@ -18,7 +18,8 @@ type StackRoot = (u32, Vec<u16>, bool);
 /// Kernel frames in the tree: their name index with this bit set.
 const KERNEL_FRAME: u32 = 1 << 31;
 
-/// Nodes of the named stacks' tree: 3 MB at most. A busy nginx worker's 10-minute recording uses about 10,000.
+/// Nodes of the named stacks' tree: 3 MB at most, far above what a busy server's recording uses
+/// (BENCHMARKS.md, long recording).
 const MAX_STACK_NODES: usize = 1 << 17;
 
 /// Names the frames of a stack cut at the tree's limit.

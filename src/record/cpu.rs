@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+//! CPU meters: each target's CPU from its CPU-time clock, over the recording and while probed.
+
+use std::collections::HashMap;
+
+use super::targets::{self, Process};
+
+/// Per target: process CPU at attach time and at the last successful read, and the part of it used while
+/// the stage probes were attached.
+struct Meter {
+    start_ms: f64,
+    last_ms: f64,
+    probed_ms: f64,
+}
+
+#[derive(Default)]
+pub struct CpuMeters(HashMap<u32, Meter>);
+
+impl CpuMeters {
+    pub fn start(&mut self, pid: u32) {
+        if let Some(ms) = targets::cpu_ms(pid) {
+            self.0.insert(
+                pid,
+                Meter {
+                    start_ms: ms,
+                    last_ms: ms,
+                    probed_ms: 0.0,
+                },
+            );
+        }
+    }
+
+    /// Reads every live target's clock; `probing`: the stage probes were attached since the last reading.
+    /// A target that exits keeps its last reading.
+    pub fn poll(&mut self, live: &[Process], probing: bool) {
+        for p in live {
+            if let (Some(m), true) = (self.0.get_mut(&p.pid), p.alive()) {
+                if let Some(ms) = targets::cpu_ms(p.pid) {
+                    if probing {
+                        m.probed_ms += ms - m.last_ms;
+                    }
+                    m.last_ms = ms;
+                }
+            }
+        }
+    }
+
+    /// The targets' CPU clocks summed at the last reading: what the governor accounts against.
+    pub fn total_ms(&self) -> f64 {
+        self.0.values().map(|m| m.last_ms).sum()
+    }
+
+    /// A target's CPU over the recording and while probed, in ms.
+    pub fn of(&self, pid: u32) -> (f64, f64) {
+        self.0
+            .get(&pid)
+            .map_or((0.0, 0.0), |m| (m.last_ms - m.start_ms, m.probed_ms))
+    }
+}

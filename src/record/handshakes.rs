@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Handshake events from the kernel side: each completed handshake classified (role, full or resumed,
+//! certificate key, key exchange, and what its ServerHello said) and counted with its CPU, the probes' cost
+//! taken out.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::anatomy;
+use super::bpf::copy_head;
+use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff};
+use super::wire;
+use crate::model::{CpuHistogram, HandshakeGroup, HandshakeKind, Hits, ProbeCost, Role};
+
+/// ServerHellos captured for connections whose handshakes have not completed yet; bounded, as some never do.
+const MAX_PENDING_HELLOS: usize = 16384;
+
+pub struct Handshakes {
+    cost: ProbeCost,
+    groups: BTreeMap<HandshakeKind, CpuHistogram>,
+    /// ServerHellos by (tgid, SSL *), until their handshake completes.
+    hellos: HashMap<(u32, u64), wire::Hello>,
+    pub completed: u64,
+}
+
+impl Handshakes {
+    pub fn new(cost: ProbeCost) -> Handshakes {
+        Handshakes {
+            cost,
+            groups: BTreeMap::new(),
+            hellos: HashMap::new(),
+            completed: 0,
+        }
+    }
+
+    /// Takes one record of the handshakes ring buffer (enum tlsprof_event_kind).
+    pub fn add(&mut self, data: &[u8]) {
+        let kind = data
+            .get(..4)
+            .map(|k| u32::from_ne_bytes(k.try_into().expect("4 bytes")));
+        if kind == Some(tlsprof_event_kind::EVENT_HELLO.0) {
+            if let Some((conn, hello)) = parse_hello(data) {
+                if self.hellos.len() >= MAX_PENDING_HELLOS {
+                    self.hellos.clear();
+                }
+                self.hellos.insert(conn, hello);
+            }
+            return;
+        }
+        let mut e = handshake_event::default();
+        if plain::copy_from_bytes(&mut e, data).is_ok() {
+            let nested = Hits {
+                all: e.nested_hits.into(),
+                stepped: e.nested_stepped.into(),
+            };
+            let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
+            let hello = self.hellos.remove(&(e.tgid, e.ssl));
+            self.groups.entry(classify(&e, hello)).or_default().add(cpu_ns);
+            self.completed += 1;
+        }
+    }
+
+    pub fn into_groups(self) -> Vec<HandshakeGroup> {
+        self.groups
+            .into_iter()
+            .map(|(kind, cpu)| HandshakeGroup { kind, cpu })
+            .collect()
+    }
+}
+
+fn parse_hello(data: &[u8]) -> Option<((u32, u64), wire::Hello)> {
+    let header = std::mem::offset_of!(hello_event, data);
+    let mut e = hello_event::default();
+    if !copy_head(&mut e, data, header) {
+        return None;
+    }
+    let bytes = data.get(header..header + e.len as usize)?;
+    Some(((e.tgid, e.ssl), wire::parse(bytes, e.body_only != 0)?))
+}
+
+/// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
+/// resumed ones authenticate with the session's secret instead (a TLS 1.3 server says so: pre_shared_key).
+/// A full server handshake that used the private key but made no signature decrypted an RSA-encrypted
+/// premaster secret.
+fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
+    let cert_ops = u32::from(e.cert_ops);
+    let role = match u32::from(e.role) {
+        r if r == ff::FF_ROLE_SERVER.0 => Role::Server,
+        r if r == ff::FF_ROLE_CLIENT.0 => Role::Client,
+        _ => Role::Partial,
+    };
+    let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
+    let rsa_transport = cert_ops & ff::FF_PRIVATE_KEY_OP.0 != 0 && u32::from(e.sig_made) != ff::FF_SIG_LEN_PTR.0;
+    let hello = hello.unwrap_or_default();
+    // TLS 1.3 resumes with a pre-shared key; TLS 1.2's ServerHello does not say whether by ID or ticket.
+    let resumption = match (resumed, hello.version) {
+        (true, Some("TLSv1.3")) if hello.psk => Some("TLS 1.3 PSK".to_string()),
+        (true, Some("TLSv1.2")) => Some("TLS 1.2 session ID or ticket".to_string()),
+        _ => None,
+    };
+    HandshakeKind {
+        resumption,
+        role,
+        resumed,
+        certificate_key: if resumed {
+            None
+        } else {
+            anatomy::certificate_key(e.sig_len)
+        },
+        key_exchange: hello
+            .group
+            .or_else(|| anatomy::key_exchange(e.secret_len, rsa_transport)),
+        version: hello.version.map(str::to_string),
+        cipher: hello.cipher,
+    }
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The stage probes: the catalogue functions found in each target, their uprobes, and the probe windows
+//! of the --max-overhead duty cycle (the epoch rule: a window starts once every probe is attached and ends
+//! before any is detached).
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
+
+use super::bpf::TlsprofSkel;
+use super::objects::{self, TlsObject};
+use super::targets::{self, Mapping, Process};
+use super::AttachOptions;
+use crate::catalogue;
+use crate::model::{Flavor, Function, Library};
+
+/// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
+#[derive(Default)]
+pub struct TargetSet {
+    pub libraries: Vec<Library>,
+    pub functions: Vec<Function>,
+    /// Each target's file mappings at attach time, to unwind and symbolize samples after it exits.
+    pub maps: HashMap<u32, Vec<Mapping>>,
+    pub probes: usize,
+    /// Files already inspected, by (device, inode): nginx's master and workers share them.
+    inspected: HashMap<(String, u64), Option<TlsObject>>,
+    /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
+    specs: Vec<ProbeSpec>,
+    /// The stage probes' links: empty while they are paused.
+    links: Vec<Link>,
+    paused: bool,
+}
+
+/// The uprobes of one file in one process.
+struct ProbeSpec {
+    process: Process,
+    path: String,
+    open_path: std::path::PathBuf,
+    entry: Probes,
+    ret: Probes,
+}
+
+impl TargetSet {
+    /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know.
+    pub fn attach(skel: &TlsprofSkel, procs: &[Process], opts: &AttachOptions) -> Result<TargetSet> {
+        let mut set = TargetSet::default();
+        let mut without_tls = Vec::new();
+        for p in procs {
+            if !set.add(skel, p, opts)? {
+                without_tls.push(p);
+            }
+        }
+        if set.maps.is_empty() {
+            let p = without_tls.first().expect("at least one target");
+            bail!(
+                "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in): profile the process that terminates TLS",
+                p.pid,
+                p.comm
+            );
+        }
+        for p in without_tls {
+            eprintln!("tlsprof: skipping process {} ({}): no OpenSSL code", p.pid, p.comm);
+        }
+        Ok(set)
+    }
+
+    /// Processes named like --comm targets that are not probed yet (new nginx workers after a reload).
+    pub fn newcomers(&self, comms: &[String]) -> Vec<Process> {
+        comms
+            .iter()
+            .flat_map(|c| targets::processes_named(c))
+            .filter(|p| !self.maps.contains_key(&p.pid) && p.alive())
+            .collect()
+    }
+
+    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL code.
+    pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
+        let maps = p.maps()?;
+        let exe = targets::exe_inode(p.pid);
+        let mut found_any = false;
+        for m in targets::candidate_objects(&maps, exe) {
+            let key = (m.dev.clone(), m.inode);
+            if !self.inspected.contains_key(&key) {
+                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
+                self.inspected.insert(key.clone(), obj);
+            }
+            let Some(obj) = self.inspected[&key].clone() else {
+                continue;
+            };
+            found_any |= obj.flavor != Flavor::App;
+            self.attach_object(skel, p, &m, &obj, opts)?;
+        }
+        if found_any {
+            skel.maps
+                .targets
+                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
+                .context("add target")?;
+            self.maps.insert(p.pid, maps);
+            fill_library_versions(&mut self.libraries);
+        }
+        Ok(found_any)
+    }
+
+    fn attach_object(
+        &mut self,
+        skel: &TlsprofSkel,
+        p: &Process,
+        m: &Mapping,
+        obj: &TlsObject,
+        opts: &AttachOptions,
+    ) -> Result<()> {
+        let path = m.display_path().to_string();
+        let lib = match self.libraries.iter().position(|l| l.path == path) {
+            Some(i) => i,
+            None => {
+                self.libraries.push(Library {
+                    path: path.clone(),
+                    flavor: obj.flavor,
+                    version: obj.version.clone(),
+                    symbols: obj.symbols,
+                    functions_found: obj.functions.len(),
+                    pids: Vec::new(),
+                });
+                self.libraries.len() - 1
+            }
+        };
+        self.libraries[lib].pids.push(p.pid);
+
+        let (mut entry, mut ret) = (Probes::default(), Probes::default());
+        for f in obj.functions.iter().filter(|f| opts.all_probes || !f.row.frequent) {
+            let id = match self
+                .functions
+                .iter()
+                .position(|x| x.library == lib && x.name == f.row.symbol)
+            {
+                Some(i) => i,
+                None => {
+                    self.functions.push(Function {
+                        name: f.row.symbol.into(),
+                        library: lib,
+                        stage: f.row.stage,
+                    });
+                    self.functions.len() - 1
+                }
+            };
+            let id = u16::try_from(id).context("too many functions")?;
+            let cookie = catalogue::cookie(id, f.row, f.stepped);
+            entry.push(f.file_offset, cookie);
+            if f.row.stage.is_some() {
+                ret.push(f.file_offset, cookie);
+            }
+        }
+        self.probes += entry.offsets.len() + ret.offsets.len();
+        let spec = ProbeSpec {
+            process: p.clone(),
+            path,
+            open_path: m.open_path(p.pid),
+            entry,
+            ret,
+        };
+        if !self.paused {
+            self.links.extend(spec.attach(skel)?);
+        }
+        self.specs.push(spec);
+        Ok(())
+    }
+
+    /// Detaches the stage probes (not the sampler): a pause of the --max-overhead duty cycle. The window
+    /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
+    pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
+        next_epoch(skel)?;
+        self.links.clear();
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Attaches the stage probes again in every process still running; the window starts once all are
+    /// attached (next_epoch), so every function's hits count from the same moment and state left by the
+    /// last window is dropped.
+    pub fn resume(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
+        self.specs.retain(|s| s.process.alive());
+        for spec in &self.specs {
+            match spec.attach(skel) {
+                Ok(links) => self.links.extend(links),
+                // It exited since the check above.
+                Err(_) if !spec.process.alive() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.paused = false;
+        next_epoch(skel)
+    }
+}
+
+impl ProbeSpec {
+    fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
+        let mut links = Vec::new();
+        // Returns first: a call entered between the two attachments would otherwise never see its return.
+        for (probes, retprobe) in [(&self.ret, true), (&self.entry, false)] {
+            if probes.offsets.is_empty() {
+                continue;
+            }
+            let prog = if retprobe {
+                &skel.progs.stage_exit
+            } else {
+                &skel.progs.stage_enter
+            };
+            let link = prog
+                .attach_uprobe_multi_with_opts(
+                    self.process.pid as i32,
+                    &self.open_path,
+                    "",
+                    UprobeMultiOpts {
+                        offsets: probes.offsets.clone(),
+                        cookies: probes.cookies.clone(),
+                        retprobe,
+                        ..Default::default()
+                    },
+                )
+                .with_context(|| {
+                    format!(
+                        "attach {} uprobes in {} of process {}",
+                        if retprobe { "return" } else { "entry" },
+                        self.path,
+                        self.process.pid
+                    )
+                })?;
+            links.push(link);
+        }
+        Ok(links)
+    }
+}
+
+#[derive(Default)]
+struct Probes {
+    offsets: Vec<usize>,
+    cookies: Vec<u64>,
+}
+
+impl Probes {
+    fn push(&mut self, offset: u64, cookie: u64) {
+        self.offsets.push(offset as usize);
+        self.cookies.push(cookie);
+    }
+}
+
+/// libssl carries no version string of its own: it is the version of the libcrypto it ships with.
+fn fill_library_versions(libs: &mut [Library]) {
+    let crypto_version = libs
+        .iter()
+        .find(|l| l.path.contains("libcrypto"))
+        .and_then(|l| l.version.clone());
+    for l in libs
+        .iter_mut()
+        .filter(|l| l.version.is_none() && l.path.contains("libssl"))
+    {
+        l.version = crypto_version.clone();
+    }
+}
+
+/// Flips the BPF side's probe_epoch: even while the stage probes are live, odd while paused. The programs
+/// drop state from an earlier epoch and ignore hits while it is odd.
+fn next_epoch(skel: &mut TlsprofSkel) -> Result<()> {
+    let bss = skel.maps.bss_data.as_deref_mut().context("BPF .bss")?;
+    // SAFETY: an aligned u32 in the BPF map's shared mapping; volatile, as the BPF programs read it meanwhile.
+    unsafe { std::ptr::write_volatile(&mut bss.probe_epoch, bss.probe_epoch.wrapping_add(1)) };
+    Ok(())
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The BPF programs: loading them sized for this machine and these options, the CPU sampler and the
+//! scheduler tracepoint that run for the whole recording, the socket tracepoints of the hello capture, and
+//! the kernel side's counters.
+
+use std::fs;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+
+use super::bpf::types::{tlsprof_call_graph, tlsprof_stat};
+use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
+use super::AttachOptions;
+use crate::model::{CallGraph, Hits, ProbeCost};
+
+/// From linux/perf_event.h; the libc crate does not carry it.
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// The stack ring buffer holds this long of samples at the highest rate (every CPU sampling a target, every
+/// stack copy full size): a few polls' worth. Its pages stay resident, so it is no larger than that.
+const STACK_RING_SECONDS: f64 = 0.5;
+
+/// The loaded programs and what runs throughout; dropping it detaches everything.
+pub struct Programs<'obj> {
+    pub skel: TlsprofSkel<'obj>,
+    /// What a probe hit costs, measured by the calibration before any target was probed.
+    pub probe_cost: ProbeCost,
+    /// The calibration's own probe hits: not the targets'.
+    calibration_hits: Hits,
+    /// The sched_switch tracepoint and the CPU samplers.
+    links: Vec<Link>,
+}
+
+pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
+    match call_graph {
+        CallGraph::Dwarf => tlsprof_call_graph::CALL_GRAPH_DWARF,
+        CallGraph::Fp => tlsprof_call_graph::CALL_GRAPH_FP,
+    }
+}
+
+fn stack_ring_bytes(cpus: usize, freq_hz: u64, stack_bytes: u32) -> u32 {
+    // Each record: an 8-byte ring-buffer header, the sample's fixed part, the stack bytes.
+    let record = 8.0 + super::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
+    let bytes = cpus as f64 * freq_hz as f64 * record * STACK_RING_SECONDS;
+    // The kernel wants a power of two, page-aligned.
+    (bytes as u32).clamp(1 << 20, 64 << 20).next_power_of_two()
+}
+
+/// Opens the BPF object, sets its options and map sizes, and loads it.
+pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachOptions) -> Result<TlsprofSkel<'obj>> {
+    let mut open = TlsprofSkelBuilder::default()
+        .open(open_object)
+        .context("open the BPF object")?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("BPF read-only data")?;
+    rodata.stack_bytes = opts.stack_bytes;
+    rodata.call_graph = call_graph_id(opts.call_graph).0;
+    rodata.kernel_stacks = u32::from(opts.kernel_stacks);
+    let cpus = libbpf_rs::num_possible_cpus().context("count possible CPUs")? as u32;
+    open.maps
+        .sample_scratch
+        .set_max_entries(cpus)
+        .context("size the sample scratch map")?;
+    open.maps
+        .stacks
+        .set_max_entries(stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes))
+        .context("size the stack ring buffer")?;
+    open.load()
+        .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))
+}
+
+impl<'obj> Programs<'obj> {
+    /// Takes the loaded programs after the calibration measured `probe_cost` with them.
+    pub fn new(skel: TlsprofSkel<'obj>, probe_cost: ProbeCost) -> Programs<'obj> {
+        let calibration_hits = Hits {
+            all: stat_sum(&skel, tlsprof_stat::STAT_PROBE_HITS),
+            stepped: stat_sum(&skel, tlsprof_stat::STAT_STEPPED_HITS),
+        };
+        Programs {
+            skel,
+            probe_cost,
+            calibration_hits,
+            links: Vec::new(),
+        }
+    }
+
+    /// Starts the on-CPU clocks (sched_switch) and the CPU sampler on every online CPU.
+    pub fn start_sampling(&mut self, freq_hz: u64) -> Result<()> {
+        let tp = self
+            .skel
+            .progs
+            .on_sched_switch
+            .attach_tracepoint(libbpf_rs::TracepointCategory::Custom("sched".into()), "sched_switch")
+            .context("attach tracepoint sched:sched_switch")?;
+        self.links.push(tp);
+        for cpu in online_cpus()? {
+            let fd = open_cpu_clock(cpu, freq_hz)?;
+            let link = self
+                .skel
+                .progs
+                .on_cpu_sample
+                .attach_perf_event(fd.as_raw_fd())
+                .with_context(|| format!("attach the CPU sampler on CPU {cpu}"))?;
+            // The link closes the perf event when it is destroyed.
+            let _ = fd.into_raw_fd();
+            self.links.push(link);
+        }
+        Ok(())
+    }
+
+    /// A counter of enum tlsprof_stat, summed over CPUs.
+    pub fn stat(&self, stat: tlsprof_stat) -> u64 {
+        stat_sum(&self.skel, stat)
+    }
+
+    /// Probe hits on the targets (the calibration's own are not theirs).
+    pub fn target_probe_hits(&self) -> Hits {
+        Hits {
+            all: self.stat(tlsprof_stat::STAT_PROBE_HITS) - self.calibration_hits.all,
+            stepped: self.stat(tlsprof_stat::STAT_STEPPED_HITS) - self.calibration_hits.stepped,
+        }
+    }
+
+    /// What the probes have cost the targets so far, in ms of their CPU.
+    pub fn target_probe_ms(&self) -> f64 {
+        self.probe_cost.overhead_ms(self.target_probe_hits())
+    }
+
+    /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches
+    /// them.
+    pub fn attach_hello_capture(&self) -> Result<Vec<Link>> {
+        let p = &self.skel.progs;
+        [
+            (&p.on_write, "sys_enter_write"),
+            (&p.on_writev, "sys_enter_writev"),
+            (&p.on_read_enter, "sys_enter_read"),
+            (&p.on_read_exit, "sys_exit_read"),
+        ]
+        .into_iter()
+        .map(|(prog, tp)| {
+            prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom("syscalls".into()), tp)
+                .with_context(|| format!("attach tracepoint syscalls:{tp}"))
+        })
+        .collect()
+    }
+}
+
+fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
+    let key = stat.0.to_ne_bytes();
+    match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+            .sum(),
+        _ => 0,
+    }
+}
+
+fn online_cpus() -> Result<Vec<i32>> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").context("read online CPUs")?;
+    parse_cpu_list(&text).context("parse /sys/devices/system/cpu/online")
+}
+
+fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<i32>().ok()?..=b.parse::<i32>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// A cpu-clock software event on one CPU: works without a hardware PMU (virtual machines).
+fn open_cpu_clock(cpu: i32, freq_hz: u64) -> Result<OwnedFd> {
+    use libbpf_rs::libbpf_sys as sys;
+    // SAFETY: perf_event_attr is a plain C struct; all-zero is its documented default.
+    let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = sys::PERF_TYPE_SOFTWARE;
+    attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
+    attr.config = u64::from(sys::PERF_COUNT_SW_CPU_CLOCK);
+    attr.__bindgen_anon_1.sample_freq = freq_hz;
+    attr.set_freq(1);
+    // SAFETY: attr is valid for the duration of the call; pid -1 with a cpu means all processes on it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const _,
+            -1,
+            cpu,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        bail!(
+            "opening the cpu-clock sampler on CPU {cpu} failed ({}): check kernel.perf_event_paranoid and run as root",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: fd is a freshly opened descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn stack_ring_holds_half_a_second_of_full_samples() {
+        // 2 CPUs × 99 Hz × ~66 KiB × 0.5 s ≈ 6.5 MiB.
+        assert_eq!(stack_ring_bytes(2, 99, 65536), 8 << 20);
+        assert_eq!(stack_ring_bytes(1, 1, 4096), 1 << 20);
+        assert_eq!(stack_ring_bytes(512, 999, 65536), 64 << 20);
+    }
+}

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A recording session: the steps in order (preflight, load, calibrate, attach, record, read the maps) and
+//! the poll loop, which only asks each part to do its job: drain the ring buffers into handshakes and
+//! samples, read the CPU meters, let the governor open or close a probe window, keep the hello windows,
+//! pick up new --comm processes, draw the status line, and stop.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, RingBufferBuilder};
+
+use super::bpf::types::{tlsprof_stat, tree_key, tree_val};
+use super::calibrate;
+use super::cpu::CpuMeters;
+use super::governor::{Action, Governor};
+use super::handshakes::Handshakes;
+use super::hello::HelloWindows;
+use super::privileges;
+use super::probes::TargetSet;
+use super::programs::{self, Programs};
+use super::samples::SampleAggregator;
+use super::status::StatusLine;
+use super::targets::Process;
+use super::RecordOptions;
+use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
+
+/// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
+const POLL: Duration = Duration::from_millis(100);
+/// How often --comm looks for new processes.
+const RESCAN: Duration = Duration::from_millis(500);
+
+pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
+    privileges::preflight()?;
+    let t0 = Instant::now();
+    let mut open_object = MaybeUninit::uninit();
+    let skel = programs::load(&mut open_object, &opts.attach)?;
+    let probe_cost = calibrate::measure(&skel)?;
+    let mut programs = Programs::new(skel, probe_cost);
+    let mut targets = TargetSet::attach(&programs.skel, procs, &opts.attach)?;
+    programs.start_sampling(opts.attach.freq_hz)?;
+    let mut hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
+    let mut live: Vec<Process> = procs
+        .iter()
+        .filter(|p| targets.maps.contains_key(&p.pid))
+        .cloned()
+        .collect();
+    eprintln!(
+        "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+        targets.functions.len(),
+        targets.probes,
+        targets.libraries.len(),
+        live.len(),
+        t0.elapsed().as_secs_f64() * 1e3,
+        opts.attach.freq_hz
+    );
+
+    let started = Instant::now();
+    let mut cpu = CpuMeters::default();
+    for p in &live {
+        cpu.start(p.pid);
+    }
+    let mut governor = Governor::new(
+        opts.max_overhead_pct,
+        started,
+        programs.target_probe_ms(),
+        cpu.total_ms(),
+    );
+    let handshakes = RefCell::new(Handshakes::new(probe_cost));
+    let samples = RefCell::new(SampleAggregator::new(
+        programs::call_graph_id(opts.attach.call_graph),
+        targets.maps.clone(),
+    ));
+    let mut rb = RingBufferBuilder::new();
+    rb.add(&programs.skel.maps.handshakes, |data: &[u8]| {
+        handshakes.borrow_mut().add(data);
+        0
+    })?;
+    rb.add(&programs.skel.maps.stacks, |data: &[u8]| {
+        samples.borrow_mut().add(data);
+        0
+    })?;
+    let rb = rb.build()?;
+
+    let mut status = StatusLine::new();
+    let mut last_rescan = Instant::now();
+    loop {
+        // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
+        std::thread::sleep(POLL);
+        rb.consume().context("drain the ring buffers")?;
+        samples.borrow_mut().name_when_due(&targets.functions);
+        let elapsed = started.elapsed();
+        cpu.poll(&live, governor.live());
+        match governor.tick(Instant::now(), programs.target_probe_ms(), cpu.total_ms()) {
+            Action::Pause => {
+                // The window ends here (the epoch flips first): detaching takes time, during which the
+                // stage probes and the hello capture still run.
+                targets.pause(&mut programs.skel)?;
+                hello.close();
+            }
+            Action::Resume => {
+                targets.resume(&mut programs.skel)?;
+                cpu.poll(&live, false);
+                governor.resumed(Instant::now(), programs.target_probe_ms(), cpu.total_ms());
+            }
+            Action::Stay => {}
+        }
+        hello.update(&programs, governor.live(), handshakes.borrow().completed)?;
+        if !opts.comms.is_empty() && last_rescan.elapsed() >= RESCAN {
+            last_rescan = Instant::now();
+            for p in targets.newcomers(&opts.comms) {
+                match targets.add(&programs.skel, &p, &opts.attach) {
+                    Ok(true) => {
+                        eprintln!(
+                            "{}tlsprof: attached to new process {} ({})",
+                            status.clear(),
+                            p.pid,
+                            p.comm
+                        );
+                        samples.borrow_mut().add_process(p.pid, targets.maps[&p.pid].clone());
+                        cpu.start(p.pid);
+                        live.push(p);
+                    }
+                    Ok(false) => {}
+                    Err(e) => eprintln!(
+                        "{}tlsprof: cannot attach to new process {} ({}): {e:#}",
+                        status.clear(),
+                        p.pid,
+                        p.comm
+                    ),
+                }
+            }
+        }
+        status.show(
+            elapsed,
+            handshakes.borrow().completed,
+            programs.stat(tlsprof_stat::STAT_SAMPLES),
+        );
+        let all_exited = live.iter().all(|p| !p.alive());
+        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
+            if all_exited {
+                eprintln!("{}tlsprof: every target has exited", status.clear());
+            }
+            break;
+        }
+    }
+    let end = Instant::now();
+    rb.consume().context("drain the ring buffers")?;
+    cpu.poll(&live, governor.live());
+    eprint!("{}", status.clear());
+    hello.close();
+    drop(rb);
+    let probing = Probing {
+        max_overhead_pct: opts.max_overhead_pct,
+        live_s: governor.probed(end).as_secs_f64(),
+        windows: governor.windows,
+        peak_overhead: governor.peak_overhead,
+    };
+    let recorded = live
+        .iter()
+        .map(|p| {
+            let (process_cpu_ms, probed_cpu_ms) = cpu.of(p.pid);
+            Target {
+                pid: p.pid,
+                comm: p.comm.clone(),
+                process_cpu_ms,
+                probed_cpu_ms,
+            }
+        })
+        .collect();
+    let session = Finished {
+        programs: &programs,
+        targets: &targets,
+        recorded,
+        handshakes: handshakes.into_inner(),
+        samples: samples.into_inner(),
+        duration_s: (end - started).as_secs_f64(),
+        probing,
+    };
+    session.into_recording(opts)
+}
+
+/// What the loop leaves behind, to be read into a Recording.
+struct Finished<'a, 'obj> {
+    programs: &'a Programs<'obj>,
+    targets: &'a TargetSet,
+    recorded: Vec<Target>,
+    handshakes: Handshakes,
+    samples: SampleAggregator,
+    duration_s: f64,
+    probing: Probing,
+}
+
+impl Finished<'_, '_> {
+    fn into_recording(self, opts: &RecordOptions) -> Result<Recording> {
+        let programs = self.programs;
+        let hits = programs.target_probe_hits();
+        let tree = corrected_tree(self.raw_tree()?, &programs.probe_cost);
+        let named = self.samples.finish(&self.targets.functions);
+        let lost = Lost {
+            samples_taken: programs.stat(tlsprof_stat::STAT_SAMPLES),
+            samples: programs.stat(tlsprof_stat::STAT_SAMPLE_DROPS),
+            unreadable_stacks: named.unreadable,
+            cut_stacks: named.cut,
+            handshake_events: programs.stat(tlsprof_stat::STAT_HANDSHAKE_DROPS),
+            tree_nodes: programs.stat(tlsprof_stat::STAT_TREE_DROPS),
+            depth_overflow: programs.stat(tlsprof_stat::STAT_DEPTH_OVERFLOW),
+            missed_returns: programs.stat(tlsprof_stat::STAT_MISSED_RETURNS),
+            threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
+            connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
+        };
+        Ok(Recording {
+            format: model::FORMAT.into(),
+            format_version: model::FORMAT_VERSION,
+            tlsprof_version: env!("CARGO_PKG_VERSION").into(),
+            duration_s: self.duration_s,
+            sample_freq_hz: opts.attach.freq_hz,
+            call_graph: opts.attach.call_graph,
+            stack_bytes: opts.attach.stack_bytes,
+            unnamed_jit_pids: named.unnamed_jit_pids,
+            all_probes: opts.attach.all_probes,
+            targets: self.recorded,
+            libraries: self.targets.libraries.clone(),
+            functions: self.targets.functions.clone(),
+            tree,
+            samples: named.samples,
+            handshakes: self.handshakes.into_groups(),
+            lost,
+            probe_cost: programs.probe_cost,
+            probe_hits: hits.all,
+            probe_stepped_hits: hits.stepped,
+            probing: self.probing,
+            // Measured by the caller once the recording is over (speed::measure).
+            openssl_speed: BTreeMap::new(),
+        })
+    }
+
+    /// The call tree as the BPF side counted it.
+    fn raw_tree(&self) -> Result<Vec<RawNode>> {
+        let map = &self.programs.skel.maps.tree;
+        let mut raw = Vec::new();
+        for key in map.keys() {
+            let Some(value) = map.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
+                continue;
+            };
+            let (mut k, mut v) = (tree_key::default(), tree_val::default());
+            plain::copy_from_bytes(&mut k, &key).ok().context("tree key size")?;
+            plain::copy_from_bytes(&mut v, &value).ok().context("tree value size")?;
+            let depth = usize::from(k.depth).min(k.funcs.len());
+            raw.push(RawNode {
+                pid: k.tgid,
+                path: k.funcs[..depth].to_vec(),
+                calls: v.calls,
+                cpu_ns: v.cpu_ns,
+                nested: Hits {
+                    all: v.nested_hits,
+                    stepped: v.nested_stepped,
+                },
+            });
+        }
+        Ok(raw)
+    }
+}

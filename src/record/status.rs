@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The live status line on a terminal: elapsed time, handshakes and samples so far.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+const EVERY: Duration = Duration::from_millis(500);
+
+pub struct StatusLine {
+    /// Standard error is a terminal: the line is drawn and cleared; otherwise nothing is.
+    terminal: bool,
+    last: Instant,
+}
+
+impl StatusLine {
+    pub fn new() -> StatusLine {
+        StatusLine {
+            terminal: std::io::stderr().is_terminal(),
+            last: Instant::now(),
+        }
+    }
+
+    /// What starts a message printed while the line may be showing: clears it.
+    pub fn clear(&self) -> &'static str {
+        if self.terminal {
+            "\r\x1b[K"
+        } else {
+            ""
+        }
+    }
+
+    pub fn show(&mut self, elapsed: Duration, handshakes: u64, samples: u64) {
+        if !self.terminal || self.last.elapsed() < EVERY {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = elapsed.as_secs_f64().max(1e-3);
+        eprint!(
+            "\r\x1b[K[{:>6.1}s] {} handshakes ({:.0}/s), {} samples",
+            secs,
+            handshakes,
+            handshakes as f64 / secs,
+            samples
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
