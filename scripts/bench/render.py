@@ -227,6 +227,8 @@ def render(data, template=None):
         "budget_table": table(["Budget line", "Measured (medians)", "Result"], budget_lines(data)),
         "overhead_full_table": overhead_table(data, "full"),
         "overhead_keepalive_table": overhead_table(data, "keepalive"),
+        # Raw data from before wrk's errors were checked has no counts, and no such claim.
+        "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),
         "accuracy_repeats": s.get("accuracy_repeats", 1),
         "accuracy_libssl_table": libssl_table, "accuracy_speed_table": speed_table,

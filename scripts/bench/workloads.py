@@ -2,7 +2,8 @@
 """The two bounded loads, each from clients of its own per twin, and what their clients report.
 
 full: `openssl s_time -new` (full handshakes only: no tickets, no cache); keepalive: `wrk -t1 -c4` (GET / over
-four kept-alive connections).
+four kept-alive connections). A load's result counts only if its clients finished cleanly: a wrk run with socket
+errors or non-2xx responses is an error, not a figure.
 """
 
 import os
@@ -65,9 +66,16 @@ def parse_wrk(text):
     rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
     if not m or not rps:
         return None
-    errors = re.search(r"Socket errors: (.*)", text)
+    # wrk prints "Socket errors: connect N, read N, write N, timeout N" only when one of them is not zero.
+    errors = {"connect": 0, "read": 0, "write": 0, "timeout": 0}
+    line = re.search(r"Socket errors:(.*)", text)
+    if line:
+        counts = {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", line.group(1))}
+        if set(counts) != set(errors):
+            return None
+        errors = counts
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return {"requests": int(m.group(1)), "rate": float(rps.group(1)), "errors": (errors.group(1) if errors else None),
+    return {"requests": int(m.group(1)), "rate": float(rps.group(1)), "socket_errors": errors,
             "non2xx": int(non2xx.group(1)) if non2xx else 0}
 
 
@@ -78,6 +86,12 @@ def parse_keepalive(clients):
     res = parse_wrk(text)
     if c.status != 0 or res is None:
         raise BenchError(f"wrk failed (exit {c.status}): {text.strip()[-200:]}")
+    # A connection that failed or timed out did not do the requests the twins' CPU is divided by: the run's
+    # figures would compare unequal work. Such a run is an error, with wrk's own words.
+    if any(res["socket_errors"].values()) or res["non2xx"]:
+        errs = ", ".join(f"{k} {v}" for k, v in res["socket_errors"].items())
+        raise BenchError(f"wrk reported socket errors ({errs}) and {res['non2xx']} non-2xx/3xx responses in "
+                         f"{res['requests']} requests ({out}): the run cannot be compared")
     return {**res, "wall_s": c.ended - c.started, "client_cpu_s": c.cpu_ms() / 1e3}
 
 
