@@ -29,6 +29,26 @@ def noise_floor(data, workload):
     return max(abs(x) for x in xs) if xs else None
 
 
+def unpaired_spread(data, workload):
+    """With no profiler on either twin, each twin's CPU per request from run to run, relative to that twin's
+    median: (min, max) over both twins. This is the noise the pairing cancels; it needs two runs or more."""
+    rs = runs_of(data, workload, "none")
+    if len(rs) < 2:
+        return None, None
+    devs = []
+    for twin in ("A", "B"):
+        xs = [(r if r["profiled_twin"] == twin else r["control"])["cpu_us_per_req_ns"] for r in rs]
+        m = med(xs)
+        devs += [x / m - 1 for x in xs]
+    return spread(devs)
+
+
+def background_cores(data):
+    """(median, max) of what else the machine ran during the overhead runs, in cores."""
+    xs = [r.get("background_cores") for r in data["runs"]]
+    return med(xs), spread(xs)[1]
+
+
 def own_cpu_projection(data, rate_to):
     """tlsprof's own CPU at `rate_to` handshakes/s, estimated from its CPU under the two workloads: the keep-alive
     figure (sampling a busy worker, no handshakes) as the fixed part, the rest of the full-handshake figure scaled

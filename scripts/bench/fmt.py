@@ -34,6 +34,12 @@ def fpaired(xs, digits=2):
     return f"{fpct(med(xs), digits)} ({fpct(lo, digits)}…{fpct(hi, digits)})"
 
 
+def frange(lo_hi, digits=1):
+    """'min…max' in %, or '–'."""
+    lo, hi = lo_hi
+    return "–" if lo is None else f"{fpct(lo, digits)}…{fpct(hi, digits)}"
+
+
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

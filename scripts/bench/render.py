@@ -6,8 +6,8 @@ import re
 
 from .budget import budget_lines
 from .common import CLK_TCK, med
-from .figures import accuracy_rows, paired, rss_growth, runs_of
-from .fmt import fmed, fnum, fpaired, fpct, table
+from .figures import accuracy_rows, background_cores, paired, rss_growth, runs_of, unpaired_spread
+from .fmt import fmed, fnum, fpaired, fpct, frange, table
 from .profilers import CONDITIONS
 from .settings import reproduce_command
 from .workloads import WORKLOADS
@@ -205,22 +205,33 @@ def runs_table(data):
                   "background load, cores"], rows)
 
 
+def unpaired_text(data, workload):
+    lo_hi = unpaired_spread(data, workload)
+    n = len(runs_of(data, workload, "none"))
+    return f"{frange(lo_hi)} over {n} runs" if lo_hi[0] is not None else f"– ({n} run: it takes two or more)"
+
+
 def render(data, template=None):
     s, mach, long = data["settings"], data["machine"], data.get("long")
     clk_tck = mach.get("clk_tck", CLK_TCK)
+    bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
     values = {
         "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
         "started": data.get("started", "?"), "finished": data.get("finished", "?"),
         **{k: mach[k] for k in ("nproc", "cpu", "kernel", "os", "tlsprof", "date")},
+        # Raw data from before these were read has none.
+        "virtualization": mach.get("virtualization", "not recorded"), "pmu": mach.get("pmu", "not recorded"),
         "tools": "; ".join(mach[k] for k in ("openssl", "nginx", "wrk", "bpftrace", "perf")),
         "clk_tck": clk_tck, "tick_ms": f"{1000 / clk_tck:g}",
         "neighbours": data.get("loadavg_start"), "loadavg_start": data.get("loadavg_start"),
         "loadavg_end": data.get("loadavg_end", "?"), "steal": fpct(data.get("steal_frac"), 1, False),
+        "background": f"{fnum(bg_med, 2)} ({fnum(bg_max, 2)})",
         "reproduce": reproduce_command(s), "rounds": s["rounds"], "conditions": ", ".join(s["conditions"]),
         "seconds": s["seconds"], "full_clients": s["full_clients"],
         "long_minutes": f"{long['minutes'] if long else s['long_minutes']:g}",
         "worker_cpu": data.get("worker_cpu"),
+        "unpaired_full": unpaired_text(data, "full"), "unpaired_keepalive": unpaired_text(data, "keepalive"),
         "paired_none_full": fpaired(paired(data, "full", "none")),
         "paired_none_keepalive": fpaired(paired(data, "keepalive", "none")),
         "skipped": "; ".join(data.get("skipped") or []),
