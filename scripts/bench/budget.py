@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The budget of issue 4, line by line: each line names the figure it is judged on, and is judged on that one.
+
+A line whose figure this run did not measure (a rate the machine does not reach, a recording not made) says so
+and is SKIP, never judged on another figure.
+"""
+
+from .common import med, spread
+from .figures import accuracy_rows, noise_floor, own_cpu_projection, paired, rss_growth, runs_of
+from .fmt import fnum, fpct
+
+BUDGET_FULL_OVERHEAD = 0.01
+BUDGET_KEEPALIVE_OVERHEAD = 0.03
+BUDGET_OWN_CPU = 0.02
+BUDGET_OWN_CPU_RATE = 2000.0
+BUDGET_RSS_MB = 64.0
+# "Must not grow": more than allocator noise between the second and the last tenth of the long recording.
+BUDGET_RSS_GROWTH_MB = 1.0
+BUDGET_LIVE_S = 1.0
+BUDGET_REPORT_S = 1.0
+BUDGET_ACCURACY = 0.10
+
+
+def verdict(ok):
+    return "SKIP" if ok is None else ("PASS" if ok else "**FAIL**")
+
+
+def within(figures, limit):
+    """Whether every figure is ≤ limit; None when there is none to judge."""
+    figures = [x for x in figures if x is not None]
+    return None if not figures else all(x <= limit for x in figures)
+
+
+def paired_text(data, workload):
+    """The median paired overhead of tlsprof (defaults) under a workload, and how it reads."""
+    po = paired(data, workload, "tlsprof") if "tlsprof" in data["settings"]["conditions"] else []
+    if not po:
+        return None, "–"
+    lo, hi = spread(po)
+    runs = "1 paired run" if len(po) == 1 else f"median of {len(po)} paired runs, {fpct(lo, 2)}…{fpct(hi, 2)}"
+    floor = fpct(noise_floor(data, workload), 2, False)
+    return med(po), f"{fpct(med(po), 2)} ({runs}; pairs with no profiler: ±{floor})"
+
+
+def overhead_lines(data):
+    lines = []
+    long = data.get("long") or {}
+    rate = med([r["rate"] for r in runs_of(data, "full", "tlsprof")])
+    ov, text = paired_text(data, "full")
+    text += f" at {fnum(rate, 0)} handshakes/s"
+    # The short runs hold one or two probe windows each; the long recording shows the governor's steady state.
+    steady = long.get("paired_overhead")
+    if steady is not None:
+        text += f"; over the {long['minutes']:g}-minute recording: {fpct(steady, 2)}"
+    lines.append(("Full-handshake load: tlsprof (defaults) adds ≤ 1% target CPU per handshake", text,
+                  verdict(None if ov is None else within([ov, steady], BUDGET_FULL_OVERHEAD))))
+
+    ov, text = paired_text(data, "keepalive")
+    lines.append(("Keep-alive load: tlsprof (defaults) adds ≤ 3% target CPU per request", text,
+                  verdict(within([ov], BUDGET_KEEPALIVE_OVERHEAD))))
+    rw_stages = [[((r.get("prof_report") or {}).get("stages", {}).get(st) or {}) for st in ("read", "write")]
+                 for r in runs_of(data, "keepalive", "tlsprof")]
+    rw = [all(st.get("calls") or st.get("cpu_ms") for st in pair) for pair in rw_stages]
+    sampled = any(st.get("sampled") or not st.get("calls") for pair in rw_stages for st in pair)
+    how = " (estimated from CPU samples: CPU, no call counts)" if sampled and any(rw) else ""
+    lines.append(("Keep-alive load: … with the `read`/`write` stages still reported (defaults)",
+                  (f"reported in {sum(rw)} of {len(rw)} runs{how}" if rw else "–"),
+                  verdict(None if not rw else all(rw))))
+    return lines
+
+
+def own_cpu_lines(data):
+    """tlsprof's own CPU, judged at the rates measured; the budget's 2,000 handshakes/s only if a run reached it."""
+    s = data["settings"]
+    full = runs_of(data, "full", "tlsprof")
+    frac, rate = med([r["prof_cpu_load_frac"] for r in full]), med([r["rate"] for r in full])
+    runs = f"{len(full)} runs of {s['seconds']} s, median" if len(full) > 1 else f"1 run of {s['seconds']} s"
+    measured = [(frac, rate, runs)] if frac is not None else []
+    long = data.get("long")
+    if long and long.get("cpu_frac") is not None:
+        measured.append((long["cpu_frac"], long["twin"]["rate"], f"the {long['minutes']:g}-minute recording"))
+
+    def says(ms):
+        return "; ".join(f"{fpct(f, 2, False)} at {fnum(r, 0)} handshakes/s ({how})" for f, r, how in ms) or "–"
+
+    lines = [("tlsprof's own CPU ≤ 2% of one core at 99 Hz, at the rate the full-handshake load reaches",
+              says(measured), verdict(within([f for f, _, _ in measured], BUDGET_OWN_CPU)))]
+    at_budget = [m for m in measured if m[1] >= BUDGET_OWN_CPU_RATE]
+    if at_budget:
+        text, ok = says(at_budget), within([f for f, _, _ in at_budget], BUDGET_OWN_CPU)
+    else:
+        linear, proj = own_cpu_projection(data, BUDGET_OWN_CPU_RATE)
+        text = (f"not measured: the full-handshake load reaches {fnum(rate, 0)} handshakes/s here. Estimated from "
+                f"the runs: {fpct(proj, 2, False)} (fixed part + per-handshake part scaled), at most "
+                f"{fpct(linear, 2, False)} (all of it scaled)")
+        ok = None
+    lines.append(("tlsprof's own CPU ≤ 2% of one core at 99 Hz and 2,000 handshakes/s", text, verdict(ok)))
+    return lines
+
+
+def memory_lines(data):
+    long = data.get("long")
+    if long:
+        early, late, slope = rss_growth(long)
+        peak = long["maxrss_mb"]
+        lines = [(f"Peak RSS ≤ 64 MB over a {long['minutes']:g}-minute recording",
+                  f"{fnum(peak)} MB (ru_maxrss)", verdict(within([peak], BUDGET_RSS_MB)))]
+        reach = ""
+        if slope and slope > 0 and late < BUDGET_RSS_MB:
+            reach = f" (if it kept that pace: 64 MB after {long['minutes'] + (BUDGET_RSS_MB - late) / slope:.0f} min)"
+        lines.append(("Memory does not grow with duration (≤ 1 MB from the second tenth of the recording to the "
+                      "last)",
+                      f"RSS {fnum(early)} MB at {long['minutes'] * 0.1:g}–{long['minutes'] * 0.2:g} min → "
+                      f"{fnum(late)} MB in the last tenth; trend {fnum(slope, 2)} MB/min{reach}",
+                      verdict(None if early is None else within([late - early], BUDGET_RSS_GROWTH_MB))))
+        return lines
+    # No long recording: the line names the recordings that were made.
+    seconds = data["settings"]["seconds"]
+    peaks = [r["prof_maxrss_mb"] for r in runs_of(data, "full", "tlsprof") + runs_of(data, "keepalive", "tlsprof")
+             if r.get("prof_maxrss_mb")]
+    peak = max(peaks) if peaks else None
+    return [(f"Peak RSS ≤ 64 MB over a {seconds} s recording (no long recording)",
+             f"{fnum(peak)} MB (ru_maxrss, the most of {len(peaks)} recordings)",
+             verdict(within([peak], BUDGET_RSS_MB))),
+            ("Memory does not grow with duration", "not measured: no long recording (--long-minutes 0)", "SKIP")]
+
+
+def time_lines(data):
+    s = data["settings"]
+    live = [r["prof_live_s"] for r in data["runs"] if r["condition"] == "tlsprof"]
+    m = med(live)
+    lines = [("Probes live ≤ 1 s after `tlsprof record` starts",
+              f"{fnum(m, 3)} s median, {fnum(spread(live)[1], 3)} s max (nginx worker)",
+              verdict(within([m], BUDGET_LIVE_S)))]
+    long = data.get("long")
+    if long:
+        rt = med(long["report_times_s"])
+        lines.append((f"`tlsprof report` of a {long['minutes']:g}-minute recording ≤ 1 s",
+                      f"{fnum(rt, 3)} s median of {len(long['report_times_s'])}",
+                      verdict(within([rt], BUDGET_REPORT_S))))
+    else:
+        rt = med(data["report_times_short"])
+        lines.append(("`tlsprof report` of a 10-minute recording ≤ 1 s",
+                      f"not measured: no long recording; {fnum(rt, 3)} s for {s['seconds']} s recordings", "SKIP"))
+    return lines
+
+
+def accuracy_lines(data):
+    lines = []
+    for row in accuracy_rows(data):
+        for ref, err, ours, theirs in (
+                ("the fixture (unprobed), made as libssl makes it", row["err_fixture"], row["ours"], row["unprobed"]),
+                ("`openssl speed`, the fixture making it as speed does", row["err_speed"], row["ours_as_speed"],
+                 row["speed"])):
+            lines.append((f"Accuracy: {row['name']} within ±10% of {ref}",
+                          f"{fpct(err)} (tlsprof {fnum(med(ours))} µs vs {fnum(med(theirs))} µs)",
+                          verdict(None if err is None else abs(err) <= BUDGET_ACCURACY)))
+    return lines
+
+
+def budget_lines(data):
+    """(budget line, what was measured, PASS/**FAIL**/SKIP) for every line of the budget."""
+    return (overhead_lines(data) + own_cpu_lines(data) + memory_lines(data) + time_lines(data)
+            + accuracy_lines(data))

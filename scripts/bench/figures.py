@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Figures derived from the raw data: the runs of a condition, paired overheads, the noise, accuracy, memory."""
+
+import statistics
+
+from .common import med, relative_error, spread
+
+# (operation, fixture run, fixture field, openssl speed key)
+OPERATIONS = [
+    ("RSA-2048 sign", ("x25519", "rsa2048"), "sign", "rsa2048_sign"),
+    ("ECDSA P-256 sign", ("p256", "p256"), "sign", "ecdsap256_sign"),
+    ("X25519 derive", ("x25519", "rsa2048"), "derive", "x25519_derive"),
+    ("P-256 derive", ("p256", "p256"), "derive", "p256_derive"),
+]
+
+
+def runs_of(data, workload, condition):
+    return [r for r in data["runs"] if r["workload"] == workload and r["condition"] == condition]
+
+
+def paired(data, workload, condition, key="paired_overhead"):
+    """The per-run paired figures of a condition: profiled twin / control twin − 1."""
+    return [r[key] for r in runs_of(data, workload, condition) if r.get(key) is not None]
+
+
+def noise_floor(data, workload):
+    """The largest paired figure, either way, with no profiler on either twin: what the method resolves."""
+    xs = paired(data, workload, "none")
+    return max(abs(x) for x in xs) if xs else None
+
+
+def unpaired_spread(data, workload):
+    """With no profiler on either twin, each twin's CPU per request from run to run, relative to that twin's
+    median: (min, max) over both twins. This is the noise the pairing cancels; it needs two runs or more."""
+    rs = runs_of(data, workload, "none")
+    if len(rs) < 2:
+        return None, None
+    devs = []
+    for twin in ("A", "B"):
+        xs = [(r if r["profiled_twin"] == twin else r["control"])["cpu_us_per_req_ns"] for r in rs]
+        m = med(xs)
+        devs += [x / m - 1 for x in xs]
+    return spread(devs)
+
+
+def background_cores(data):
+    """(median, max) of what else the machine ran during the overhead runs, in cores."""
+    xs = [r.get("background_cores") for r in data["runs"]]
+    return med(xs), spread(xs)[1]
+
+
+def own_cpu_projection(data, rate_to):
+    """tlsprof's own CPU at `rate_to` handshakes/s, estimated from its CPU under the two workloads: the keep-alive
+    figure (sampling a busy worker, no handshakes) as the fixed part, the rest of the full-handshake figure scaled
+    with the handshake rate; and a linear upper bound that scales all of it. (None, None) without the figures."""
+    full = runs_of(data, "full", "tlsprof")
+    keep = runs_of(data, "keepalive", "tlsprof")
+    frac_full, rate = med([r["prof_cpu_load_frac"] for r in full]), med([r["rate"] for r in full])
+    frac_keep = med([r["prof_cpu_load_frac"] for r in keep])
+    if frac_full is None or not rate:
+        return None, None
+    linear = frac_full * rate_to / rate
+    if frac_keep is None:
+        return linear, None
+    fixed = min(frac_keep, frac_full)
+    return linear, fixed + (frac_full - fixed) * rate_to / rate
+
+
+def accuracy_rows(data):
+    """Per operation: tlsprof against the fixture making it as libssl does, and against `openssl speed` with the
+    fixture making it as speed does (the same operation on both sides)."""
+    rows = []
+    for name, (d, s), stage, speed_key in OPERATIONS:
+        runs = [r for r in data["accuracy"] if (r["derive_alg"], r["sign_alg"]) == (d, s)]
+        recs = [r for r in runs if not r.get("as_speed")]
+        speed_recs = [r for r in runs if r.get("as_speed")]
+        ours = [r[f"tlsprof_{stage}_us"] for r in recs]
+        unprobed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in recs]
+        probed = [r["truth"][f"{stage}_cpu_us"] for r in recs]
+        # What the fixture's clock saw minus the probe hits inside its window, at tlsprof's calibrated cost.
+        hits = [2 * (r.get(f"{stage}_functions_per_op") or 1) for r in recs]
+        probed_corr = [p - h * (r["probe_cost_us_per_hit"] or 0) for r, p, h in zip(recs, probed, hits)]
+        speed = [r[speed_key] for r in data["speed"]]
+        ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]
+        fixture_as_speed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in speed_recs]
+        calls = [r[f"tlsprof_{stage}_calls"] for r in runs]
+        expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]
+        m_ours, m_unp, m_speed, m_ours_sp = med(ours), med(unprobed), med(speed), med(ours_as_speed)
+        rows.append({
+            "name": name, "ours": ours, "unprobed": unprobed, "probed": probed, "probed_corr": probed_corr,
+            "hits": med(hits), "speed": speed, "ours_as_speed": ours_as_speed, "fixture_as_speed": fixture_as_speed,
+            "calls_ok": all(c == e for c, e in zip(calls, expected)) and bool(recs),
+            "err_fixture": relative_error(m_ours, m_unp),
+            "err_probed": relative_error(m_ours, med(probed_corr)),
+            "err_speed": relative_error(m_ours_sp, m_speed),
+            "err_fixture_as_speed": relative_error(m_ours_sp, med(fixture_as_speed)),
+            "libssl_vs_speed": relative_error(m_unp, m_speed),
+        })
+    return rows
+
+
+def rss_growth(long):
+    """RSS change from the second tenth of the recording to the last tenth (medians), and the trend."""
+    s = [x for x in long["samples"] if x["rss_mb"]]
+    if len(s) < 10:
+        return None, None, None
+    n = len(s)
+    early = med([x["rss_mb"] for x in s[n // 10: 2 * n // 10]])
+    late = med([x["rss_mb"] for x in s[-max(1, n // 10):]])
+    pts = [x for x in s if x["t_s"] >= 60] or s
+    if len(pts) >= 2:
+        mt = statistics.mean(x["t_s"] for x in pts)
+        mr = statistics.mean(x["rss_mb"] for x in pts)
+        den = sum((x["t_s"] - mt) ** 2 for x in pts)
+        slope = sum((x["t_s"] - mt) * (x["rss_mb"] - mr) for x in pts) / den * 60 if den else 0.0
+    else:
+        slope = None
+    return early, late, slope

@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: Apache-2.0
+"""BENCHMARKS.md from the raw data: the prose is the template BENCHMARKS.md.in, this module supplies its figures."""
+
+import os
+import re
+
+from .budget import budget_lines
+from .common import CLK_TCK, med
+from .figures import accuracy_rows, background_cores, paired, rss_growth, runs_of, unpaired_spread
+from .fmt import fmed, fnum, fpaired, fpct, frange, table
+from .profilers import CONDITIONS
+from .settings import reproduce_command
+from .workloads import WORKLOADS
+
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "BENCHMARKS.md.in")
+COMMENT = re.compile(r"\{\{!.*?\}\}\n?", re.S)
+BLOCK = re.compile(r"^\{\{#(\w+)\}\}\n(.*?)^\{\{/\1\}\}\n", re.S | re.M)
+FIELD = re.compile(r"\{\{(\w+)\}\}")
+
+
+def _present(v):
+    return v is not None and v is not False and not (isinstance(v, (str, list, dict)) and not v)
+
+
+def fill(template, values):
+    """The template with its blocks kept or dropped and its fields filled; a name without a value is an error."""
+    def value(name):
+        if name not in values:
+            raise KeyError(f"{TEMPLATE}: no value for {{{{{name}}}}}")
+        return values[name]
+
+    text = COMMENT.sub("", template)
+    text = BLOCK.sub(lambda m: m.group(2) if _present(value(m.group(1))) else "", text)
+    text = FIELD.sub(lambda m: str(value(m.group(1))), text)
+    if "{{" in text:
+        raise ValueError(f"{TEMPLATE}: a tag is left unfilled near {text[text.index('{{'):][:40]!r}")
+    return text
+
+
+def unwrap(text):
+    """One line per paragraph and per list item, as Markdown renders them: the template is wrapped for its
+    readers, the output is not, so that a figure's width never reflows the lines around it in a diff."""
+    out, fence = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+        elif (not fence and out and out[-1] and line and not line.startswith(("- ", "#", "|", "<"))
+              and not out[-1].startswith(("#", "|", "<", "```"))):
+            out[-1] += " " + line.strip()
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def overhead_table(data, workload):
+    unit = "handshake" if workload == "full" else "request"
+    rows = []
+    for c in data["settings"]["conditions"]:
+        rs = runs_of(data, workload, c)
+        if not rs:
+            continue
+        rows.append([
+            CONDITIONS[c],
+            " / ".join(str(sum(r["profiled_twin"] == t for r in rs)) for t in ("A", "B")),
+            fmed([r["cpu_us_per_req_ns"] for r in rs], 1),
+            fmed([r["control"]["cpu_us_per_req_ns"] for r in rs], 1),
+            fpaired(paired(data, workload, c)),
+            fmed([r["rate"] for r in rs], 0),
+            fpaired(paired(data, workload, c, "paired_rate"), 1),
+            "–" if c == "none" else fmed([r["prof_cpu_load_frac"] * 100 for r in rs], 2),
+            "–" if c == "none" else fmed([r.get("prof_cpu_total_ms") for r in rs], 0),
+            "–" if c == "none" else fmed([r.get("prof_maxrss_mb") for r in rs], 1),
+            "–" if c == "none" else fmed([r.get("prof_live_s") for r in rs], 3),
+        ])
+    return table(["Condition", "runs on twin A / B", f"profiled twin CPU µs/{unit}", f"control twin CPU µs/{unit}",
+                  "paired overhead: median (min…max)", f"profiled twin {unit}s/s",
+                  "Δ throughput vs the control twin", "profiler CPU % of a core (during load)",
+                  "profiler CPU ms (whole run)", "profiler peak RSS MB", "live after s"], rows)
+
+
+def probes_row(data, workload, c, rs):
+    added = med([r["control"]["cpu_us_per_req_ns"] * r["paired_overhead"] for r in rs])
+    ctx = med([r.get("ctx_per_req") for r in rs])
+    hits, cost, est, notes = None, None, None, ""
+    if c.startswith("tlsprof"):
+        hits = med([(r["prof_report"]["probe_hits"] or 0) / r["requests"] for r in rs])
+        cost = med([r["prof_report"]["probe_cost_us_per_hit"] for r in rs])
+        est = med([(r["prof_report"]["probe_overhead_ms"] or 0) * 1e3 / r["requests"] for r in rs])
+        stages = sorted({n + ("~" if st.get("sampled") else "")
+                         for r in rs for n, st in r["prof_report"]["stages"].items()
+                         if st.get("calls") or st.get("cpu_ms")})
+        samples = med([r["prof_report"]["samples"] for r in rs])
+        live = med([100 * ((r["prof_report"].get("probing") or {}).get("fraction") or 0) for r in rs])
+        notes = (f"probes attached {fnum(live, 0)}% of the time; {fnum(samples, 0)} samples/run; "
+                 f"stages seen: {', '.join(stages) or '–'} (~: from samples)")
+    elif c == "bpftrace":
+        calls = {}
+        for r in rs:
+            for fn, n in (r.get("prof_bpftrace_calls") or {}).items():
+                calls.setdefault(fn, []).append(n / r["requests"])
+        per = {fn: med(v) for fn, v in calls.items()}
+        hits = 2 * sum(per.values())
+        notes = "calls/request: " + ", ".join(f"{fn} {v:.2f}" for fn, v in
+                                              sorted(per.items(), key=lambda kv: -kv[1]) if v >= 0.005)
+    elif c == "perf":
+        notes = "no probes: a 99 Hz cpu-clock event on the worker"
+    implied = added / hits if hits and added is not None and c != "none" else None
+    return [WORKLOADS[workload], CONDITIONS[c], fnum(ctx, 2), fnum(hits, 2), fnum(added, 1), fnum(implied, 2),
+            fnum(cost, 2), fnum(est, 2), notes]
+
+
+def probes_table(data):
+    rows = [probes_row(data, w, c, rs) for w in WORKLOADS for c in data["settings"]["conditions"]
+            if (rs := runs_of(data, w, c))]
+    return table(["Workload", "Condition", "ctx sw/req", "probe hits/req", "added target CPU µs/req",
+                  "implied µs/hit", "tlsprof's calibrated µs/hit", "tlsprof's probe-cost estimate µs/req", "notes"],
+                 rows)
+
+
+def accuracy_tables(data):
+    rows = accuracy_rows(data)
+    libssl = table(["Operation", "tlsprof", "fixture unprobed", "fixture probed", "hits in its window",
+                    "fixture probed − hits", "tlsprof vs unprobed", "vs probed − hits", "calls exact"],
+                   [[r["name"], fmed(r["ours"]), fmed(r["unprobed"]), fmed(r["probed"]), fnum(r["hits"], 0),
+                     fmed(r["probed_corr"]), fpct(r["err_fixture"]), fpct(r["err_probed"]),
+                     "yes" if r["calls_ok"] else "no"] for r in rows])
+    speed = table(["Operation", "tlsprof (fixture --as-speed)", "fixture --as-speed unprobed", "openssl speed",
+                   "tlsprof vs speed", "tlsprof vs fixture --as-speed", "libssl's way vs speed (fixture unprobed)"],
+                  [[r["name"], fmed(r["ours_as_speed"]), fmed(r["fixture_as_speed"]), fmed(r["speed"]),
+                    fpct(r["err_speed"]), fpct(r["err_fixture_as_speed"]), fpct(r["libssl_vs_speed"])]
+                   for r in rows])
+    return libssl, speed
+
+
+def attach_table(data):
+    s, long = data["settings"], data.get("long")
+    live = [r["prof_live_s"] for r in data["runs"] if r["condition"] == "tlsprof"]
+    live_all = [r["prof_live_s"] for r in data["runs"] if r["condition"] == "tlsprof-all"]
+    own = [r["prof_live_own_ms"] for r in data["runs"] if r["condition"].startswith("tlsprof")]
+    fx_live = [r["live_s"] for r in data["accuracy"]]
+    rows = [
+        ["`tlsprof record` start → \"probes live\" (nginx worker, defaults), s", fmed(live, 3), len(live)],
+        ["… with --all-probes, s", fmed(live_all, 3), len(live_all)],
+        ["… its own figure in that line (attach + calibration), ms", fmed(own, 0), len(own)],
+        ["… fixture target, s", fmed(fx_live, 3), len(fx_live)],
+        [f"`tlsprof report --json` of a {s['seconds']} s recording, s", fmed(data["report_times_short"], 3),
+         len(data["report_times_short"])],
+    ]
+    if long:
+        rows.append([f"`tlsprof report` of the {long['minutes']:g}-minute recording, s",
+                     fmed(long["report_times_s"], 3), len(long["report_times_s"])])
+    for c in ("bpftrace", "perf"):
+        v = [r["prof_live_s"] for r in data["runs"] if r["condition"] == c]
+        if v:
+            rows.append([f"{c} start → live, s", fmed(v, 3), len(v)])
+    return table(["What", "median (min–max)", "n"], rows)
+
+
+def probing_note(rep):
+    p = rep.get("probing") or {}
+    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time ({100 * (p.get('cpu_share') or 0):.0f}% of "
+            f"the worker's CPU) in {p.get('windows')} windows, "
+            f"≈ {p.get('handshakes_estimated') or 0:.0f} handshakes estimated over the recording")
+
+
+def long_values(long, clk_tck):
+    """The figures of the long-recording section; {} without one (the template then drops the section)."""
+    if not long:
+        return {}
+    early, late, slope = rss_growth(long)
+    rep, mine, other = long["report"], long["twin"], long["control"]
+    samples = long["samples"]
+    picked = samples[::max(1, len(samples) // 12)]
+    if samples and picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+    rows = [[f"{int(x['t_s'] // 60)}:{int(x['t_s'] % 60):02d}", fnum(x["rss_mb"]), fnum(x["hwm_mb"]),
+             fnum(x["cpu_ticks"] * 1e3 / clk_tck, 0)] for x in picked]
+    return {
+        "long_handshakes": mine["requests"], "long_rate": fnum(mine["rate"], 0), "long_seen": rep["handshakes"],
+        "long_probing": probing_note(rep), "long_kib": f"{long['file_bytes'] / 1024:.0f}",
+        "long_cpu_us": fnum(mine["cpu_us_per_req_ns"], 1), "long_control_cpu_us": fnum(other["cpu_us_per_req_ns"], 1),
+        "long_control_handshakes": other["requests"], "long_paired": fpct(long["paired_overhead"], 2),
+        "long_attach_ms": fnum(long.get("cpu_attach_ms"), 0), "long_cpu_frac": fpct(long["cpu_frac"], 2, False),
+        "long_finish_ms": fnum(long.get("cpu_finish_ms"), 0), "long_finish_s": fnum(long.get("finish_s"), 1),
+        "long_total_ms": fnum(long["cpu_total_ms"], 0), "long_maxrss": fnum(long["maxrss_mb"]),
+        "long_rss_early": fnum(early), "long_rss_late": fnum(late), "long_rss_slope": fnum(slope, 3),
+        "long_table": table(["elapsed m:ss", "VmRSS MB", "VmHWM MB", "tlsprof CPU ms since live"], rows),
+    }
+
+
+def runs_table(data):
+    def pair(r, key, digits):
+        return f"{fnum(r[key], digits)} / {fnum(r['control'][key], digits)}"
+
+    rows = [[r["round"], r["workload"], r["condition"], r["profiled_twin"], pair(r, "requests", 0),
+             pair(r, "rate", 0), pair(r, "cpu_us_per_req_ns", 2), pair(r, "cpu_us_per_req", 2),
+             fpct(r["paired_overhead"], 2), fpct(r["paired_overhead_ticks"], 2),
+             "–" if r["prof_cpu_load_frac"] is None else fnum(r["prof_cpu_load_frac"] * 100, 2),
+             fnum(r.get("prof_maxrss_mb"), 1), fnum(r.get("prof_live_s"), 3),
+             pair(r, "vol_ctx_per_req", 3), pair(r, "invol_ctx_per_req", 3),
+             fnum(r.get("background_cores"), 2)] for r in data["runs"]]
+    return table(["round", "workload", "condition", "profiled twin", "requests", "req/s", "µs/req (schedstat)",
+                  "µs/req (stat ticks)", "paired overhead", "paired overhead (ticks)", "profiler CPU %",
+                  "profiler RSS MB", "live s", "voluntary ctx sw/req", "involuntary ctx sw/req",
+                  "background load, cores"], rows)
+
+
+def unpaired_text(data, workload):
+    lo_hi = unpaired_spread(data, workload)
+    n = len(runs_of(data, workload, "none"))
+    return f"{frange(lo_hi)} over {n} runs" if lo_hi[0] is not None else f"– ({n} run: it takes two or more)"
+
+
+def render(data, template=None):
+    s, mach, long = data["settings"], data["machine"], data.get("long")
+    clk_tck = mach.get("clk_tck", CLK_TCK)
+    bg_med, bg_max = background_cores(data)
+    libssl_table, speed_table = accuracy_tables(data)
+    values = {
+        "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
+        "started": data.get("started", "?"), "finished": data.get("finished", "?"),
+        **{k: mach[k] for k in ("nproc", "cpu", "kernel", "os", "tlsprof", "date")},
+        # Raw data from before these were read has none.
+        "virtualization": mach.get("virtualization", "not recorded"), "pmu": mach.get("pmu", "not recorded"),
+        "tools": "; ".join(mach[k] for k in ("openssl", "nginx", "wrk", "bpftrace", "perf")),
+        "clk_tck": clk_tck, "tick_ms": f"{1000 / clk_tck:g}",
+        "neighbours": data.get("loadavg_start"), "loadavg_start": data.get("loadavg_start"),
+        "loadavg_end": data.get("loadavg_end", "?"), "steal": fpct(data.get("steal_frac"), 1, False),
+        "background": f"{fnum(bg_med, 2)} ({fnum(bg_max, 2)})",
+        "reproduce": reproduce_command(s), "rounds": s["rounds"], "conditions": ", ".join(s["conditions"]),
+        "seconds": s["seconds"], "full_clients": s["full_clients"],
+        "long_minutes": f"{long['minutes'] if long else s['long_minutes']:g}",
+        "worker_cpu": data.get("worker_cpu"),
+        "unpaired_full": unpaired_text(data, "full"), "unpaired_keepalive": unpaired_text(data, "keepalive"),
+        "paired_none_full": fpaired(paired(data, "full", "none")),
+        "paired_none_keepalive": fpaired(paired(data, "keepalive", "none")),
+        "skipped": "; ".join(data.get("skipped") or []),
+        "budget_table": table(["Budget line", "Measured (medians)", "Result"], budget_lines(data)),
+        "overhead_full_table": overhead_table(data, "full"),
+        "overhead_keepalive_table": overhead_table(data, "keepalive"),
+        # Raw data from before wrk's errors were checked has no counts, and no such claim.
+        "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
+        "probes_table": probes_table(data),
+        "accuracy_repeats": s.get("accuracy_repeats", 1),
+        "accuracy_libssl_table": libssl_table, "accuracy_speed_table": speed_table,
+        "attach_table": attach_table(data),
+        "long": long, **long_values(long, clk_tck),
+        "runs_table": runs_table(data),
+    }
+    if template is None:
+        with open(TEMPLATE) as f:
+            template = f.read()
+    return unwrap(fill(template, values))

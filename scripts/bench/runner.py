@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark run: interleaved rounds of overhead runs on the twins, the accuracy runs, the long recording.
+
+Every measurement goes into `Bench.data`, the raw data that render.py turns into BENCHMARKS.md (and --raw saves).
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from .common import CLK_TCK, REPO, BenchError, log, med
+from .machine import facts
+from .processes import Child, LineWatcher, run_text
+from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, status_kb
+from .profilers import Session
+from .settings import settings_of
+from .twins import Nginx, paired_overhead, pin_twins, twin_figures, worker_counters
+from .workloads import WORKLOADS, parse_loads, run_load, start_full, wait_clients
+
+# `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
+# ECDSA): the ops/s column is exact, so that is the one read.
+SPEED_LINES = {
+    "rsa2048_sign": r"^rsa\s+2048 bits\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)",
+    "ecdsap256_sign": r"^\s*256 bits ecdsa \(nistp256\)\s+([\d.]+)s\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)",
+    "p256_derive": r"^\s*256 bits ecdh \(nistp256\)\s+([\d.]+)s\s+([\d.]+)",
+    "x25519_derive": r"^\s*253 bits ecdh \(X25519\)\s+([\d.]+)s\s+([\d.]+)",
+}
+
+
+def parse_speed(text):
+    """µs per operation (and the printed per-op seconds) of each SPEED_LINES key; None for a line not found."""
+    rec = {}
+    for key, pat in SPEED_LINES.items():
+        m = re.search(pat, text, re.M)
+        if not m:
+            return None, key
+        per_s = float(m.group(3)) if key.endswith("_sign") else float(m.group(2))
+        rec[key] = 1e6 / per_s
+        rec[key + "_printed_s"] = float(m.group(1))
+    return rec, None
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.tlsprof = args.tlsprof
+        self.scratch = tempfile.mkdtemp(prefix="tlsprof-bench.")
+        self.twins = []
+        self.fixture = None
+        self.conditions = list(args.conditions)
+        self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
+                     "report_times_short": [], "long": None, "skipped": []}
+
+    def session(self, condition, tag, timed_report=False):
+        return Session(self.tlsprof, self.scratch, condition, tag,
+                       self.data["report_times_short"] if timed_report else None)
+
+    def check_tools(self):
+        if os.geteuid() != 0:
+            raise BenchError("needs root (BPF programs, perf, bpftrace): run it with sudo")
+        if not os.access(self.tlsprof, os.X_OK):
+            raise BenchError(f"{self.tlsprof} is missing: run 'cargo build --release' first or pass --tlsprof")
+        # A private copy: a rebuild during the run must not swap the binary (or its file format) under us.
+        copy = os.path.join(self.scratch, "tlsprof")
+        shutil.copy2(self.tlsprof, copy)
+        self.tlsprof = copy
+        for tool in ("openssl", "wrk", "cc", "/usr/sbin/nginx"):
+            if not shutil.which(tool):
+                raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
+        conds = []
+        for c in self.args.conditions:
+            if c in ("bpftrace", "perf") and not shutil.which(c):
+                if self.args.smoke:
+                    self.data["skipped"].append(f"{c}: not installed")
+                    continue
+                raise BenchError(f"{c} is not installed (or leave it out: --conditions)")
+            conds.append(c)
+        self.conditions = conds
+        self.data["settings"]["conditions"] = conds
+
+    def build_fixture(self):
+        self.fixture = os.path.join(self.scratch, "crypto_ops")
+        out = run_text(["cc", "-O2", "-Wall", "-o", self.fixture, os.path.join(REPO, "tests/fixtures/crypto_ops.c"),
+                        "-lcrypto"], timeout=120)
+        if out.returncode != 0:
+            raise BenchError(f"building the fixture failed: {out.stderr.strip()[-300:]}")
+
+    # -- one overhead run
+    def overhead_run(self, rnd, workload, condition, profiled):
+        """The profiler on twin `profiled`, the same load on both twins at once; the other twin is the control."""
+        a = self.args
+        for twin in self.twins:
+            twin.check_worker()
+        target = self.twins[profiled]
+        sess = self.session(condition, f"r{rnd}-{workload}-{condition}", timed_report=True)
+        try:
+            if condition != "none":
+                sess.start(target.worker, bound_s=a.seconds + 120)
+            time.sleep(0.2)
+            # Always A, then B: the profiled twin's clients do not always start first.
+            c0, b0 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+            p0 = cpu_ticks(sess.pid) if sess.pid else None
+            loads = run_load(workload, self.twins, a.seconds, self.scratch, a.full_clients)
+            c1, b1 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+            p1 = cpu_ticks(sess.pid) if sess.pid else None
+        except BaseException:
+            if sess.child:
+                sess.child.stop(grace=10)
+            raise
+        prof = sess.stop()
+        if sess.child and sess.child.poll() is None:
+            raise BenchError(f"{condition} did not stop")
+        figures = [twin_figures(load, x0, x1) for load, x0, x1 in zip(loads, c0, c1)]
+        mine, other = figures[profiled], figures[1 - profiled]
+        wall = max(load["wall_s"] for load in loads)
+        rec = {
+            "round": rnd, "workload": workload, "condition": condition, "profiled_twin": target.name, **mine,
+            "control": other,
+            "paired_overhead": paired_overhead(mine, other),
+            "paired_overhead_ticks": (mine["cpu_us_per_req"] / other["cpu_us_per_req"] - 1
+                                      if other["worker_ticks"] else None),
+            "paired_rate": mine["rate"] / other["rate"] - 1,
+            # Everything else the machine ran meanwhile (other users, the kernel), in cores: the noise.
+            "background_cores": max(0.0, (b1 - b0 - mine["worker_ticks"] - other["worker_ticks"]
+                                          - ((p1 - p0) if p0 is not None else 0)) / CLK_TCK
+                                    - sum(load["client_cpu_s"] for load in loads)) / wall,
+            "prof_cpu_load_frac": ((p1 - p0) / CLK_TCK / mine["wall_s"]) if p0 is not None else None,
+            **{f"prof_{k}": v for k, v in prof.items()},
+        }
+        self.data["runs"].append(rec)
+        extra = f", {condition} {rec['prof_cpu_load_frac'] * 100:.1f}% CPU" if p0 is not None else ""
+        log(f"round {rnd} {workload:9} {condition:13} on {target.name}: {mine['rate']:7.0f} vs {other['rate']:7.0f} "
+            f"req/s, {mine['cpu_us_per_req_ns']:7.1f} vs {other['cpu_us_per_req_ns']:7.1f} µs CPU/req: "
+            f"{rec['paired_overhead'] * 100:+.2f}%{extra}")
+
+    # -- accuracy
+    def fixture_run(self, rnd, derive_alg, sign_alg, as_speed):
+        """tlsprof on the ground-truth fixture; the fixture times each operation itself, unprobed and probed."""
+        n, m = self.args.fixture_ops[(derive_alg, sign_alg)]
+        fx = Child([self.fixture, "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
+                    n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = LineWatcher(fx.popen.stdout)
+        err = LineWatcher(fx.popen.stderr)
+        if out.wait_for(lambda l: l == "ready", timeout=300) is None:
+            fx.stop(signal.SIGKILL)
+            raise BenchError(f"fixture did not get ready: {err.text().strip()[-200:]}")
+        sess = self.session("tlsprof", f"r{rnd}-fixture-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}")
+        try:
+            sess.start(fx.pid, bound_s=600)
+            fx.popen.stdin.write("go\n")
+            fx.popen.stdin.flush()
+            hit = out.wait_for(lambda l: l.startswith("{"), timeout=600)
+            if hit is None or fx.wait(60) != 0:
+                raise BenchError(f"fixture failed: {err.text().strip()[-200:]}")
+            truth = json.loads(hit[1])
+            # tlsprof stops by itself once its only target has exited.
+            sess.child.wait(60)
+        except BaseException:
+            fx.stop(signal.SIGKILL, grace=5)
+            if sess.child:
+                sess.child.stop(grace=10)
+            raise
+        prof = sess.stop()
+        rep = prof["report"]
+        rec = {"round": rnd, "derive_alg": derive_alg, "sign_alg": sign_alg, "as_speed": as_speed, "truth": truth,
+               "live_s": prof["live_s"], "live_own_ms": prof["live_own_ms"],
+               "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"]}
+        for stage in ("derive", "sign"):
+            s = rep["stages"].get(stage) or {}
+            rec[f"tlsprof_{stage}_us"] = s.get("cpu_us_per_call")
+            rec[f"tlsprof_{stage}_calls"] = s.get("calls")
+            # Probed functions entered per operation (EVP_DigestSign → RSA_sign is two): each adds an entry and
+            # a return hit inside the fixture's clock window.
+            fn_calls = sum(f["calls"] or 0 for f in rep.get("functions", []) if f.get("stage") == stage)
+            rec[f"{stage}_functions_per_op"] = fn_calls / s["calls"] if s.get("calls") else None
+        self.data["accuracy"].append(rec)
+        mode = " as speed" if as_speed else ""
+        ours = {k: "–" if rec[k] is None else f"{rec[k]:.1f}" for k in ("tlsprof_derive_us", "tlsprof_sign_us")}
+        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{mode}: derive tlsprof {ours['tlsprof_derive_us']} "
+            f"vs {truth['unprobed_derive_cpu_us']:.1f} µs, sign tlsprof {ours['tlsprof_sign_us']} "
+            f"vs {truth['unprobed_sign_cpu_us']:.1f} µs (unprobed)")
+
+    def speed_run(self, rnd):
+        argv = ["openssl", "speed", "-seconds", str(self.args.speed_seconds), "rsa2048", "ecdsap256", "ecdhx25519",
+                "ecdhp256"]
+        out = run_text(argv, timeout=30 * self.args.speed_seconds + 60)
+        rec, missing = parse_speed(out.stdout)
+        if rec is None:
+            raise BenchError(f"cannot parse `{' '.join(argv)}` for {missing}: {(out.stdout + out.stderr)[-200:]}")
+        self.data["speed"].append({"round": rnd, **rec})
+        log(f"round {rnd} openssl speed: " + ", ".join(f"{k} {rec[k]:.1f} µs" for k in SPEED_LINES))
+
+    # -- long recording
+    def long_run(self):
+        a = self.args
+        secs = a.long_minutes * 60
+        # tlsprof on twin A; twin B gets the same load, as the control of a paired overhead over the whole
+        # recording: the governor's steady state, which the short runs, one or two probe windows each, only sample.
+        # The load is the full-handshake runs' (clients that keep the workers busy): at a modest fixed rate the
+        # twins idle between handshakes, and their CPU per handshake no longer moves together.
+        twin = self.twins[0]
+        log(f"long recording: {a.long_minutes:g} min of tlsprof defaults on nginx {twin.name}'s worker, "
+            f"full handshakes on both twins")
+        for t in self.twins:
+            t.check_worker()
+        sess = self.session("tlsprof", "long")
+        sess.start(twin.worker, bound_s=secs)
+        if not sess.pid:
+            raise BenchError("tlsprof did not start")
+        samples = []
+        clients = []
+        try:
+            w0 = [worker_counters(t.worker) for t in self.twins]
+            t0 = time.monotonic()
+            clients = [start_full(self.scratch, t.port, round(secs), f"long-{t.name}", a.full_clients)
+                       for t in self.twins]
+            p0 = cpu_ticks(sess.pid)
+            # Sampled while recording; after the duration tlsprof finishes (symbolizes, writes): timed apart.
+            while sess.child.poll() is None and time.monotonic() < t0 + secs:
+                rss = status_kb(sess.pid, "VmRSS")
+                if rss is not None:
+                    samples.append({"t_s": time.monotonic() - t0, "rss_mb": rss / 1024.0,
+                                    "hwm_mb": (status_kb(sess.pid, "VmHWM") or 0) / 1024.0,
+                                    "cpu_ticks": cpu_ticks(sess.pid) - p0})
+                time.sleep(min(a.rss_interval, max(0.0, t0 + secs - time.monotonic())))
+            wait_clients(clients, time.monotonic() + 60, "full")
+            w1 = [worker_counters(t.worker) for t in self.twins]
+            loads = parse_loads("full", clients)
+            if sess.child.wait(600) is None:
+                raise BenchError("tlsprof record did not stop after its --duration")
+        except BaseException:
+            for c, _ in (x for cs in clients for x in cs):
+                c.stop(signal.SIGKILL)
+            sess.child.stop(grace=10)
+            raise
+        finish_s = sess.child.ended - (t0 + secs)
+        prof = sess.stop()
+        reports = []
+        for _ in range(3):
+            t = time.monotonic()
+            out = run_text([self.tlsprof, "report", sess.output], timeout=300)
+            reports.append(time.monotonic() - t)
+            if out.returncode != 0:
+                raise BenchError(f"tlsprof report on the long recording: {out.stderr.strip()}")
+        last = samples[-1] if samples else None
+        cpu_s = last["cpu_ticks"] / CLK_TCK if last else None
+        mine, other = [twin_figures(load, x0, x1) for load, x0, x1 in zip(loads, w0, w1)]
+        self.data["long"] = {
+            "minutes": a.long_minutes, "twin": mine, "control": other,
+            "paired_overhead": paired_overhead(mine, other),
+            "samples": samples, "maxrss_mb": prof["maxrss_mb"],
+            "cpu_total_ms": prof["cpu_total_ms"], "cpu_attach_ms": p0 * 1e3 / CLK_TCK, "cpu_during_s": cpu_s,
+            "cpu_frac": cpu_s / last["t_s"] if last and last["t_s"] > 0 else None,
+            "cpu_finish_ms": (prof["cpu_total_ms"] - (p0 + last["cpu_ticks"]) * 1e3 / CLK_TCK) if last else None,
+            "finish_s": finish_s, "report_times_s": reports, "file_bytes": prof["file_bytes"],
+            "report": prof["report"], "live_s": prof["live_s"],
+        }
+        log(f"long recording: {mine['requests']} handshakes ({other['requests']} on the control twin), paired "
+            f"overhead {self.data['long']['paired_overhead'] * 100:+.2f}%, peak RSS {prof['maxrss_mb']:.1f} MB, "
+            f"report {med(reports):.2f} s")
+
+    # -- the whole run
+    def run(self):
+        a = self.args
+        self.check_tools()
+        self.data["machine"] = facts(self.tlsprof)
+        self.data["started"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        self.data["loadavg_start"] = loadavg()
+        steal0, all0 = cpu_times()
+        self.build_fixture()
+        self.twins = [Nginx(self.scratch, "A"), Nginx(self.scratch, "B")]
+        try:
+            for twin in self.twins:
+                twin.start()
+            self.data["worker_cpu"] = pin_twins(self.twins)
+            for rnd in range(1, a.rounds + 1):
+                # Each round starts one condition later: no condition always runs first or after the same one.
+                shift = (rnd - 1) % len(self.conditions)
+                order = self.conditions[shift:] + self.conditions[:shift]
+                for w, workload in enumerate(WORKLOADS):
+                    for cond in order:
+                        # The profiled twin alternates from round to round (and between neighbouring runs), so that
+                        # every condition runs about as often on each twin and a difference between them cancels.
+                        self.overhead_run(rnd, workload, cond, (rnd + w + self.conditions.index(cond)) % 2)
+                        time.sleep(0.5)
+                # Per-operation figures of a few seconds each move with the neighbours: several runs a round, and
+                # the medians decide.
+                for _ in range(a.accuracy_repeats):
+                    for derive_alg, sign_alg in a.fixture_ops:
+                        for as_speed in (False, True):
+                            self.fixture_run(rnd, derive_alg, sign_alg, as_speed)
+                    self.speed_run(rnd)
+                self.save_raw()
+            if a.long_minutes > 0:
+                self.long_run()
+        finally:
+            for twin in self.twins:
+                twin.stop()
+        self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        self.data["loadavg_end"] = loadavg()
+        steal1, all1 = cpu_times()
+        self.data["steal_frac"] = (steal1 - steal0) / (all1 - all0) if all1 > all0 else None
+        self.save_raw()
+
+    def save_raw(self):
+        if self.args.raw:
+            with open(self.args.raw, "w") as f:
+                json.dump(self.data, f, indent=1)

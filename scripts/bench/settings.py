@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The settings of a run: their defaults, the copy saved with the raw data, and the command that repeats them."""
+
+from .profilers import DEFAULT_CONDITIONS
+
+DEFAULTS = {"rounds": 5, "seconds": 10, "long_minutes": 10, "full_clients": 2, "speed_seconds": 2,
+            "accuracy_repeats": 3}
+# --smoke: a test-sized run that checks the harness, far too short to judge a figure.
+SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "speed_seconds": 1, "accuracy_repeats": 1}
+
+
+def settings_of(args):
+    return {
+        **{key: getattr(args, key) for key in DEFAULTS}, "conditions": list(args.conditions), "smoke": args.smoke,
+        "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
+    }
+
+
+def reproduce_command(s):
+    """The command that repeats this run: `python3 scripts/bench.py` plus whatever differs from the defaults."""
+    if s["smoke"]:
+        return "sudo python3 scripts/bench.py --smoke"
+    parts = ["sudo python3 scripts/bench.py"]
+    for key, default in DEFAULTS.items():
+        if s.get(key, default) != default:
+            parts.append(f"--{key.replace('_', '-')} {s[key]}")
+    if s["conditions"] != DEFAULT_CONDITIONS:
+        parts.append(f"--conditions {','.join(s['conditions'])}")
+    return " ".join(parts)

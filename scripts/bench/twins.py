@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The twins: two identical nginx targets whose workers share one CPU, and the figures a run compares between them."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+from .common import CLK_TCK, REPO, BenchError, log
+from .procfs import children_of, cpu_ticks, ctx_switches, mapped_library, schedstat_ns
+from .processes import run_text
+
+NGINX_TARGET = os.path.join(REPO, "scripts/nginx-target.sh")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nginx_libraries():
+    """(soname, path) of the libssl and libcrypto that /usr/sbin/nginx loads, from ldd."""
+    out = run_text(["ldd", "/usr/sbin/nginx"])
+    libs = re.findall(r"^\s*(lib(?:ssl|crypto)\.so\S*) => (/\S+)", out.stdout, re.M)
+    if len(libs) != 2:
+        raise BenchError(f"cannot find nginx's libssl and libcrypto in `ldd /usr/sbin/nginx`: {out.stdout.strip()}")
+    return libs
+
+
+class Nginx:
+    """One of the two identical targets (the twins): one worker, loopback, RSA-2048, TLS 1.3."""
+
+    def __init__(self, scratch, name):
+        self.name = name
+        self.dir = os.path.join(scratch, f"nginx-{name}")
+        self.port = free_port()
+        self.master = None
+        self.worker = None
+
+    def start(self):
+        # Each twin loads its own copy of libssl and libcrypto: uprobes belong to a file, and bpftrace 0.17 attaches
+        # its uprobes to every process that maps the file (-p does not restrict them). With a copy each, a
+        # profiler's uprobes trap in the profiled twin only, not in the control twin or in the load clients.
+        libdir = os.path.join(self.dir, "lib")
+        os.makedirs(libdir, exist_ok=True)
+        for soname, path in nginx_libraries():
+            shutil.copy2(path, os.path.join(libdir, soname))
+        out = run_text([NGINX_TARGET, "start", self.dir, self.port,
+                        "--protocols", "TLSv1.3", "--cert", "rsa2048", "--workers", "1"],
+                       env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+        if out.returncode != 0:
+            raise BenchError(f"nginx-target.sh start: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
+        self.master = int(out.stdout.strip())
+        workers = []
+        for _ in range(50):
+            workers = children_of(self.master)
+            if workers:
+                break
+            time.sleep(0.1)
+        if len(workers) != 1:
+            raise BenchError(f"nginx master {self.master} has {len(workers)} workers, expected 1")
+        self.worker = workers[0]
+        for name in ("libssl", "libcrypto"):
+            path = mapped_library(self.worker, name)
+            if not path or os.path.dirname(path) != libdir:
+                raise BenchError(f"nginx {self.name} maps {path or 'no shared ' + name}, not its copy in {libdir}")
+        log(f"nginx {self.name}: master {self.master}, worker {self.worker} on 127.0.0.1:{self.port}")
+
+    def check_worker(self):
+        if self.worker not in children_of(self.master):
+            raise BenchError(f"nginx worker {self.worker} is gone (see {self.dir}/error.log)")
+
+    def stop(self):
+        subprocess.run([NGINX_TARGET, "stop", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=60)
+
+
+def pin_twins(twins):
+    """Both workers get the last CPU, which they share; this process, and so the clients and profilers it starts,
+    get the others. On one CPU the twins see the same CPU speed and the same neighbours. Pinning also keeps the
+    scheduler from moving a worker onto a client's CPU, which changes its CPU per request by more than a
+    profiler does. Returns the workers' CPU, or None."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    for twin in twins:
+        os.sched_setaffinity(twin.worker, {cpus[-1]})
+    os.sched_setaffinity(0, set(cpus[:-1]))
+    log(f"nginx workers pinned to CPU {cpus[-1]}; clients and profilers on CPU {','.join(map(str, cpus[:-1]))}")
+    return cpus[-1]
+
+
+def worker_counters(pid):
+    """What a run compares between the twins: the worker's CPU ticks, on-CPU ns and context switches."""
+    return cpu_ticks(pid), schedstat_ns(pid), ctx_switches(pid)
+
+
+def twin_figures(load, before, after):
+    """One twin's load result and its worker's counters over the run, per request."""
+    (t0, n0, x0), (t1, n1, x1) = before, after
+    n = load["requests"]
+    return {**load, "worker_ticks": t1 - t0, "worker_ns": n1 - n0,
+            "cpu_us_per_req": (t1 - t0) / CLK_TCK * 1e6 / n, "cpu_us_per_req_ns": (n1 - n0) / 1e3 / n,
+            "ctx_per_req": (sum(x1) - sum(x0)) / n, "vol_ctx_per_req": (x1[0] - x0[0]) / n,
+            "invol_ctx_per_req": (x1[1] - x0[1]) / n}
+
+
+def paired_overhead(mine, other):
+    """The overhead of a run: both twins ran the same load on the same CPU at the same time."""
+    return mine["cpu_us_per_req_ns"] / other["cpu_us_per_req_ns"] - 1
