@@ -154,6 +154,8 @@ fn rsa_without_session_cache_then_ecdsa_with_cache() {
         .iter()
         .find(|s| s["name"] == "sign")
         .unwrap();
+    // Resumption makes the drop (at most 10 of the 200 handshakes sign after), not the cheaper key: it holds
+    // wherever an ECDSA signature costs less than four RSA-2048 ones, on any CPU.
     assert!(f(&sign["change"]) <= -0.8, "sign CPU per handshake: {sign}");
     assert!(
         f(&d["after"]["resumed_share"]) > f(&d["before"]["resumed_share"]) + 0.5,

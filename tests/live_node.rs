@@ -13,12 +13,14 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
     // nginx-target.sh makes the RSA-2048 certificate; the nginx itself is not used.
     let certs = Nginx::start(&scratch.path("certs"), &[]);
     let (node, port) = start_node_server(&certs.dir);
-    let speed_before = openssl_speed_rsa2048_sign_us();
+    let cpus = cpus();
+    pin(node.pid(), cpus.server);
     let recording = scratch.path("node.tlsprof");
     let rec = Recorder::start(&["--pid", &node.pid().to_string(), "-o", recording.to_str().unwrap()]);
-    let connections = s_time_new(port, 4);
+    let speed = SpeedBeside::rsa2048_sign(cpus.server, 4);
+    let connections = s_time_new_on(port, 4, cpus.client);
+    let speed_us = speed.sign_us();
     let summary = rec.interrupt();
-    let speed_us = (speed_before + openssl_speed_rsa2048_sign_us()) / 2.0;
 
     let r = report_json(&recording);
     let lib = &r["libraries"][0];
@@ -48,15 +50,29 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
         within(f(&sign["calls"]), full, 0.05),
         "one signature per full handshake: {sign}"
     );
-    let share = f(&sign["self_cpu_ms"]) / f(&r["tls_cpu_ms"]);
-    assert!(share > 0.5, "sign is {:.0}% of TLS CPU\n{summary}", share * 100.0);
-    // In the server, under its client's load, a TLS 1.3 RSA-PSS signature measures 20-25% above
-    // `openssl speed` (measured; the same signature in a plain crypto.sign loop matches tlsprof within 2%),
-    // hence the wider band than nginx's.
+    // In the server, under its client's load, a TLS 1.3 RSA-PSS signature measures above `openssl speed`,
+    // at times by more than nginx's (the same signature in a plain crypto.sign loop matches tlsprof's
+    // figure), hence a wider band than nginx's.
     let per_call = f(&sign["cpu_us_per_call"]);
     assert!(
         within(per_call, speed_us, 0.30),
         "sign {per_call:.0} µs vs openssl speed {speed_us:.0} µs\n{summary}"
+    );
+    // Sign's share of TLS CPU depends on how fast this CPU signs: it must be the share that the clients'
+    // connections, each signed at openssl speed's cost beside the server, make of the TLS CPU.
+    let tls_ms = f(&r["tls_cpu_ms"]);
+    let share = f(&sign["self_cpu_ms"]) / tls_ms;
+    let implied = connections as f64 * speed_us / 1e3 / tls_ms;
+    eprintln!(
+        "sign {per_call:.0} µs per call, openssl speed beside it {speed_us:.0} µs; {:.1}% of TLS CPU, {:.1}% implied",
+        share * 100.0,
+        implied * 100.0
+    );
+    assert!(
+        within(share, implied, 0.30),
+        "sign is {:.0}% of TLS CPU where {connections} signatures at openssl speed's {speed_us:.0} µs make {:.0}%\n{summary}",
+        share * 100.0,
+        implied * 100.0
     );
     assert!(summary.contains("tls_construct_cert_verify [sign]"), "{summary}");
 }
