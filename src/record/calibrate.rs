@@ -168,21 +168,20 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
 
 /// Reads and removes the call-tree node the calibration calls of one function made.
 fn take_calibration_node(skel: &TlsprofSkel, tgid: u32, func: u16) -> Result<tree_val> {
-    let mut key = tree_key {
-        tgid,
-        depth: 1,
-        ..Default::default()
-    };
-    key.funcs[0] = func;
-    // SAFETY: tree_key is plain old data.
-    let key_bytes = unsafe { plain::as_bytes(&key) };
+    // The key as the BPF side builds it, padding bytes zero: a Rust struct literal leaves its padding
+    // undefined, and the map compares every byte.
+    let mut key = vec![0u8; std::mem::size_of::<tree_key>()];
+    let mut put = |offset: usize, bytes: &[u8]| key[offset..offset + bytes.len()].copy_from_slice(bytes);
+    put(std::mem::offset_of!(tree_key, tgid), &tgid.to_ne_bytes());
+    put(std::mem::offset_of!(tree_key, depth), &1u16.to_ne_bytes());
+    put(std::mem::offset_of!(tree_key, funcs), &func.to_ne_bytes());
     let mut val = tree_val::default();
     let raw = skel
         .maps
         .tree
-        .lookup(key_bytes, MapFlags::ANY)?
+        .lookup(&key, MapFlags::ANY)?
         .context("calibration calls were not recorded")?;
     plain::copy_from_bytes(&mut val, &raw).ok().context("tree value size")?;
-    skel.maps.tree.delete(key_bytes)?;
+    skel.maps.tree.delete(&key)?;
     Ok(val)
 }
