@@ -547,6 +547,39 @@ static __always_inline struct thread_state *current_thread(__u32 *tgid)
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
+/* Connections: attached for the whole recording. Accepting and connecting are once per connection, so
+ * these cost the targets next to nothing; every process's calls run them, and return at the map lookup. */
+/* From errno.h, which vmlinux.h does not carry: a non-blocking connect under way. */
+#define EINPROGRESS 115
+
+static __always_inline int count_connection(long ret, bool connecting)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!(ret >= 0 || (connecting && ret == -EINPROGRESS)) || !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	count_stat(STAT_CONNECTIONS);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int on_accept4_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return count_connection(ctx->ret, false);
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int on_accept_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return count_connection(ctx->ret, false);
+}
+
+SEC("tracepoint/syscalls/sys_exit_connect")
+int on_connect_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return count_connection(ctx->ret, true);
+}
+
 /* The socket calls below are attached only for short windows (--hello-capture): they run on every write
  * and read of every process while attached. */
 SEC("tracepoint/syscalls/sys_enter_write")

@@ -174,7 +174,10 @@ enum tlsprof_stat {
 	STAT_MISSED_RETURNS = 8,
 	/* Entries of FF_STEPPED functions on a target (also in STAT_PROBE_HITS): each a second trap. */
 	STAT_STEPPED_HITS = 9,
-	STAT_COUNT = 10,
+	/* Connections a target accepted or opened (accept/accept4/connect returning a socket or EINPROGRESS):
+	 * counted all the time, without a trap, to scale the handshakes seen in probe windows. */
+	STAT_CONNECTIONS = 10,
+	STAT_COUNT = 11,
 };
 
 #endif

@@ -117,7 +117,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 share * 100.0,
                 ms(tls_ns),
                 proc_ms,
-                hs.total,
+                hs.observed.total,
                 rec.probing.live_s,
                 100.0 * (read + write),
                 100.0 * write,
@@ -208,16 +208,16 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
         .or_else(|| most_common(rec, Role::Client, |g| g.kind.key_exchange.as_ref()))
     {
         let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
-        let kx_us = kx_ns / 1e3 / hs.total.max(1) as f64;
+        let kx_us = kx_ns / 1e3 / hs.observed.total.max(1) as f64;
         let dhe = finite_field_dh(&kx);
         let slow = slow_key_exchange(&kx);
-        if slow && hs.total > 0 {
+        if slow && hs.observed.total > 0 {
             let estimate = match rec.openssl_speed.get(speed::X25519_DERIVE) {
                 // An X25519 exchange is one key generation and one derivation, each a scalar multiplication.
                 Some(&x25519_us) => format!(
                     "X25519 costs about {:.0} µs per handshake here (2 × openssl speed ecdhx25519) instead of {kx_us:.0} µs: about -{:.0}% TLS CPU",
                     2.0 * x25519_us,
-                    100.0 * (kx_us - 2.0 * x25519_us).max(0.0) * hs.total as f64 * 1e3 / tls_ns.max(1.0)
+                    100.0 * (kx_us - 2.0 * x25519_us).max(0.0) * hs.observed.total as f64 * 1e3 / tls_ns.max(1.0)
                 ),
                 None => "unknown: `openssl speed ecdhx25519` could not be run to measure the alternative".into(),
             };

@@ -3,8 +3,10 @@
 //! from them.
 
 pub mod advice;
+mod estimate;
 mod summary;
 
+pub use estimate::Estimate;
 pub use summary::{
     summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
     ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,

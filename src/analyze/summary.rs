@@ -7,8 +7,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::advice::{self, Advice};
+use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::Stage;
-use crate::model::{CallGraph, CpuHistogram, Flavor, Hits, Lost, Recording, Role, Symbols, Target};
+use crate::model::{
+    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, ProbeWindow, Recording, Role, Symbols, Target,
+};
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
 const TREE_MIN_SHARE: f64 = 0.001;
@@ -22,8 +25,13 @@ pub struct Summary {
     /// The targets' CPU while the stage probes were attached: what stage figures and `tls_share` compare with.
     pub probed_cpu_ms: f64,
     pub probing: ProbingSummary,
-    /// Everything inside any stage, each nanosecond counted once (the sum of self times).
+    /// Everything inside any stage over the whole recording, each nanosecond counted once (the sum of self
+    /// times): exact, or estimated from the probe windows.
     pub tls_cpu_ms: f64,
+    pub tls_cpu_ms_ci95: [f64; 2],
+    /// What the probe windows saw.
+    pub observed_tls_cpu_ms: f64,
+    /// TLS CPU as a share of the targets' CPU while probed.
     pub tls_share: Option<f64>,
     pub handshakes: HandshakeSummary,
     pub stages: Vec<StageSummary>,
@@ -61,28 +69,37 @@ pub struct ProbingSummary {
     pub cpu_share: f64,
     pub windows: u32,
     pub peak_overhead: f64,
-    pub handshakes_estimated: f64,
     /// The duty cycle paused the stage probes at some point.
     #[serde(skip)]
     pub part_time: bool,
 }
 
+/// Handshakes over the whole recording (exact when the probes were attached throughout, else estimated
+/// from the probe windows, with 95% intervals), and what the windows saw.
 #[derive(Clone, Debug, Serialize)]
 pub struct HandshakeSummary {
+    pub estimated: bool,
     pub total: u64,
+    pub total_ci95: [u64; 2],
     pub full: u64,
+    pub full_ci95: [u64; 2],
     pub resumed: u64,
+    pub resumed_ci95: [u64; 2],
     pub server: u64,
+    pub server_ci95: [u64; 2],
     pub client: u64,
-    /// Under way when the probes attached: seen in part, not counted.
-    pub partial: u64,
+    pub client_ci95: [u64; 2],
+    pub rate_per_s: f64,
+    pub rate_ci95: [f64; 2],
+    /// Exact counts of the handshakes the probes saw complete.
+    pub observed: HandshakeCounts,
+    /// CPU per handshake seen.
     pub cpu_ms: CpuStats,
     pub kinds: Vec<KindSummary>,
-    /// Handshakes per second of probing.
-    #[serde(skip)]
-    pub rate_per_s: f64,
     #[serde(skip)]
     pub cpu: CpuHistogram,
+    #[serde(skip)]
+    pub total_estimate: Estimate,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -116,6 +133,7 @@ pub struct KindSummary {
     pub cpu_ms: CpuStats,
 }
 
+/// A stage over the whole recording (exact, or estimated like the handshakes), and what the probes saw.
 #[derive(Clone, Debug, Serialize)]
 pub struct StageSummary {
     pub name: Stage,
@@ -123,17 +141,28 @@ pub struct StageSummary {
     pub cpu_ms: f64,
     /// CPU in this stage and no deeper one.
     pub self_cpu_ms: f64,
+    pub self_cpu_ms_ci95: [f64; 2],
     /// Outermost entries; None for a stage estimated from CPU samples.
     pub calls: Option<u64>,
-    /// Self CPU per outermost entry.
+    /// Self CPU per outermost entry, as seen.
     pub cpu_us_per_call: Option<f64>,
     /// Estimated from CPU samples (the record layer without --all-probes), not probed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sampled: bool,
+    /// Exact figures of the probe windows; None for a sampled stage.
+    pub observed: Option<ObservedStage>,
+    /// What the probes saw, in ns.
     #[serde(skip)]
     pub cpu_ns: u64,
     #[serde(skip)]
     pub self_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ObservedStage {
+    pub calls: u64,
+    pub cpu_ms: f64,
+    pub self_cpu_ms: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -236,43 +265,49 @@ pub fn summarize(rec: &Recording) -> Summary {
         all: rec.probe_hits,
         stepped: rec.probe_stepped_hits,
     });
-    let tls_cpu_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
-    let tls_cpu_ms = ms(tls_cpu_ns);
+    let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
     let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
     let record_layer = record_layer_sampled(rec, samples);
     let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
-    let mut stages = probed_stages(rec);
+    let windows = Windows::of(
+        rec,
+        &probing,
+        process_cpu_ms - probe_overhead_ms,
+        probed_cpu_ms - probe_overhead_ms,
+    );
+    let totals = handshake_totals(rec, &windows);
+    let rel = totals.total_estimate.relative_error();
+    let mut stages = probed_stages(rec, &windows, rel);
     if !rec.all_probes && rec.sample_freq_hz > 0 {
-        // Samples cover the whole recording; the stage table covers the probed windows' share of the CPU.
-        let total_ms = samples as f64 * 1e3 / rec.sample_freq_hz as f64 * probing.cpu_share;
+        let ms_per_sample = 1e3 / rec.sample_freq_hz as f64;
         for (stage, share) in [(Stage::Read, record_layer.read), (Stage::Write, record_layer.write)] {
-            stages.push(sampled_stage(stage, share * total_ms));
+            stages.push(sampled_stage(stage, share * samples as f64, ms_per_sample));
         }
     }
-    let mut totals = handshake_totals(rec);
-    totals.rate_per_s = totals.total as f64 / rec.probing.live_s.max(1e-9);
-    let probing = ProbingSummary {
-        handshakes_estimated: totals.total as f64 / probing.cpu_share.max(1e-9),
-        ..probing
-    };
+    let tls = windows
+        .estimate(|w| w.stage_self_ns.values().sum::<u64>() as f64, observed_tls_ns as f64)
+        .at_least(rel);
     let basis = Basis {
         stages,
         totals,
-        tls_cpu_ns,
+        tls_cpu_ns: observed_tls_ns,
         process_cpu_ms,
         probed_cpu_ms,
         record_layer,
     };
     let advice = advice::advise(rec, &basis);
+    let observed_tls_ms = ms(observed_tls_ns);
     Summary {
         duration_s: rec.duration_s,
         targets: rec.targets.clone(),
         process_cpu_ms,
         probed_cpu_ms,
         probing,
-        tls_cpu_ms,
+        tls_cpu_ms: tls.value / 1e6,
+        tls_cpu_ms_ci95: tls.scaled(1e-6).ci95,
+        observed_tls_cpu_ms: observed_tls_ms,
         tls_share: if probed_cpu_ms > 0.0 {
-            Some(tls_cpu_ms / probed_cpu_ms)
+            Some(observed_tls_ms / probed_cpu_ms)
         } else {
             None
         },
@@ -313,17 +348,80 @@ pub fn summarize(rec: &Recording) -> Summary {
                 .map(|&pid| (pid, rec.comm_of(pid).to_string()))
                 .collect(),
         },
-        call_tree: call_tree(rec, tls_cpu_ns),
+        call_tree: call_tree(rec, observed_tls_ns),
         stages: basis.stages,
         handshakes: basis.totals,
     }
 }
 
+/// The probe windows as the estimates see them: each window's own CPU, against the targets' own CPU over
+/// the recording (the probes' estimated cost taken out of both).
+struct Windows<'a> {
+    /// None when the probes were attached throughout: every figure is exact.
+    windows: Option<Vec<&'a ProbeWindow>>,
+    /// For recordings that kept no windows one by one: all windows as one.
+    merged: Option<ProbeWindow>,
+    total_cpu_ms: f64,
+    /// Connections the targets accepted or opened over the recording.
+    connections: f64,
+}
+
+impl<'a> Windows<'a> {
+    fn of(rec: &'a Recording, probing: &ProbingSummary, total_cpu_ms: f64, probed_cpu_ms: f64) -> Windows<'a> {
+        if !probing.part_time {
+            return Windows {
+                windows: None,
+                merged: None,
+                total_cpu_ms,
+                connections: 0.0,
+            };
+        }
+        let merged = rec.probing.window_figures.is_empty().then(|| ProbeWindow {
+            live_s: rec.probing.live_s,
+            // Without the windows' own CPU, the probed share of the CPU stands for it.
+            own_cpu_ms: probing.cpu_share * total_cpu_ms.max(probed_cpu_ms),
+            ..ProbeWindow::default()
+        });
+        Windows {
+            windows: Some(rec.probing.window_figures.iter().collect()),
+            merged,
+            total_cpu_ms,
+            connections: rec.probing.connections as f64,
+        }
+    }
+
+    /// A count over the whole recording: scaled by the connections the targets accepted or opened (each
+    /// carries one handshake at most, so the windows' ratio is steady), or by CPU when no connection was
+    /// counted (recordings from before, sockets not made by accept or connect).
+    fn count(&self, per_window: impl Fn(&ProbeWindow) -> f64, observed: f64) -> Estimate {
+        if let (Some(windows), None) = (&self.windows, &self.merged) {
+            let connections: Vec<f64> = windows.iter().map(|w| w.connections as f64).collect();
+            if connections.iter().sum::<f64>() > 0.0 && self.connections > 0.0 {
+                let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
+                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit);
+            }
+        }
+        self.estimate(per_window, observed)
+    }
+
+    /// A figure over the whole recording from what each window saw of it (`per_window`), or from `observed`
+    /// when the probes saw everything or kept no windows one by one.
+    fn estimate(&self, per_window: impl Fn(&ProbeWindow) -> f64, observed: f64) -> Estimate {
+        let Some(windows) = &self.windows else {
+            return Estimate::exact(observed);
+        };
+        if let Some(merged) = &self.merged {
+            return estimate::ratio(&[observed], &[merged.own_cpu_ms], self.total_cpu_ms, Spread::Arrivals);
+        }
+        let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
+        let cpu: Vec<f64> = windows.iter().map(|w| w.own_cpu_ms).collect();
+        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals)
+    }
+}
+
 fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overhead_ms: f64) -> ProbingSummary {
     let fraction = (rec.probing.live_s / rec.duration_s.max(1e-9)).min(1.0);
-    // Counts from the windows scale by the windows' share of the targets' own CPU, as handshakes go with
-    // CPU where time would overweight windows that fell on quiet stretches; the time share when no CPU
-    // was seen.
+    // The windows' share of the targets' own CPU; the time share when no CPU was seen.
     let total_ms = process_cpu_ms - probe_overhead_ms;
     let probed_ms = probed_cpu_ms - probe_overhead_ms;
     let cpu_share = if total_ms > 0.0 && probed_ms > 0.0 {
@@ -338,13 +436,13 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
         cpu_share,
         windows: rec.probing.windows,
         peak_overhead: rec.probing.peak_overhead,
-        handshakes_estimated: 0.0,
         // A millisecond of slack for rounding: always-on probes cover the whole recording.
         part_time: rec.probing.live_s < rec.duration_s - 1e-3,
     }
 }
 
-fn probed_stages(rec: &Recording) -> Vec<StageSummary> {
+/// `rel`: the relative error of the handshake count, which no stage's CPU estimate is surer than.
+fn probed_stages(rec: &Recording, windows: &Windows, rel: f64) -> Vec<StageSummary> {
     let mut by_stage: HashMap<Stage, (u64, u64, u64)> = HashMap::new();
     for n in &rec.tree {
         let Some(stage) = rec.stage_of(*n.path.last().expect("checked non-empty")) else {
@@ -362,34 +460,54 @@ fn probed_stages(rec: &Recording) -> Vec<StageSummary> {
     Stage::ALL
         .iter()
         .filter_map(|s| by_stage.remove(s).map(|fig| (*s, fig)))
-        .map(|(stage, (calls, cpu_ns, self_ns))| StageSummary {
-            name: stage,
-            cpu_ms: ms(cpu_ns),
-            self_cpu_ms: ms(self_ns),
-            calls: Some(calls),
-            cpu_us_per_call: Some(if calls == 0 {
-                0.0
-            } else {
-                self_ns as f64 / 1e3 / calls as f64
-            }),
-            sampled: false,
-            cpu_ns,
-            self_ns,
+        .map(|(stage, (calls, cpu_ns, self_ns))| {
+            let est = windows
+                .estimate(
+                    |w| w.stage_self_ns.get(&stage).copied().unwrap_or(0) as f64,
+                    self_ns as f64,
+                )
+                .at_least(rel);
+            // Calls and total CPU go with the stage's self CPU.
+            let k = if self_ns > 0 { est.value / self_ns as f64 } else { 1.0 };
+            StageSummary {
+                name: stage,
+                cpu_ms: ms(cpu_ns) * k,
+                self_cpu_ms: est.value / 1e6,
+                self_cpu_ms_ci95: est.scaled(1e-6).ci95,
+                calls: Some((calls as f64 * k).round() as u64),
+                cpu_us_per_call: Some(if calls == 0 {
+                    0.0
+                } else {
+                    self_ns as f64 / 1e3 / calls as f64
+                }),
+                sampled: false,
+                observed: Some(ObservedStage {
+                    calls,
+                    cpu_ms: ms(cpu_ns),
+                    self_cpu_ms: ms(self_ns),
+                }),
+                cpu_ns,
+                self_ns,
+            }
         })
         .collect()
 }
 
 /// The read and write stages estimated from CPU samples when SSL_read/SSL_write were not probed: each sample
-/// stands for 1/freq s of CPU.
-fn sampled_stage(stage: Stage, cpu_ms: f64) -> StageSummary {
+/// stands for 1/freq s of CPU; the interval counts the samples as random arrivals.
+fn sampled_stage(stage: Stage, samples: f64, ms_per_sample: f64) -> StageSummary {
+    let cpu_ms = samples * ms_per_sample;
+    let half = 1.96 * samples.sqrt() * ms_per_sample;
     let ns = (cpu_ms * 1e6) as u64;
     StageSummary {
         name: stage,
         cpu_ms,
         self_cpu_ms: cpu_ms,
+        self_cpu_ms_ci95: [(cpu_ms - half).max(0.0), cpu_ms + half],
         calls: None,
         cpu_us_per_call: None,
         sampled: true,
+        observed: None,
         cpu_ns: ns,
         self_ns: ns,
     }
@@ -424,35 +542,61 @@ fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
     figs
 }
 
-fn handshake_totals(rec: &Recording) -> HandshakeSummary {
-    let (mut total, mut full, mut resumed, mut server, mut client, mut partial) = (0, 0, 0, 0, 0, 0);
+fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
+    let mut observed = HandshakeCounts::default();
     let mut cpu = CpuHistogram::default();
     for g in &rec.handshakes {
-        let n = g.cpu.count;
-        if g.kind.role == Role::Partial {
-            partial += n;
-            continue;
+        observed.add(&g.kind, g.cpu.count);
+        if g.kind.role != Role::Partial {
+            cpu.merge(&g.cpu);
         }
-        total += n;
-        if g.kind.resumed {
-            resumed += n
-        } else {
-            full += n
-        }
-        match g.kind.role {
-            Role::Server => server += n,
-            Role::Client => client += n,
-            Role::Partial => {}
-        }
-        cpu.merge(&g.cpu);
     }
+    // A window counts every handshake completed in it; those under way when it opened (partial) have no
+    // role or resumption seen, so they count in the total, and the kinds share it as the others do.
+    let classified: f64 = windows
+        .windows
+        .as_ref()
+        .map_or(0.0, |ws| ws.iter().map(|w| w.handshakes.total as f64).sum());
+    let all: f64 = windows.windows.as_ref().map_or(0.0, |ws| {
+        ws.iter()
+            .map(|w| (w.handshakes.total + w.handshakes.partial) as f64)
+            .sum()
+    });
+    let boundary = if windows.merged.is_none() && classified > 0.0 {
+        all / classified
+    } else {
+        1.0
+    };
+    let count = |field: fn(&HandshakeCounts) -> u64| {
+        windows
+            .count(|w| field(&w.handshakes) as f64, field(&observed) as f64)
+            .scaled(boundary)
+    };
+    let round = |e: &Estimate| [e.ci95[0].round() as u64, e.ci95[1].round() as u64];
+    let (total, full, resumed, server, client) = (
+        count(|c| c.total),
+        count(|c| c.full),
+        count(|c| c.resumed),
+        count(|c| c.server),
+        count(|c| c.client),
+    );
+    let rate = total.scaled(1.0 / rec.duration_s.max(1e-9));
     HandshakeSummary {
-        total,
-        full,
-        resumed,
-        server,
-        client,
-        partial,
+        estimated: !total.exact,
+        total: total.value.round() as u64,
+        total_ci95: round(&total),
+        full: full.value.round() as u64,
+        full_ci95: round(&full),
+        resumed: resumed.value.round() as u64,
+        resumed_ci95: round(&resumed),
+        server: server.value.round() as u64,
+        server_ci95: round(&server),
+        client: client.value.round() as u64,
+        client_ci95: round(&client),
+        rate_per_s: rate.value,
+        rate_ci95: rate.ci95,
+        observed,
+        total_estimate: total,
         cpu_ms: CpuStats::of(&cpu),
         kinds: rec
             .handshakes
@@ -469,7 +613,6 @@ fn handshake_totals(rec: &Recording) -> HandshakeSummary {
                 cpu_ms: CpuStats::of(&g.cpu),
             })
             .collect(),
-        rate_per_s: 0.0,
         cpu,
     }
 }

@@ -70,7 +70,7 @@ pub struct Target {
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
 /// these windows; CPU samples cover the whole recording.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Probing {
     /// The budget, in percent of the targets' CPU; 100: attached throughout.
     pub max_overhead_pct: f64,
@@ -78,6 +78,60 @@ pub struct Probing {
     pub windows: u32,
     /// The probes' cost over the costliest second they were attached, as a fraction of the targets' CPU.
     pub peak_overhead: f64,
+    /// What each window saw: what estimates for the whole recording, and their error, are made from. Empty
+    /// in recordings made before windows were kept one by one.
+    #[serde(default)]
+    pub window_figures: Vec<ProbeWindow>,
+    /// Connections the targets accepted or opened over the whole recording, counted without probes: what
+    /// the handshakes seen in the windows scale by. 0 in recordings made before it was counted.
+    #[serde(default)]
+    pub connections: u64,
+}
+
+/// One probe window: the handshakes and stage CPU the probes saw in it, and the targets' CPU during it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProbeWindow {
+    pub live_s: f64,
+    /// The targets' CPU during the window, without the probes' estimated cost.
+    pub own_cpu_ms: f64,
+    /// Connections the targets accepted or opened during the window.
+    #[serde(default)]
+    pub connections: u64,
+    pub handshakes: HandshakeCounts,
+    /// Self CPU per stage in the window, the probes' cost taken out, in ns.
+    pub stage_self_ns: BTreeMap<Stage, u64>,
+}
+
+/// Handshakes completed, by what was seen of them. `partial`: under way when the probes attached, so
+/// neither role nor resumption is known; not in the other counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandshakeCounts {
+    pub total: u64,
+    pub full: u64,
+    pub resumed: u64,
+    pub server: u64,
+    pub client: u64,
+    pub partial: u64,
+}
+
+impl HandshakeCounts {
+    pub fn add(&mut self, kind: &HandshakeKind, n: u64) {
+        if kind.role == Role::Partial {
+            self.partial += n;
+            return;
+        }
+        self.total += n;
+        if kind.resumed {
+            self.resumed += n;
+        } else {
+            self.full += n;
+        }
+        match kind.role {
+            Role::Server => self.server += n,
+            Role::Client => self.client += n,
+            Role::Partial => {}
+        }
+    }
 }
 
 /// What kind of TLS code a file holds.
@@ -394,6 +448,8 @@ pub(crate) mod tests {
                 live_s: 2.0,
                 windows: 1,
                 peak_overhead: 0.001,
+                window_figures: Vec::new(),
+                connections: 0,
             },
             openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
         }

@@ -17,8 +17,6 @@ use crate::model::Recording;
 /// The figures of one recording that a comparison needs, normalized per handshake where it matters.
 struct Side<'a> {
     handshakes: &'a HandshakeSummary,
-    /// Seconds the stage probes were attached: the time the handshake count covers.
-    probed_s: f64,
     tls_share: Option<f64>,
     /// Stage self CPU per handshake, in µs.
     stage_us_per_handshake: Vec<(Stage, f64)>,
@@ -26,7 +24,8 @@ struct Side<'a> {
 
 impl Side<'_> {
     fn of(s: &Summary) -> Side<'_> {
-        let per = s.handshakes.total.max(1) as f64;
+        // Per handshake as the probes saw them: stage CPU and handshakes from the same windows.
+        let per = s.handshakes.observed.total.max(1) as f64;
         Side {
             tls_share: s.tls_share,
             stage_us_per_handshake: s
@@ -35,7 +34,6 @@ impl Side<'_> {
                 .filter(|st| !st.sampled)
                 .map(|st| (st.name, st.self_ns as f64 / 1e3 / per))
                 .collect(),
-            probed_s: s.probing.live_s.max(1e-9),
             handshakes: &s.handshakes,
         }
     }
@@ -48,7 +46,7 @@ impl Side<'_> {
     }
 
     fn resumed_share(&self) -> f64 {
-        self.handshakes.resumed as f64 / self.handshakes.total.max(1) as f64
+        self.handshakes.observed.resumed as f64 / self.handshakes.observed.total.max(1) as f64
     }
 }
 
@@ -62,7 +60,7 @@ fn change_text(before: f64, after: f64) -> String {
 }
 
 fn check_comparable(before: &Summary, after: &Summary) -> Result<()> {
-    if before.handshakes.total == 0 || after.handshakes.total == 0 {
+    if before.handshakes.observed.total == 0 || after.handshakes.observed.total == 0 {
         bail!("a recording has no completed handshakes, so there is nothing per handshake to compare: record under TLS load");
     }
     Ok(())
@@ -75,8 +73,8 @@ pub fn text(before: &Summary, after: &Summary) -> Result<String> {
     let _ = writeln!(
         out,
         "Handshakes: {:.1}/s -> {:.1}/s; resumed {:.1}% -> {:.1}%",
-        b.handshakes.total as f64 / b.probed_s,
-        a.handshakes.total as f64 / a.probed_s,
+        b.handshakes.rate_per_s,
+        a.handshakes.rate_per_s,
         b.resumed_share() * 100.0,
         a.resumed_share() * 100.0
     );
@@ -131,7 +129,7 @@ pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
     let side = |s: &Side| {
         json!({
             "handshakes": s.handshakes.total, "full": s.handshakes.full, "resumed": s.handshakes.resumed,
-            "handshakes_per_s": s.handshakes.total as f64 / s.probed_s, "resumed_share": s.resumed_share(),
+            "handshakes_per_s": s.handshakes.rate_per_s, "resumed_share": s.resumed_share(),
             "cpu_us_per_handshake": {"mean": s.handshakes.cpu.mean_ns() / 1e3, "p50": s.handshakes.cpu.quantile_ns(0.5) / 1e3},
             "tls_share": s.tls_share,
         })

@@ -64,30 +64,26 @@ pub fn text(s: &Summary) -> String {
     if let Some(line) = probing_line(s) {
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(
-        out,
-        "Handshakes: {} ({:.1}/s): {} full, {} resumed; {} server, {} client{}",
-        hs.total,
-        hs.rate_per_s,
-        hs.full,
-        hs.resumed,
-        hs.server,
-        hs.client,
-        if hs.partial > 0 {
-            format!(" ({} under way when the probes attached, not counted)", hs.partial)
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(
-        out,
-        "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms{}, from its CPU clock)",
-        tls_ms,
-        pct(tls_ms, proc_ms),
-        proc_ms,
-        if s.probing.part_time { " while probed" } else { "" }
-    );
-    if hs.total > 0 {
+    let _ = writeln!(out, "{}", handshakes_line(s));
+    if s.probing.part_time {
+        let _ = writeln!(
+            out,
+            "TLS CPU: ≈ {} ms over the recording; in the probe windows {:.1} ms = {:.1}% of the targets' CPU ({:.1} ms while probed, from their CPU clocks)",
+            interval(tls_ms, s.tls_cpu_ms_ci95, 1),
+            s.observed_tls_cpu_ms,
+            pct(s.observed_tls_cpu_ms, proc_ms),
+            proc_ms
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms, from its CPU clock)",
+            tls_ms,
+            pct(tls_ms, proc_ms),
+            proc_ms
+        );
+    }
+    if hs.observed.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu_ms));
         let _ = writeln!(out, "Handshake mix (version, cipher and group from ServerHellos seen on the sockets; certificate key from signature lengths):");
         for g in hs.kinds.iter().filter(|g| g.role != Role::Partial) {
@@ -106,7 +102,7 @@ pub fn text(s: &Summary) -> String {
             let _ = writeln!(
                 out,
                 "  {:>5.1}%  {}  {kind} {role} ({}): {}",
-                pct(g.count as f64, hs.total as f64),
+                pct(g.count as f64, hs.observed.total as f64),
                 fields.join(" "),
                 g.count,
                 cpu_line(&g.cpu_ms)
@@ -149,19 +145,39 @@ pub fn text(s: &Summary) -> String {
         }
     }
 
+    let estimated = s.probing.part_time;
+    if estimated {
+        let _ = writeln!(
+            out,
+            "\nStages over the whole recording (≈: estimated from the probe windows, ±: 95% interval; µs/call as seen):"
+        );
+    }
     let _ = writeln!(
         out,
-        "\n{:<14}{:>11}{:>8}{:>12}{:>10}{:>12}",
-        "stage", "self ms", "% TLS", "total ms", "calls", "µs/call"
+        "{}{:<14}{:>11}{:>10}{:>8}{:>12}{:>10}{:>12}",
+        if estimated { "" } else { "\n" },
+        "stage",
+        "self ms",
+        "±",
+        "% TLS",
+        "total ms",
+        "calls",
+        "µs/call"
     );
     for st in &s.stages {
+        let half = (st.self_cpu_ms_ci95[1] - st.self_cpu_ms_ci95[0]) / 2.0;
         match (st.calls, st.cpu_us_per_call) {
             (Some(calls), Some(per_call)) => {
                 let _ = writeln!(
                     out,
-                    "{:<14}{:>11.1}{:>7.1}%{:>12.1}{:>10}{:>12.1}",
+                    "{:<14}{:>11.1}{:>10}{:>7.1}%{:>12.1}{:>10}{:>12.1}",
                     st.name.name(),
                     st.self_cpu_ms,
+                    if estimated {
+                        format!("{half:.1}")
+                    } else {
+                        "exact".into()
+                    },
                     pct(st.self_cpu_ms, tls_ms),
                     st.cpu_ms,
                     calls,
@@ -171,9 +187,10 @@ pub fn text(s: &Summary) -> String {
             _ => {
                 let _ = writeln!(
                     out,
-                    "{:<14}{:>11.1}   (sampled: SSL_* frames in CPU samples; --all-probes counts calls)",
+                    "{:<14}{:>11.1}{:>10.1}   (sampled: SSL_* frames in CPU samples; --all-probes counts calls)",
                     st.name.name(),
-                    st.cpu_ms
+                    st.cpu_ms,
+                    half
                 );
             }
         }
@@ -210,20 +227,54 @@ pub fn text(s: &Summary) -> String {
     out
 }
 
+/// `value [lo–hi]` with `digits` decimals.
+fn interval(value: f64, ci: [f64; 2], digits: usize) -> String {
+    format!("{value:.digits$} [{:.digits$}–{:.digits$}]", ci[0], ci[1])
+}
+
+/// Handshakes over the whole recording: exact, or estimated with their intervals and what was seen.
+fn handshakes_line(s: &Summary) -> String {
+    let hs = &s.handshakes;
+    let o = &hs.observed;
+    let partial = if o.partial > 0 {
+        format!(" ({} under way when the probes attached, not counted)", o.partial)
+    } else {
+        String::new()
+    };
+    if !hs.estimated {
+        return format!(
+            "Handshakes: {} ({:.1}/s): {} full, {} resumed; {} server, {} client{partial}",
+            hs.total, hs.rate_per_s, hs.full, hs.resumed, hs.server, hs.client
+        );
+    }
+    let n = |v: u64, ci: [u64; 2]| format!("≈ {v} [{}–{}]", ci[0], ci[1]);
+    format!(
+        "Handshakes: {} (≈ {} /s): {} full, {} resumed; {} server, {} client (95% intervals; seen in the probe windows: {} full, {} resumed, {} more under way when a window opened)",
+        n(hs.total, hs.total_ci95),
+        interval(hs.rate_per_s, hs.rate_ci95, 1),
+        n(hs.full, hs.full_ci95),
+        n(hs.resumed, hs.resumed_ci95),
+        n(hs.server, hs.server_ci95),
+        n(hs.client, hs.client_ci95),
+        o.full,
+        o.resumed,
+        o.partial
+    )
+}
+
 /// When the probes were attached only part of the time: for how long, why, and what the counts scale to.
 fn probing_line(s: &Summary) -> Option<String> {
     let p = &s.probing;
     p.part_time.then(|| {
         format!(
-            "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows, {:.0}% of the targets' CPU): they cost up to {:.1}% of the targets' CPU while attached, over the --max-overhead {}% budget. Handshakes, stage CPU and the call tree are from those windows (≈ {:.0} handshakes over the whole recording); CPU samples cover all of it",
+            "Probes attached {:.1} s of {:.1} s ({:.0}%, {} windows, {:.0}% of the targets' CPU): they cost up to {:.1}% of the targets' CPU while attached (estimated), over the --max-overhead {}% budget. Counts and stage CPU (≈) are estimated for the whole recording from those windows, with 95% intervals; the mix, per-call costs and the call tree are what the windows saw; CPU samples cover all of it",
             p.live_s,
             s.duration_s,
             100.0 * p.fraction,
             p.windows,
             100.0 * p.cpu_share,
             100.0 * p.peak_overhead,
-            p.max_overhead_pct,
-            p.handshakes_estimated
+            p.max_overhead_pct
         )
     })
 }
@@ -294,8 +345,11 @@ fn samples_line(s: &Summary) -> String {
 mod tests {
     use super::*;
     use crate::analyze::summarize;
+    use std::collections::BTreeMap;
+
+    use crate::catalogue::Stage;
     use crate::model::tests::sample_recording;
-    use crate::model::Recording;
+    use crate::model::{HandshakeCounts, ProbeWindow, Recording};
 
     fn report(rec: &Recording) -> String {
         text(&summarize(rec))
@@ -343,8 +397,44 @@ mod tests {
             t.contains("Probes attached 0.5 s of 2.0 s (25%, 1 windows, 50% of the targets' CPU)"),
             "{t}"
         );
-        // Counts scale by the CPU share: 4 handshakes seen.
-        assert!(t.contains("≈ 8 handshakes over the whole recording"), "{t}");
+        // Counts scale by the CPU share: 4 handshakes seen, one window, so random arrivals set the interval:
+        // 8 ± 1.96 × √(4 × 0.5) / 0.5.
+        assert!(t.contains("Handshakes: ≈ 8 [4–14] (≈ 4.0 [2.0–6.8] /s)"), "{t}");
+        assert!(t.contains("seen in the probe windows: 4 full, 0 resumed"), "{t}");
         assert!(t.contains("while probed"), "{t}");
+    }
+
+    #[test]
+    fn windows_one_by_one_estimate_the_whole_recording() {
+        let mut rec = sample_recording();
+        // Two windows of 2.5 ms own CPU each out of 10 ms, seeing 2 and 2 of the 4 handshakes.
+        rec.probing.live_s = 0.5;
+        rec.probe_hits = 0;
+        rec.probe_stepped_hits = 0;
+        rec.targets[0].probed_cpu_ms = 5.0;
+        let window = |full| ProbeWindow {
+            live_s: 0.25,
+            own_cpu_ms: 2.5,
+            connections: 0,
+            handshakes: HandshakeCounts {
+                total: full,
+                full,
+                server: full,
+                ..HandshakeCounts::default()
+            },
+            stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
+        };
+        rec.probing.window_figures = vec![window(2), window(2)];
+        let s = summarize(&rec);
+        assert!(s.handshakes.estimated);
+        assert_eq!(s.handshakes.total, 8);
+        // Windows that agree still get the spread of random arrivals: 2 handshakes a window, Student's t for
+        // one degree of freedom; never below the 4 seen.
+        assert_eq!(s.handshakes.total_ci95[0], 4);
+        assert!(s.handshakes.total_ci95[1] > 40, "{:?}", s.handshakes.total_ci95);
+        let sign = s.stages.iter().find(|st| st.name == Stage::Sign).unwrap();
+        assert!((sign.self_cpu_ms - 8.84).abs() < 1e-9, "{sign:?}");
+        assert_eq!(sign.observed.as_ref().unwrap().calls, 6);
+        assert_eq!(sign.calls, Some(12));
     }
 }

@@ -50,6 +50,11 @@ impl CpuMeters {
         self.0.values().map(|m| m.last_ms).sum()
     }
 
+    /// The targets' CPU while the stage probes were attached, so far.
+    pub fn probed_total_ms(&self) -> f64 {
+        self.0.values().map(|m| m.probed_ms).sum()
+    }
+
     /// A target's CPU over the recording and while probed, in ms.
     pub fn of(&self, pid: u32) -> (f64, f64) {
         self.0

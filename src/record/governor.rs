@@ -9,8 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-/// How much probed time each decision is based on.
-const CHUNK: Duration = Duration::from_secs(1);
+/// How much probed time each decision is based on: short, so that the budget buys many windows spread
+/// over the recording rather than a few long ones (the estimates for the whole recording come from them).
+const CHUNK: Duration = Duration::from_millis(200);
 /// The first window, before anything says what the probes cost on these targets: short, as nothing pays
 /// for it in advance.
 const FIRST_CHUNK: Duration = Duration::from_millis(200);
@@ -211,8 +212,8 @@ mod tests {
         let overhead = 4.0 / 196.0;
         assert!((g.peak_overhead - overhead).abs() < 1e-9);
         // Owed: the first window's cost over its share (4 - 0.98 ms), then a whole window's at 2.04%
-        // ((0.0204 - 0.005) × 980 ms); the account earns 0.5% of 1,000 ms per second of pause.
-        let owed = (4.0 - 0.005 * 196.0) + (overhead - 0.005) * 980.0;
+        // ((0.0204 - 0.005) × 980 ms per second of it); the account earns 0.5% of 1,000 ms per second of pause.
+        let owed = (4.0 - 0.005 * 196.0) + (overhead - 0.005) * 980.0 * CHUNK.as_secs_f64();
         let resume_at = 0.2 + owed / 5.0;
         assert_eq!(
             g.tick(t0 + secs(resume_at - 0.05), ms(2_000), 1000.0 * (resume_at - 0.05)),
@@ -227,8 +228,8 @@ mod tests {
         assert!(g.live());
         assert_eq!(g.windows, 2);
         // Probed time counts the live windows only.
-        let probed = g.probed(t0 + secs(resume_at + 0.56)).as_secs_f64();
-        assert!((probed - 0.7).abs() < 1e-6, "{probed}");
+        let probed = g.probed(t0 + secs(resume_at + 0.16)).as_secs_f64();
+        assert!((probed - 0.3).abs() < 1e-6, "{probed}");
     }
 
     /// Simulated minute of a busy target whose probes would cost 2.4%: whenever it stops, the probes have

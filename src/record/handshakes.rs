@@ -9,7 +9,7 @@ use super::anatomy;
 use super::bpf::copy_head;
 use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff};
 use super::wire;
-use crate::model::{CpuHistogram, HandshakeGroup, HandshakeKind, Hits, ProbeCost, Role};
+use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, ProbeCost, Role};
 
 /// ServerHellos captured for connections whose handshakes have not completed yet; bounded, as some never do.
 const MAX_PENDING_HELLOS: usize = 16384;
@@ -20,6 +20,8 @@ pub struct Handshakes {
     /// ServerHellos by (tgid, SSL *), until their handshake completes.
     hellos: HashMap<(u32, u64), wire::Hello>,
     pub completed: u64,
+    /// Handshakes of the current probe window.
+    window: HandshakeCounts,
 }
 
 impl Handshakes {
@@ -29,6 +31,7 @@ impl Handshakes {
             groups: BTreeMap::new(),
             hellos: HashMap::new(),
             completed: 0,
+            window: HandshakeCounts::default(),
         }
     }
 
@@ -54,9 +57,16 @@ impl Handshakes {
             };
             let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
             let hello = self.hellos.remove(&(e.tgid, e.ssl));
-            self.groups.entry(classify(&e, hello)).or_default().add(cpu_ns);
+            let kind = classify(&e, hello);
+            self.window.add(&kind, 1);
+            self.groups.entry(kind).or_default().add(cpu_ns);
             self.completed += 1;
         }
+    }
+
+    /// The current window's handshakes; the next window starts from none.
+    pub fn take_window(&mut self) -> HandshakeCounts {
+        std::mem::take(&mut self.window)
     }
 
     pub fn into_groups(self) -> Vec<HandshakeGroup> {

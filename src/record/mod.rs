@@ -22,6 +22,7 @@ mod status;
 mod symbolize;
 pub mod targets;
 mod unwind;
+mod windows;
 mod wire;
 
 use std::time::Duration;

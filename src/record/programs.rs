@@ -86,15 +86,21 @@ impl<'obj> Programs<'obj> {
         }
     }
 
-    /// Starts the on-CPU clocks (sched_switch) and the CPU sampler on every online CPU.
+    /// Starts what runs for the whole recording: the on-CPU clocks (sched_switch), the connection counter
+    /// (accept and connect), and the CPU sampler on every online CPU.
     pub fn start_sampling(&mut self, freq_hz: u64) -> Result<()> {
-        let tp = self
-            .skel
-            .progs
-            .on_sched_switch
-            .attach_tracepoint(libbpf_rs::TracepointCategory::Custom("sched".into()), "sched_switch")
-            .context("attach tracepoint sched:sched_switch")?;
-        self.links.push(tp);
+        let p = &self.skel.progs;
+        for (prog, category, tp) in [
+            (&p.on_sched_switch, "sched", "sched_switch"),
+            (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
+            (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
+            (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
+        ] {
+            let link = prog
+                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), tp)
+                .with_context(|| format!("attach tracepoint {category}:{tp}"))?;
+            self.links.push(link);
+        }
         for cpu in online_cpus()? {
             let fd = open_cpu_clock(cpu, freq_hz)?;
             let link = self

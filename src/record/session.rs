@@ -26,6 +26,7 @@ use super::programs::{self, Programs};
 use super::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::targets::Process;
+use super::windows::{Reading, WindowLog};
 use super::RecordOptions;
 use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
 
@@ -70,6 +71,15 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         programs.target_probe_ms(),
         cpu.total_ms(),
     );
+    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs| Reading {
+        now,
+        probed_cpu_ms: cpu.probed_total_ms(),
+        probe_ms: programs.target_probe_ms(),
+        connections: programs.stat(tlsprof_stat::STAT_CONNECTIONS),
+    };
+    let connections_at_start = programs.stat(tlsprof_stat::STAT_CONNECTIONS);
+    let mut windows = WindowLog::default();
+    windows.open(reading(started, &cpu, &programs));
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
@@ -95,17 +105,24 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         samples.borrow_mut().name_when_due(&targets.functions);
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
-        match governor.tick(Instant::now(), programs.target_probe_ms(), cpu.total_ms()) {
+        let now = reading(Instant::now(), &cpu, &programs);
+        match governor.tick(now.now, now.probe_ms, cpu.total_ms()) {
             Action::Pause => {
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
                 targets.pause(&mut programs.skel)?;
+                rb.consume().context("drain the ring buffers")?;
+                let tree = read_tree(&programs)?;
+                let seen = handshakes.borrow_mut().take_window();
+                windows.close(now, seen, tree, &targets.functions, &probe_cost);
                 hello.close();
             }
             Action::Resume => {
                 targets.resume(&mut programs.skel)?;
                 cpu.poll(&live, false);
-                governor.resumed(Instant::now(), programs.target_probe_ms(), cpu.total_ms());
+                let now = reading(Instant::now(), &cpu, &programs);
+                governor.resumed(now.now, now.probe_ms, cpu.total_ms());
+                windows.open(now);
             }
             Action::Stay => {}
         }
@@ -151,6 +168,18 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let end = Instant::now();
     rb.consume().context("drain the ring buffers")?;
     cpu.poll(&live, governor.live());
+    let connections = programs.stat(tlsprof_stat::STAT_CONNECTIONS) - connections_at_start;
+    if governor.live() {
+        let tree = read_tree(&programs)?;
+        let seen = handshakes.borrow_mut().take_window();
+        windows.close(
+            reading(end, &cpu, &programs),
+            seen,
+            tree,
+            &targets.functions,
+            &probe_cost,
+        );
+    }
     eprint!("{}", status.clear());
     hello.close();
     drop(rb);
@@ -159,6 +188,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         live_s: governor.probed(end).as_secs_f64(),
         windows: governor.windows,
         peak_overhead: governor.peak_overhead,
+        window_figures: windows.closed,
+        connections,
     };
     let recorded = live
         .iter()
@@ -199,7 +230,7 @@ impl Finished<'_, '_> {
     fn into_recording(self, opts: &RecordOptions) -> Result<Recording> {
         let programs = self.programs;
         let hits = programs.target_probe_hits();
-        let tree = corrected_tree(self.raw_tree()?, &programs.probe_cost);
+        let tree = corrected_tree(read_tree(programs)?, &programs.probe_cost);
         let named = self.samples.finish(&self.targets.functions);
         let lost = Lost {
             samples_taken: programs.stat(tlsprof_stat::STAT_SAMPLES),
@@ -238,30 +269,30 @@ impl Finished<'_, '_> {
             openssl_speed: BTreeMap::new(),
         })
     }
+}
 
-    /// The call tree as the BPF side counted it.
-    fn raw_tree(&self) -> Result<Vec<RawNode>> {
-        let map = &self.programs.skel.maps.tree;
-        let mut raw = Vec::new();
-        for key in map.keys() {
-            let Some(value) = map.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
-                continue;
-            };
-            let (mut k, mut v) = (tree_key::default(), tree_val::default());
-            plain::copy_from_bytes(&mut k, &key).ok().context("tree key size")?;
-            plain::copy_from_bytes(&mut v, &value).ok().context("tree value size")?;
-            let depth = usize::from(k.depth).min(k.funcs.len());
-            raw.push(RawNode {
-                pid: k.tgid,
-                path: k.funcs[..depth].to_vec(),
-                calls: v.calls,
-                cpu_ns: v.cpu_ns,
-                nested: Hits {
-                    all: v.nested_hits,
-                    stepped: v.nested_stepped,
-                },
-            });
-        }
-        Ok(raw)
+/// The call tree as the BPF side counted it so far.
+fn read_tree(programs: &Programs) -> Result<Vec<RawNode>> {
+    let map = &programs.skel.maps.tree;
+    let mut raw = Vec::new();
+    for key in map.keys() {
+        let Some(value) = map.lookup(&key, libbpf_rs::MapFlags::ANY)? else {
+            continue;
+        };
+        let (mut k, mut v) = (tree_key::default(), tree_val::default());
+        plain::copy_from_bytes(&mut k, &key).ok().context("tree key size")?;
+        plain::copy_from_bytes(&mut v, &value).ok().context("tree value size")?;
+        let depth = usize::from(k.depth).min(k.funcs.len());
+        raw.push(RawNode {
+            pid: k.tgid,
+            path: k.funcs[..depth].to_vec(),
+            calls: v.calls,
+            cpu_ns: v.cpu_ns,
+            nested: Hits {
+                all: v.nested_hits,
+                stepped: v.nested_stepped,
+            },
+        });
     }
+    Ok(raw)
 }
