@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::advice::{self, Advice};
-use crate::catalogue::Stage;
-use crate::model::{CallGraph, CpuHistogram, Flavor, Hits, Lost, Recording, Role, Symbols, Target};
+use crate::catalogue::{stage_within, Stage};
+use crate::model::{CallGraph, CpuHistogram, Flavor, Hits, Lost, Outcome, Recording, Role, Symbols, Target};
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
 const TREE_MIN_SHARE: f64 = 0.001;
@@ -69,6 +69,7 @@ pub struct ProbingSummary {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct HandshakeSummary {
+    /// Completed handshakes (server and client, whose start was seen); the figures up to `cpu_ms` are theirs.
     pub total: u64,
     pub full: u64,
     pub resumed: u64,
@@ -77,12 +78,18 @@ pub struct HandshakeSummary {
     /// Under way when the probes attached: seen in part, not counted.
     pub partial: u64,
     pub cpu_ms: CpuStats,
+    /// Handshakes that did work (keygen, sign, ...) but whose connection ended before they completed (the
+    /// peer went away after the server's flight, or they failed), whose start was seen; and their CPU.
+    pub abandoned: u64,
+    pub abandoned_cpu_ms: CpuStats,
     pub kinds: Vec<KindSummary>,
     /// Handshakes per second of probing.
     #[serde(skip)]
     pub rate_per_s: f64,
     #[serde(skip)]
     pub cpu: CpuHistogram,
+    #[serde(skip)]
+    pub abandoned_cpu: CpuHistogram,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -105,6 +112,7 @@ impl CpuStats {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct KindSummary {
+    pub outcome: Outcome,
     pub role: Role,
     pub resumed: bool,
     pub resumption: Option<String>,
@@ -347,14 +355,15 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
 fn probed_stages(rec: &Recording) -> Vec<StageSummary> {
     let mut by_stage: HashMap<Stage, (u64, u64, u64)> = HashMap::new();
     for n in &rec.tree {
-        let Some(stage) = rec.stage_of(*n.path.last().expect("checked non-empty")) else {
+        let stages = rec.path_stages(&n.path);
+        let (Some(stage), ancestors) = stages.split_last().expect("checked non-empty") else {
             continue;
         };
+        let stage = *stage;
         let (calls, cpu_ns, self_ns) = by_stage.entry(stage).or_default();
         *self_ns += n.self_ns;
         // Outermost entry: no ancestor is in the same stage (EVP_DigestSign calling EVP_DigestSignFinal is one).
-        let ancestors = &n.path[..n.path.len() - 1];
-        if !ancestors.iter().any(|&f| rec.stage_of(f) == Some(stage)) {
+        if !ancestors.contains(&Some(stage)) {
             *calls += n.calls;
             *cpu_ns += n.cpu_ns;
         }
@@ -427,10 +436,15 @@ fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
 fn handshake_totals(rec: &Recording) -> HandshakeSummary {
     let (mut total, mut full, mut resumed, mut server, mut client, mut partial) = (0, 0, 0, 0, 0, 0);
     let mut cpu = CpuHistogram::default();
+    let mut abandoned_cpu = CpuHistogram::default();
     for g in &rec.handshakes {
         let n = g.cpu.count;
         if g.kind.role == Role::Partial {
             partial += n;
+            continue;
+        }
+        if g.kind.outcome == Outcome::Abandoned {
+            abandoned_cpu.merge(&g.cpu);
             continue;
         }
         total += n;
@@ -454,10 +468,13 @@ fn handshake_totals(rec: &Recording) -> HandshakeSummary {
         client,
         partial,
         cpu_ms: CpuStats::of(&cpu),
+        abandoned: abandoned_cpu.count,
+        abandoned_cpu_ms: CpuStats::of(&abandoned_cpu),
         kinds: rec
             .handshakes
             .iter()
             .map(|g| KindSummary {
+                outcome: g.kind.outcome,
                 role: g.kind.role,
                 resumed: g.kind.resumed,
                 resumption: g.kind.resumption.clone(),
@@ -471,6 +488,7 @@ fn handshake_totals(rec: &Recording) -> HandshakeSummary {
             .collect(),
         rate_per_s: 0.0,
         cpu,
+        abandoned_cpu,
     }
 }
 
@@ -536,12 +554,20 @@ fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
             self_ms: None,
             calls: None,
         });
-        add_children(rec, root, 1, min_ns, &mut tree);
+        add_children(rec, root, 1, None, min_ns, &mut tree);
     }
     tree
 }
 
-fn add_children(rec: &Recording, node: &Node, depth: usize, min_ns: u64, tree: &mut CallTree) {
+/// `enclosing`: the stage `node` counts in (None for a process).
+fn add_children(
+    rec: &Recording,
+    node: &Node,
+    depth: usize,
+    enclosing: Option<Stage>,
+    min_ns: u64,
+    tree: &mut CallTree,
+) {
     let mut kids: Vec<(&u16, &Node)> = node.children.iter().collect();
     kids.sort_by_key(|(_, n)| std::cmp::Reverse(n.cpu_ns));
     for (f, n) in kids {
@@ -550,15 +576,16 @@ fn add_children(rec: &Recording, node: &Node, depth: usize, min_ns: u64, tree: &
             continue;
         }
         let func = &rec.functions[usize::from(*f)];
+        let stage = func.stage.map(|s| stage_within(s, enclosing));
         tree.rows.push(CallTreeRow {
             depth,
             frame: func.name.clone(),
-            stage: func.stage,
+            stage,
             total_ms: ms(n.cpu_ns),
             self_ms: Some(ms(n.self_ns)),
             calls: Some(n.calls),
         });
-        add_children(rec, n, depth + 1, min_ns, tree);
+        add_children(rec, n, depth + 1, stage.or(enclosing), min_ns, tree);
     }
 }
 
@@ -583,6 +610,61 @@ mod tests {
         let tls_ns = 650_000 + 100_000 + 4_300_000 + 100_000 + 20_000;
         assert_eq!(self_sum, tls_ns);
         assert_eq!(s.tls_cpu_ms, ms(tls_ns));
+    }
+
+    #[test]
+    fn abandoned_handshakes_are_counted_apart_with_their_cpu() {
+        let mut rec = sample_recording();
+        let mut group = rec.handshakes[0].clone();
+        group.kind.outcome = Outcome::Abandoned;
+        group.cpu = CpuHistogram::default();
+        group.cpu.add(900_000);
+        rec.handshakes.push(group);
+        let s = summarize(&rec);
+        assert_eq!(
+            (s.handshakes.total, s.handshakes.full, s.handshakes.abandoned),
+            (4, 4, 1)
+        );
+        assert!((s.handshakes.abandoned_cpu_ms.mean - 0.9).abs() < 0.01);
+        assert!(s.handshakes.cpu_ms.mean > 1.2, "completed handshakes' CPU only");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["handshakes"]["kinds"][1]["outcome"], "abandoned");
+    }
+
+    #[test]
+    fn a_derive_inside_the_key_schedule_counts_as_key_schedule() {
+        let mut rec = sample_recording();
+        rec.functions.push(crate::model::Function {
+            name: "tls13_hkdf_expand".into(),
+            library: 0,
+            stage: Some(Stage::KeySchedule),
+        });
+        let node = |path: Vec<u16>, calls, ns| crate::model::TreeNode {
+            pid: 10,
+            path,
+            calls,
+            cpu_ns: ns,
+            self_ns: ns / 2,
+        };
+        // SSL_do_handshake > tls13_hkdf_expand > EVP_PKEY_derive, 20 times.
+        rec.tree.push(node(vec![0, 4], 20, 200_000));
+        rec.tree.push(node(vec![0, 4, 3], 20, 100_000));
+        let s = summarize(&rec);
+        let stage = |name| s.stages.iter().find(|st| st.name == name).unwrap().clone();
+        assert_eq!(stage(Stage::Derive).calls, Some(4), "only the key exchange's derives");
+        assert_eq!(stage(Stage::KeySchedule).calls, Some(20));
+        assert_eq!(stage(Stage::KeySchedule).self_ns, 100_000 + 50_000);
+        let tagged: Vec<(&str, Option<Stage>)> = s
+            .call_tree
+            .rows
+            .iter()
+            .filter(|r| r.depth == 3)
+            .map(|r| (r.frame.as_str(), r.stage))
+            .collect();
+        assert!(
+            tagged.contains(&("EVP_PKEY_derive", Some(Stage::KeySchedule))),
+            "{tagged:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::analyze::{CpuStats, Summary};
 use crate::catalogue::Stage;
-use crate::model::{Flavor, Role, Symbols};
+use crate::model::{Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -79,6 +79,14 @@ pub fn text(s: &Summary) -> String {
             String::new()
         }
     );
+    if hs.abandoned > 0 {
+        let _ = writeln!(
+            out,
+            "Abandoned handshakes: {} did work but their connection ended before they completed (the peer went away after the server's flight, or they failed): {}",
+            hs.abandoned,
+            cpu_line(&hs.abandoned_cpu_ms)
+        );
+    }
     let _ = writeln!(
         out,
         "TLS CPU: {:.1} ms = {:.1}% of process CPU ({:.1} ms{}, from its CPU clock)",
@@ -87,8 +95,11 @@ pub fn text(s: &Summary) -> String {
         proc_ms,
         if s.probing.part_time { " while probed" } else { "" }
     );
+    let paid_for = hs.total + hs.abandoned;
     if hs.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu_ms));
+    }
+    if paid_for > 0 {
         let _ = writeln!(out, "Handshake mix (version, cipher and group from ServerHellos seen on the sockets; certificate key from signature lengths):");
         for g in hs.kinds.iter().filter(|g| g.role != Role::Partial) {
             let kind = match (&g.resumption, g.resumed) {
@@ -96,7 +107,12 @@ pub fn text(s: &Summary) -> String {
                 (None, true) => "resumed".to_string(),
                 (_, false) => "full".to_string(),
             };
-            let role = if g.role == Role::Server { "server" } else { "client" };
+            let role = match (g.role, g.outcome) {
+                (Role::Server, Outcome::Completed) => "server",
+                (_, Outcome::Completed) => "client",
+                (Role::Server, Outcome::Abandoned) => "server abandoned",
+                (_, Outcome::Abandoned) => "client abandoned",
+            };
             let fields = [
                 g.version.as_deref().unwrap_or("version ?"),
                 g.cipher.as_deref().unwrap_or("cipher ?"),
@@ -106,7 +122,7 @@ pub fn text(s: &Summary) -> String {
             let _ = writeln!(
                 out,
                 "  {:>5.1}%  {}  {kind} {role} ({}): {}",
-                pct(g.count as f64, hs.total as f64),
+                pct(g.count as f64, paid_for as f64),
                 fields.join(" "),
                 g.count,
                 cpu_line(&g.cpu_ms)

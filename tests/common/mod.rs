@@ -278,8 +278,19 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// `openssl s_time -new` for `secs` seconds: returns the number of connections it made.
+/// `openssl s_time -new` for `secs` seconds: returns the number of connections it made. Its client closes
+/// each connection as soon as its own handshake is done: the server may not have finished its side.
 pub fn s_time_new(port: u16, secs: u32) -> u64 {
+    s_time(port, secs, &[])
+}
+
+/// `openssl s_time -new -www PATH`: each connection also sends a request and reads the response, so the
+/// server completes every handshake.
+pub fn s_time_new_www(port: u16, secs: u32, path: &str) -> u64 {
+    s_time(port, secs, &["-www", path])
+}
+
+fn s_time(port: u16, secs: u32, extra: &[&str]) -> u64 {
     let out = Command::new("openssl")
         .args([
             "s_time",
@@ -289,6 +300,7 @@ pub fn s_time_new(port: u16, secs: u32) -> u64 {
             "-time",
             &secs.to_string(),
         ])
+        .args(extra)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
