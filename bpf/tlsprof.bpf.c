@@ -58,6 +58,8 @@ struct thread_state {
 	__u32 running;
 	__u32 depth;
 	__u32 epoch;
+	/* A stage other than the handshake's own ran inside the current outermost handshake call. */
+	__u32 worked;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -77,8 +79,11 @@ struct conn_state {
 	__u16 sig_len;
 	__u16 secret_len;
 	__u16 sig_made;
+	__u16 returned_secret_len;
 	__u32 epoch;
 	__u8 counted;
+	/* A stage other than the handshake's own ran inside it (keygen, sign, ...): the server paid for it. */
+	__u8 worked;
 	/* The ServerHello was captured. */
 	__u8 hello;
 };
@@ -94,6 +99,7 @@ enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
 enum tlsprof_stat _stat = STAT_TREE_DROPS;
+enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
 
 /* tgid -> 1: processes being profiled; the sampler ignores everyone else. */
 struct {
@@ -233,19 +239,63 @@ static __always_inline struct conn_state *conn_lookup(__u32 tgid, __u64 ssl, boo
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
-/* Record what a function tells about its connection: a new connection and its role. */
+static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_state *c, __u16 outcome)
+{
+	struct handshake_event *e;
+
+	c->counted = 1;
+	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	if (!e) {
+		count_stat(STAT_HANDSHAKE_DROPS);
+		return;
+	}
+	e->kind = EVENT_HANDSHAKE;
+	e->tgid = tgid;
+	e->ssl = ssl;
+	e->role = c->role;
+	e->cert_ops = c->cert_ops;
+	e->cpu_ns = c->handshake_cpu_ns;
+	e->calls = c->handshake_calls;
+	e->nested_hits = c->handshake_hits;
+	e->nested_stepped = c->handshake_stepped;
+	e->sig_len = c->sig_len;
+	e->secret_len = c->secret_len;
+	e->sig_made = c->sig_made;
+	e->outcome = outcome;
+	e->returned_secret_len = c->returned_secret_len;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* The connection on this SSL * ends: a handshake of this window that did work and never completed is
+ * reported as abandoned. */
+static __always_inline void end_conn(__u32 tgid, __u64 ssl)
+{
+	struct conn_state *c = conn_lookup(tgid, ssl, false);
+
+	if (c && c->worked && !c->counted)
+		emit_handshake(tgid, ssl, c, OUTCOME_ABANDONED);
+}
+
+/* Record what a function tells about its connection: its start, role and end. */
 static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u16 flags)
 {
 	__u64 ssl = PT_REGS_PARM1(ctx);
 	__u16 role = flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT);
+	struct conn_key key = { .tgid = tgid, .ssl = ssl };
 	struct conn_state *c;
 
 	if (!(flags & FF_SSL_ARG) || !ssl)
 		return;
+	if (flags & FF_CONN_END) {
+		end_conn(tgid, ssl);
+		bpf_map_delete_elem(&conns, &key);
+		return;
+	}
 	if (flags & FF_CONN_START) {
-		struct conn_key key = { .tgid = tgid, .ssl = ssl };
 		struct conn_state fresh = { .role = role, .epoch = probe_epoch };
 
+		/* A reused SSL * (SSL_clear, or an SSL_free the probes missed) ends the connection before it. */
+		end_conn(tgid, ssl);
 		if (bpf_map_update_elem(&conns, &key, &fresh, BPF_ANY))
 			count_stat(STAT_CONN_DROPS);
 		return;
@@ -332,10 +382,17 @@ int stage_enter(struct pt_regs *ctx)
 		return 0;
 	}
 
+	/* See DERIVE_ABSORBED_BY. */
+	if (stage == STAGE_DERIVE && d > 0 && d <= TLSPROF_MAX_DEPTH &&
+	    (DERIVE_ABSORBED_BY & (1U << (ts->frames[d - 1].stage & 31))))
+		stage = ts->frames[d - 1].stage;
 	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
 		ts->ssl = PT_REGS_PARM1(ctx);
 		ts->last_ssl = ts->ssl;
+		ts->worked = 0;
 		note_conn_fact(ctx, tgid, flags);
+	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
+		ts->worked = 1;
 	}
 	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
 		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
@@ -366,7 +423,6 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 {
 	__u64 ts_ssl = ts->ssl;
 	struct conn_state *c = conn_lookup(tgid, ts_ssl, true);
-	struct handshake_event *e;
 
 	ts->ssl = 0;
 	if (!c)
@@ -375,38 +431,27 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	c->handshake_calls++;
 	c->handshake_hits += nested_hits;
 	c->handshake_stepped += nested_stepped;
+	c->worked |= ts->worked;
+	ts->worked = 0;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
 	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
 		return;
-	c->counted = 1;
-	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
-	if (!e) {
-		count_stat(STAT_HANDSHAKE_DROPS);
-		return;
-	}
-	e->kind = EVENT_HANDSHAKE;
-	e->tgid = tgid;
-	e->ssl = ts_ssl;
-	e->role = c->role;
-	e->cert_ops = c->cert_ops;
-	e->cpu_ns = c->handshake_cpu_ns;
-	e->calls = c->handshake_calls;
-	e->nested_hits = c->handshake_hits;
-	e->nested_stepped = c->handshake_stepped;
-	e->sig_len = c->sig_len;
-	e->secret_len = c->secret_len;
-	e->sig_made = c->sig_made;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	emit_handshake(tgid, ts_ssl, c, OUTCOME_COMPLETED);
 }
 
 /* Lengths that tell the certificate key (signature) and the key exchange (shared secret) of a handshake. */
-static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u16 flags, __u64 arg3)
+static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u16 flags, __u64 arg3, long rc)
 {
 	struct conn_state *c = conn_lookup(tgid, ssl, false);
 	__u64 len = arg3;
 
 	if (!c)
 		return;
+	if (flags & FF_SECRET_LEN_RET) {
+		if (rc > 0)
+			c->returned_secret_len = rc;
+		return;
+	}
 	if (flags & (FF_SIG_LEN_PTR | FF_SECRET_LEN_PTR)) {
 		if (bpf_probe_read_user(&len, sizeof(len), (void *)arg3))
 			return;
@@ -483,8 +528,11 @@ int stage_exit(struct pt_regs *ctx)
 		__sync_fetch_and_add(&val->nested_stepped, nested_stepped);
 	}
 
-	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG | FF_SECRET_LEN_PTR)))
-		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3);
+	/* A derive that took another stage (DERIVE_ABSORBED_BY) made no key-exchange secret. */
+	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG)))
+		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, 0);
+	if (ts->ssl && (flags & (FF_SECRET_LEN_PTR | FF_SECRET_LEN_RET)) && ts->frames[found].stage == STAGE_DERIVE)
+		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
 		finish_handshake(ctx, tgid, ts, total, nested_hits, nested_stepped);

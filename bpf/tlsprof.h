@@ -44,6 +44,19 @@ enum tlsprof_func_flags {
 	/* The kernel single-steps this function's first instruction instead of emulating it: each entry costs
 	 * the thread a second trap (src/prologue.rs). */
 	FF_STEPPED = 1 << 9,
+	/* The connection ends here (SSL_free, entry only): a handshake that did work and never completed is
+	 * reported then, as abandoned. */
+	FF_CONN_END = 1 << 10,
+	/* Returns the length of the shared secret (ECDH_compute_key, DH_compute_key): only prime curves and
+	 * finite-field groups go through these, so the length names the group. */
+	FF_SECRET_LEN_RET = 1 << 11,
+};
+
+/* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
+ * is that stage's work and takes its stage: OpenSSL 1.1.1 runs TLS 1.3's HKDF through EVP_PKEY_derive, from
+ * the key schedule and from session tickets. Its secret is not the key exchange's. */
+enum tlsprof_stage_rules {
+	DERIVE_ABSORBED_BY = (1 << STAGE_KEY_SCHEDULE) | (1 << STAGE_RESUME),
 };
 
 /* Attach cookie layout, low bits first: function id (16 bits) | stage (8) | 1-based argument that is NULL
@@ -136,7 +149,16 @@ struct hello_event {
 	__u8 data[TLSPROF_HELLO_BYTES];
 };
 
-/* Emitted once per connection when its handshake completes. */
+/* How a handshake ended. */
+enum tlsprof_outcome {
+	OUTCOME_COMPLETED = 0,
+	/* It did work (a stage inside it: keygen, sign, ...) but the connection ended (SSL_free, or its SSL *
+	 * started a new connection) before it completed: the peer went away, or it failed. */
+	OUTCOME_ABANDONED = 1,
+};
+
+/* Emitted once per connection: when its handshake completes, or when the connection ends with an
+ * abandoned one. */
 struct handshake_event {
 	__u32 kind;
 	__u32 tgid;
@@ -155,7 +177,10 @@ struct handshake_event {
 	__u16 secret_len;
 	/* FF_SIG_LEN_PTR when the signature was made here, FF_SIG_LEN_ARG when it was checked. */
 	__u16 sig_made;
-	__u16 pad;
+	/* enum tlsprof_outcome. */
+	__u16 outcome;
+	/* Length of the secret an FF_SECRET_LEN_RET function returned; 0 when none was seen. */
+	__u16 returned_secret_len;
 };
 
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */

@@ -70,7 +70,7 @@ fn unreadable_and_corrupt_recordings() {
     let truncated = scratch.path("truncated");
     std::fs::write(
         &truncated,
-        br#"{"format":"tlsprof-recording","format_version":7,"duration_s":"#,
+        br#"{"format":"tlsprof-recording","format_version":8,"duration_s":"#,
     )
     .unwrap();
     one_line_error(
@@ -80,7 +80,7 @@ fn unreadable_and_corrupt_recordings() {
     let wrong_shape = scratch.path("wrong-shape");
     std::fs::write(
         &wrong_shape,
-        br#"{"format":"tlsprof-recording","format_version":7,"duration_s":"x"}"#,
+        br#"{"format":"tlsprof-recording","format_version":8,"duration_s":"x"}"#,
     )
     .unwrap();
     one_line_error(

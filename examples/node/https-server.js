@@ -1,27 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// Minimal loopback HTTPS server, a Node.js (bundled OpenSSL) target for tlsprof.
+// Minimal loopback HTTPS server, a Node.js (bundled OpenSSL) target for tlsprof. Written for every Node.js
+// from 8 on (OpenSSL 1.0.2, 1.1.1, 3.x): no `node:` imports, util.parseArgs or optional catch bindings.
 'use strict';
 
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const https = require('node:https');
-const { parseArgs } = require('node:util');
+const crypto = require('crypto');
+const fs = require('fs');
+const https = require('https');
 
-const USAGE = 'usage: node https-server.js --port P --key KEY.pem --cert CERT.pem [--tickets on|off]';
+const USAGE = 'usage: node https-server.js --port P --key KEY.pem --cert CERT.pem [--tickets on|off] ' +
+  '[--ecdh-curve NAME[:NAME...]]';
 
-let opts;
-try {
-  opts = parseArgs({
-    options: {
-      port: { type: 'string' },
-      key: { type: 'string' },
-      cert: { type: 'string' },
-      tickets: { type: 'string', default: 'off' },
-    },
-  }).values;
-} catch {
-  opts = {};
+function parse(argv) {
+  const opts = { tickets: 'off' };
+  const known = ['port', 'key', 'cert', 'tickets', 'ecdh-curve'];
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i].replace(/^--/, '');
+    if (!argv[i].startsWith('--') || !known.includes(name) || i + 1 >= argv.length) {
+      return null;
+    }
+    opts[name] = argv[i + 1];
+  }
+  return opts;
 }
+
+const opts = parse(process.argv.slice(2)) || {};
 const port = Number(opts.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535 || !opts.key || !opts.cert ||
     !['on', 'off'].includes(opts.tickets)) {
@@ -39,11 +41,15 @@ try {
 }
 
 // Node keeps no server-side session cache unless asked, so with tickets off every handshake is a full one.
-const server = https.createServer({
+const options = {
   key,
   cert,
   secureOptions: opts.tickets === 'off' ? crypto.constants.SSL_OP_NO_TICKET : 0,
-}, (req, res) => {
+};
+if (opts['ecdh-curve']) {
+  options.ecdhCurve = opts['ecdh-curve'];
+}
+const server = https.createServer(options, (req, res) => {
   res.writeHead(200, { 'Content-Type': 'text/plain' });
   res.end('ok\n');
 });
@@ -59,8 +65,12 @@ server.listen(port, '127.0.0.1', () => {
 
 for (const sig of ['SIGTERM', 'SIGINT']) {
   process.on(sig, () => {
-    // Keep-alive connections would otherwise hold close() open indefinitely.
     server.close(() => process.exit(0));
-    server.closeAllConnections();
+    // Keep-alive connections would otherwise hold close() open indefinitely (Node.js 18.2 and later).
+    if (server.closeAllConnections) {
+      server.closeAllConnections();
+    } else {
+      process.exit(0);
+    }
   });
 }

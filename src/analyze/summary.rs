@@ -8,9 +8,10 @@ use serde::Serialize;
 
 use super::advice::{self, Advice};
 use super::estimate::{self, Estimate, Spread};
-use crate::catalogue::Stage;
+use crate::catalogue::{stage_within, Stage};
 use crate::model::{
-    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, ProbeWindow, Recording, Role, Symbols, Target,
+    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Symbols,
+    Target,
 };
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -79,6 +80,8 @@ pub struct ProbingSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct HandshakeSummary {
     pub estimated: bool,
+    /// Completed handshakes (server and client, whose start was seen); the figures up to `rate_ci95` are
+    /// theirs.
     pub total: u64,
     pub total_ci95: [u64; 2],
     pub full: u64,
@@ -95,9 +98,16 @@ pub struct HandshakeSummary {
     pub observed: HandshakeCounts,
     /// CPU per handshake seen.
     pub cpu_ms: CpuStats,
+    /// Handshakes that did work (keygen, sign, ...) but whose connection ended before they completed (the
+    /// peer went away after the server's flight, or they failed), whose start was seen; and their CPU.
+    pub abandoned: u64,
+    pub abandoned_ci95: [u64; 2],
+    pub abandoned_cpu_ms: CpuStats,
     pub kinds: Vec<KindSummary>,
     #[serde(skip)]
     pub cpu: CpuHistogram,
+    #[serde(skip)]
+    pub abandoned_cpu: CpuHistogram,
     #[serde(skip)]
     pub total_estimate: Estimate,
 }
@@ -122,6 +132,7 @@ impl CpuStats {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct KindSummary {
+    pub outcome: Outcome,
     pub role: Role,
     pub resumed: bool,
     pub resumption: Option<String>,
@@ -445,14 +456,15 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
 fn probed_stages(rec: &Recording, windows: &Windows, rel: f64) -> Vec<StageSummary> {
     let mut by_stage: HashMap<Stage, (u64, u64, u64)> = HashMap::new();
     for n in &rec.tree {
-        let Some(stage) = rec.stage_of(*n.path.last().expect("checked non-empty")) else {
+        let stages = rec.path_stages(&n.path);
+        let (Some(stage), ancestors) = stages.split_last().expect("checked non-empty") else {
             continue;
         };
+        let stage = *stage;
         let (calls, cpu_ns, self_ns) = by_stage.entry(stage).or_default();
         *self_ns += n.self_ns;
         // Outermost entry: no ancestor is in the same stage (EVP_DigestSign calling EVP_DigestSignFinal is one).
-        let ancestors = &n.path[..n.path.len() - 1];
-        if !ancestors.iter().any(|&f| rec.stage_of(f) == Some(stage)) {
+        if !ancestors.contains(&Some(stage)) {
             *calls += n.calls;
             *cpu_ns += n.cpu_ns;
         }
@@ -545,9 +557,12 @@ fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
 fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
     let mut observed = HandshakeCounts::default();
     let mut cpu = CpuHistogram::default();
+    let mut abandoned_cpu = CpuHistogram::default();
     for g in &rec.handshakes {
         observed.add(&g.kind, g.cpu.count);
-        if g.kind.role != Role::Partial {
+        if g.kind.outcome == Outcome::Abandoned {
+            abandoned_cpu.merge(&g.cpu);
+        } else if g.kind.role != Role::Partial {
             cpu.merge(&g.cpu);
         }
     }
@@ -573,12 +588,13 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
             .scaled(boundary)
     };
     let round = |e: &Estimate| [e.ci95[0].round() as u64, e.ci95[1].round() as u64];
-    let (total, full, resumed, server, client) = (
+    let (total, full, resumed, server, client, abandoned) = (
         count(|c| c.total),
         count(|c| c.full),
         count(|c| c.resumed),
         count(|c| c.server),
         count(|c| c.client),
+        count(|c| c.abandoned),
     );
     let rate = total.scaled(1.0 / rec.duration_s.max(1e-9));
     HandshakeSummary {
@@ -598,10 +614,14 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
         observed,
         total_estimate: total,
         cpu_ms: CpuStats::of(&cpu),
+        abandoned: abandoned.value.round() as u64,
+        abandoned_ci95: round(&abandoned),
+        abandoned_cpu_ms: CpuStats::of(&abandoned_cpu),
         kinds: rec
             .handshakes
             .iter()
             .map(|g| KindSummary {
+                outcome: g.kind.outcome,
                 role: g.kind.role,
                 resumed: g.kind.resumed,
                 resumption: g.kind.resumption.clone(),
@@ -614,6 +634,7 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
             })
             .collect(),
         cpu,
+        abandoned_cpu,
     }
 }
 
@@ -679,12 +700,20 @@ fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
             self_ms: None,
             calls: None,
         });
-        add_children(rec, root, 1, min_ns, &mut tree);
+        add_children(rec, root, 1, None, min_ns, &mut tree);
     }
     tree
 }
 
-fn add_children(rec: &Recording, node: &Node, depth: usize, min_ns: u64, tree: &mut CallTree) {
+/// `enclosing`: the stage `node` counts in (None for a process).
+fn add_children(
+    rec: &Recording,
+    node: &Node,
+    depth: usize,
+    enclosing: Option<Stage>,
+    min_ns: u64,
+    tree: &mut CallTree,
+) {
     let mut kids: Vec<(&u16, &Node)> = node.children.iter().collect();
     kids.sort_by_key(|(_, n)| std::cmp::Reverse(n.cpu_ns));
     for (f, n) in kids {
@@ -693,15 +722,16 @@ fn add_children(rec: &Recording, node: &Node, depth: usize, min_ns: u64, tree: &
             continue;
         }
         let func = &rec.functions[usize::from(*f)];
+        let stage = func.stage.map(|s| stage_within(s, enclosing));
         tree.rows.push(CallTreeRow {
             depth,
             frame: func.name.clone(),
-            stage: func.stage,
+            stage,
             total_ms: ms(n.cpu_ns),
             self_ms: Some(ms(n.self_ns)),
             calls: Some(n.calls),
         });
-        add_children(rec, n, depth + 1, min_ns, tree);
+        add_children(rec, n, depth + 1, stage.or(enclosing), min_ns, tree);
     }
 }
 
@@ -726,6 +756,61 @@ mod tests {
         let tls_ns = 650_000 + 100_000 + 4_300_000 + 100_000 + 20_000;
         assert_eq!(self_sum, tls_ns);
         assert_eq!(s.tls_cpu_ms, ms(tls_ns));
+    }
+
+    #[test]
+    fn abandoned_handshakes_are_counted_apart_with_their_cpu() {
+        let mut rec = sample_recording();
+        let mut group = rec.handshakes[0].clone();
+        group.kind.outcome = Outcome::Abandoned;
+        group.cpu = CpuHistogram::default();
+        group.cpu.add(900_000);
+        rec.handshakes.push(group);
+        let s = summarize(&rec);
+        assert_eq!(
+            (s.handshakes.total, s.handshakes.full, s.handshakes.abandoned),
+            (4, 4, 1)
+        );
+        assert!((s.handshakes.abandoned_cpu_ms.mean - 0.9).abs() < 0.01);
+        assert!(s.handshakes.cpu_ms.mean > 1.2, "completed handshakes' CPU only");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["handshakes"]["kinds"][1]["outcome"], "abandoned");
+    }
+
+    #[test]
+    fn a_derive_inside_the_key_schedule_counts_as_key_schedule() {
+        let mut rec = sample_recording();
+        rec.functions.push(crate::model::Function {
+            name: "tls13_hkdf_expand".into(),
+            library: 0,
+            stage: Some(Stage::KeySchedule),
+        });
+        let node = |path: Vec<u16>, calls, ns| crate::model::TreeNode {
+            pid: 10,
+            path,
+            calls,
+            cpu_ns: ns,
+            self_ns: ns / 2,
+        };
+        // SSL_do_handshake > tls13_hkdf_expand > EVP_PKEY_derive, 20 times.
+        rec.tree.push(node(vec![0, 4], 20, 200_000));
+        rec.tree.push(node(vec![0, 4, 3], 20, 100_000));
+        let s = summarize(&rec);
+        let stage = |name| s.stages.iter().find(|st| st.name == name).unwrap().clone();
+        assert_eq!(stage(Stage::Derive).calls, Some(4), "only the key exchange's derives");
+        assert_eq!(stage(Stage::KeySchedule).calls, Some(20));
+        assert_eq!(stage(Stage::KeySchedule).self_ns, 100_000 + 50_000);
+        let tagged: Vec<(&str, Option<Stage>)> = s
+            .call_tree
+            .rows
+            .iter()
+            .filter(|r| r.depth == 3)
+            .map(|r| (r.frame.as_str(), r.stage))
+            .collect();
+        assert!(
+            tagged.contains(&("EVP_PKEY_derive", Some(Stage::KeySchedule))),
+            "{tagged:?}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 pub mod openssl;
 
 pub use crate::boundary::Stage;
-use crate::boundary::{tlsprof_cookie_shift as shift, tlsprof_func_flags as ff};
+use crate::boundary::{tlsprof_cookie_shift as shift, tlsprof_func_flags as ff, tlsprof_stage_rules as rules};
 
 /// Where a function comes from: what its presence says about the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +29,28 @@ pub const SIG_LEN_PTR: u32 = ff::FF_SIG_LEN_PTR as u32;
 pub const SIG_LEN_ARG: u32 = ff::FF_SIG_LEN_ARG as u32;
 pub const SECRET_LEN_PTR: u32 = ff::FF_SECRET_LEN_PTR as u32;
 pub const STEPPED: u32 = ff::FF_STEPPED as u32;
+pub const CONN_END: u32 = ff::FF_CONN_END as u32;
+pub const SECRET_LEN_RET: u32 = ff::FF_SECRET_LEN_RET as u32;
+
+/// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
+/// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
+/// rule, so such a derive's secret never names the key exchange.
+pub fn stage_within(own: Stage, enclosing: Option<Stage>) -> Stage {
+    match enclosing {
+        Some(outer) if own == Stage::Derive && rules::DERIVE_ABSORBED_BY & (1 << outer.id()) != 0 => outer,
+        _ => own,
+    }
+}
+
+/// The stage each frame of a stage path counts in, outermost first (see `stage_within`).
+pub fn path_stages(own: impl IntoIterator<Item = Option<Stage>>) -> Vec<Option<Stage>> {
+    let mut out: Vec<Option<Stage>> = Vec::new();
+    for stage in own {
+        let enclosing = out.last().copied().flatten();
+        out.push(stage.map(|s| stage_within(s, enclosing)));
+    }
+    out
+}
 
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
@@ -151,6 +173,23 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", stage.name()));
             assert_eq!(serde_json::from_str::<Stage>(&json).unwrap(), stage);
         }
+    }
+
+    #[test]
+    fn derive_inside_the_key_schedule_is_key_schedule_work() {
+        use Stage::*;
+        assert_eq!(stage_within(Derive, Some(KeySchedule)), KeySchedule);
+        assert_eq!(stage_within(Derive, Some(Resume)), Resume);
+        // The key exchange itself: ssl_derive > EVP_PKEY_derive, or straight from the handshake.
+        assert_eq!(stage_within(Derive, Some(Derive)), Derive);
+        assert_eq!(stage_within(Derive, Some(Handshake)), Derive);
+        assert_eq!(stage_within(Sign, Some(KeySchedule)), Sign);
+        // ssl_derive > tls13_generate_handshake_secret > EVP_PKEY_derive (1.1.1's HKDF-Extract).
+        let path = path_stages([Some(Handshake), Some(Derive), Some(KeySchedule), Some(Derive)]);
+        assert_eq!(
+            path,
+            vec![Some(Handshake), Some(Derive), Some(KeySchedule), Some(KeySchedule)]
+        );
     }
 
     #[test]

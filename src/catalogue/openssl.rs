@@ -5,8 +5,8 @@
 use super::Origin::{App, Internal, Public};
 use super::Stage::*;
 use super::{
-    fact, frequent, op, row, Row, CLIENT, CONN_START, PEER_CERT_CHECK, PRIVATE_KEY_OP, SECRET_LEN_PTR, SERVER,
-    SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
+    fact, frequent, op, row, Row, CLIENT, CONN_END, CONN_START, PEER_CERT_CHECK, PRIVATE_KEY_OP, SECRET_LEN_PTR,
+    SECRET_LEN_RET, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
 };
 
 pub const ROWS: &[Row] = &[
@@ -24,6 +24,8 @@ pub const ROWS: &[Row] = &[
     // Every connection passes here first (SSL_accept/SSL_connect call them too): its start and role.
     fact("SSL_set_accept_state", SSL_ARG | SERVER | CONN_START),
     fact("SSL_set_connect_state", SSL_ARG | CLIENT | CONN_START),
+    // Every connection ends here: one entry hit per connection reports a handshake it abandoned.
+    fact("SSL_free", SSL_ARG | CONN_END),
     // Ephemeral key generation.
     // Not EVP_PKEY_generate: EVP_PKEY_paramgen goes through it too.
     row("EVP_PKEY_keygen", Keygen, Public, 0),
@@ -34,8 +36,9 @@ pub const ROWS: &[Row] = &[
     // Shared secret, including RSA key transport.
     op("EVP_PKEY_derive", Derive, SECRET_LEN_PTR),
     op("EVP_PKEY_decrypt", Derive, PRIVATE_KEY_OP),
-    row("ECDH_compute_key", Derive, Public, 0),
-    row("DH_compute_key", Derive, Public, 0),
+    // These return the secret's length (OpenSSL 1.0.x's key exchange; inside EVP_PKEY_derive in 1.1.x).
+    row("ECDH_compute_key", Derive, Public, SECRET_LEN_RET),
+    row("DH_compute_key", Derive, Public, SECRET_LEN_RET),
     row("RSA_private_decrypt", Derive, Public, PRIVATE_KEY_OP),
     row("ssl_derive", Derive, Internal, 0),
     row("tls_construct_client_key_exchange", Derive, Internal, 0),

@@ -24,7 +24,7 @@ pub mod speed_ops {
 }
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -112,10 +112,17 @@ pub struct HandshakeCounts {
     pub server: u64,
     pub client: u64,
     pub partial: u64,
+    /// Did work but ended before completing: not in the other counts.
+    #[serde(default)]
+    pub abandoned: u64,
 }
 
 impl HandshakeCounts {
     pub fn add(&mut self, kind: &HandshakeKind, n: u64) {
+        if kind.outcome == Outcome::Abandoned {
+            self.abandoned += n;
+            return;
+        }
         if kind.role == Role::Partial {
             self.partial += n;
             return;
@@ -237,9 +244,23 @@ pub struct HandshakeKind {
     pub cipher: Option<String>,
     /// How a resumed handshake resumed: "TLS 1.3 PSK", "TLS 1.2 session ID or ticket"; None when unknown.
     pub resumption: Option<String>,
+    /// Completed, or abandoned after the handshake did work. Last, so the mix keeps its order.
+    #[serde(default)]
+    pub outcome: Outcome,
 }
 
-/// Completed handshakes of one kind, with a histogram of their CPU.
+/// How a handshake ended (bpf/tlsprof.h, enum tlsprof_outcome).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    #[default]
+    Completed,
+    /// It did work (keygen, sign, ...) but its connection ended before it completed: the peer went away
+    /// after the server's flight, or the handshake failed.
+    Abandoned,
+}
+
+/// Handshakes of one kind (and outcome), with a histogram of their CPU.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HandshakeGroup {
     #[serde(flatten)]
@@ -325,6 +346,11 @@ impl Recording {
 
     pub fn stage_of(&self, func: u16) -> Option<Stage> {
         self.functions.get(usize::from(func)).and_then(|f| f.stage)
+    }
+
+    /// The stage each function of a stage path counts in, where it was called (catalogue::stage_within).
+    pub fn path_stages(&self, path: &[u16]) -> Vec<Option<Stage>> {
+        crate::catalogue::path_stages(path.iter().map(|&f| self.stage_of(f)))
     }
 }
 
@@ -430,6 +456,7 @@ pub(crate) mod tests {
                     version: Some("TLSv1.3".into()),
                     cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                     resumption: None,
+                    outcome: Outcome::Completed,
                 },
                 cpu: full,
             }],

@@ -192,6 +192,7 @@ mod tests {
                 version: Some("TLSv1.3".into()),
                 cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                 resumption: Some("TLS 1.3 PSK".into()),
+                outcome: crate::model::Outcome::Completed,
             },
             cpu: resumed,
         });

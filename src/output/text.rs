@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::analyze::{CpuStats, Summary};
 use crate::catalogue::Stage;
-use crate::model::{Flavor, Role, Symbols};
+use crate::model::{Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -65,6 +65,18 @@ pub fn text(s: &Summary) -> String {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "{}", handshakes_line(s));
+    if hs.observed.abandoned > 0 {
+        let _ = writeln!(
+            out,
+            "Abandoned handshakes: {} did work but their connection ended before they completed (the peer went away after the server's flight, or they failed): {}",
+            if hs.estimated {
+                format!("≈ {} [{}–{}] ({} seen)", hs.abandoned, hs.abandoned_ci95[0], hs.abandoned_ci95[1], hs.observed.abandoned)
+            } else {
+                hs.abandoned.to_string()
+            },
+            cpu_line(&hs.abandoned_cpu_ms)
+        );
+    }
     if s.probing.part_time {
         let _ = writeln!(
             out,
@@ -83,8 +95,11 @@ pub fn text(s: &Summary) -> String {
             proc_ms
         );
     }
+    let paid_for = hs.observed.total + hs.observed.abandoned;
     if hs.observed.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu_ms));
+    }
+    if paid_for > 0 {
         let _ = writeln!(out, "Handshake mix (version, cipher and group from ServerHellos seen on the sockets; certificate key from signature lengths):");
         for g in hs.kinds.iter().filter(|g| g.role != Role::Partial) {
             let kind = match (&g.resumption, g.resumed) {
@@ -92,7 +107,12 @@ pub fn text(s: &Summary) -> String {
                 (None, true) => "resumed".to_string(),
                 (_, false) => "full".to_string(),
             };
-            let role = if g.role == Role::Server { "server" } else { "client" };
+            let role = match (g.role, g.outcome) {
+                (Role::Server, Outcome::Completed) => "server",
+                (_, Outcome::Completed) => "client",
+                (Role::Server, Outcome::Abandoned) => "server abandoned",
+                (_, Outcome::Abandoned) => "client abandoned",
+            };
             let fields = [
                 g.version.as_deref().unwrap_or("version ?"),
                 g.cipher.as_deref().unwrap_or("cipher ?"),
@@ -102,7 +122,7 @@ pub fn text(s: &Summary) -> String {
             let _ = writeln!(
                 out,
                 "  {:>5.1}%  {}  {kind} {role} ({}): {}",
-                pct(g.count as f64, hs.observed.total as f64),
+                pct(g.count as f64, paid_for as f64),
                 fields.join(" "),
                 g.count,
                 cpu_line(&g.cpu_ms)

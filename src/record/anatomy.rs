@@ -43,6 +43,20 @@ pub fn key_exchange(secret_len: u16, rsa_transport: bool) -> Option<String> {
     Some(name.to_string())
 }
 
+/// The key exchange, from the secret length ECDH_compute_key or DH_compute_key returned: these compute only
+/// on prime curves (never X25519/X448) and finite-field groups, so 32 bytes is P-256 here.
+pub fn key_exchange_returned(secret_len: u16) -> Option<String> {
+    let name = match secret_len {
+        0 => return None,
+        32 => "ECDHE P-256",
+        48 => "ECDHE P-384",
+        66 => "ECDHE P-521",
+        n if n >= 128 => return key_exchange(n, false),
+        _ => return Some(format!("unknown ({secret_len}-byte secret)")),
+    };
+    Some(name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +78,14 @@ mod tests {
         assert_eq!(key_exchange(255, false).as_deref(), Some("DHE-2048"));
         assert_eq!(key_exchange(0, true).as_deref(), Some("RSA key transport"));
         assert_eq!(key_exchange(0, false), None);
+    }
+
+    #[test]
+    fn returned_secret_lengths_name_prime_curves() {
+        assert_eq!(key_exchange_returned(32).as_deref(), Some("ECDHE P-256"));
+        assert_eq!(key_exchange_returned(48).as_deref(), Some("ECDHE P-384"));
+        assert_eq!(key_exchange_returned(66).as_deref(), Some("ECDHE P-521"));
+        assert_eq!(key_exchange_returned(256).as_deref(), Some("DHE-2048"));
+        assert_eq!(key_exchange_returned(0), None);
     }
 }

