@@ -66,7 +66,7 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
         budget * 100.0
     );
     // Counts from the windows scale to the client's own count.
-    let estimated = f(&p["handshakes_estimated"]);
+    let estimated = f(&r["handshakes"]["total"]);
     assert!(
         within(estimated, connections as f64, 0.15),
         "estimated {estimated:.0} handshakes vs {connections} client connections\n{summary}"

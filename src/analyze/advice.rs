@@ -123,7 +123,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 100.0 * write,
                 100.0 * read
             ),
-            change: "Handshakes are not the cost, so tuning certificates, key exchange or resumption will not help. What remains is bulk encryption (already AES-GCM or ChaCha20 in hardware-friendly form) and the rest of the flame graph (`tlsprof flamegraph`).".into(),
+            change: "Handshakes are not the cost, so tuning certificates, key exchange or resumption will not help. What remains is the record layer's bulk encryption and the rest of the flame graph (`tlsprof flamegraph`).".into(),
             estimated_saving: format!("at most {:.1}% of CPU, even if handshakes cost nothing", share * 100.0),
         });
         return out;
@@ -184,10 +184,15 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
             out.push(Advice {
                 id: "session_resumption",
                 evidence: format!(
-                    "{:.0}% of {server_total} server handshakes were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms",
+                    "{:.0}% of {server_total} server handshakes seen were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms{}",
                     resumed_share * 100.0,
                     full_us / 1e3,
-                    resumed_us / 1e3
+                    resumed_us / 1e3,
+                    if resumed_cpu.count > 0 {
+                        ""
+                    } else {
+                        " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)"
+                    }
                 ),
                 change: match sw {
                     Software::Nginx => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.".into(),

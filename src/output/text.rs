@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::analyze::{CpuStats, Summary};
 use crate::catalogue::Stage;
-use crate::model::{Flavor, Outcome, Role, Symbols};
+use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -143,7 +143,7 @@ pub fn text(s: &Summary) -> String {
     };
     let _ = writeln!(
         out,
-        "Probe cost: {:.1} µs per hit in a busy target ({:.1} µs back to back; measured at attach): {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (--max-overhead {}%); removed from the figures above and below",
+        "Probe cost (calibrated in tlsprof's own process at attach): {:.1} µs per hit with cold caches, {:.1} µs back to back: {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (estimated; --max-overhead {}%); removed from the figures above and below",
         s.probe_cost_cold_us_per_hit,
         s.probe_cost_us_per_hit,
         s.probe_hits,
@@ -333,13 +333,17 @@ fn samples_line(s: &Summary) -> String {
     let l = &s.lost;
     let lost_events = l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
     let mut line = format!(
-        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%), {:.1}% with whole stacks ({} call graph, {}-byte stack copies)\n\
+        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%), {} ({} call graph, {}-byte stack copies)\n\
          Lost: {} samples, {} unreadable stacks, {} cut stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
         total,
         s.sample_freq_hz,
         st.in_tls,
         pct(st.in_tls as f64, total as f64),
-        pct(st.whole as f64, total as f64),
+        if st.call_graph == Some(CallGraph::Fp) {
+            "whole stacks not checked (a frame-pointer walk cannot tell)".to_string()
+        } else {
+            format!("{:.1}% with whole stacks", pct(st.whole as f64, total as f64))
+        },
         st.call_graph.map_or("?".to_string(), |c| format!("{c:?}")),
         st.stack_bytes,
         l.samples,

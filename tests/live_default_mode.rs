@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: the default mode (--max-overhead 0.3, probes attached part of the time) reports totals for the
+//! whole recording: handshakes within bounds of what the clients counted, 95% intervals that contain the
+//! clients' counts, and stage shares close to exact mode measured at the same time (needs root).
+mod common;
+
+use std::path::Path;
+use std::thread;
+
+use serde_json::Value;
+
+use common::*;
+
+/// Args recording these processes into `out` at the default budget, or in exact mode.
+fn record_args(pids: &[u32], out: &Path, exact: bool) -> Vec<String> {
+    let mut args: Vec<String> = pids.iter().flat_map(|p| ["--pid".to_string(), p.to_string()]).collect();
+    args.extend(["-o".to_string(), out.to_str().unwrap().to_string()]);
+    let budget = if exact { "100" } else { "0.3" };
+    args.extend(["--max-overhead".to_string(), budget.to_string()]);
+    args
+}
+
+fn start(args: &[String]) -> Recorder {
+    Recorder::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The estimate is right: within `tolerance` of the clients' `connections`, its interval contains them, and
+/// the rate is the clients' over the recording's time.
+fn check_totals(r: &Value, connections: u64, tolerance: f64, summary: &str) {
+    let h = &r["handshakes"];
+    assert_eq!(
+        h["estimated"], true,
+        "the probes were attached throughout: nothing was estimated\n{summary}"
+    );
+    let total = f(&h["total"]);
+    let truth = connections as f64;
+    let (lo, hi) = (f(&h["total_ci95"][0]), f(&h["total_ci95"][1]));
+    eprintln!(
+        "{connections} client connections; estimated {total} [{lo}, {hi}] ({:+.1}%), {} seen in {} windows",
+        100.0 * (total / truth - 1.0),
+        h["observed"]["total"],
+        r["probing"]["windows"]
+    );
+    assert!(
+        within(total, truth, tolerance),
+        "estimated {total} handshakes for {connections} client connections (±{:.0}% allowed)\n{summary}",
+        tolerance * 100.0
+    );
+    assert!(
+        lo <= truth && truth <= hi,
+        "the 95% interval [{lo}, {hi}] misses the {connections} client connections\n{summary}"
+    );
+    let rate = f(&h["rate_per_s"]);
+    let truth_rate = truth / f(&r["duration_s"]);
+    assert!(
+        within(rate, truth_rate, tolerance),
+        "rate {rate:.1}/s vs the clients' {truth_rate:.1}/s over the recording\n{summary}"
+    );
+}
+
+/// Stage shares of TLS CPU: what the windows saw, scaled, must match exact mode on a twin server.
+fn check_shares(estimated: &Value, exact: &Value) {
+    let share = |r: &Value, name: &str| f(&stage(r, name)["self_cpu_ms"]) / f(&r["tls_cpu_ms"]);
+    for name in ["handshake", "keygen", "derive", "sign"] {
+        let (a, b) = (share(estimated, name), share(exact, name));
+        eprintln!("{name}: {:.1}% estimated, {:.1}% exact", a * 100.0, b * 100.0);
+        assert!(
+            (a - b).abs() <= 0.05,
+            "{name} is {:.1}% of TLS CPU by default, {:.1}% in exact mode on its twin",
+            a * 100.0,
+            b * 100.0
+        );
+    }
+}
+
+/// Two identical nginx servers under the same full-handshake load at the same time: one recorded at the
+/// default budget, its twin in exact mode.
+fn nginx_default_mode(secs: u32, tolerance: f64, name: &str) {
+    let scratch = Scratch::new(name);
+    let (a, b) = (
+        Nginx::start(&scratch.path("a"), &["--protocols", "TLSv1.3"]),
+        Nginx::start(&scratch.path("b"), &["--protocols", "TLSv1.3"]),
+    );
+    let pids = |n: &Nginx| [vec![n.master], n.workers()].concat();
+    let (rec_a, rec_b) = (scratch.path("default.tlsprof"), scratch.path("exact.tlsprof"));
+    let default = start(&record_args(&pids(&a), &rec_a, false));
+    let exact = start(&record_args(&pids(&b), &rec_b, true));
+    let port_b = b.port;
+    let twin = thread::spawn(move || s_time_new(port_b, secs));
+    let connections = s_time_new(a.port, secs);
+    twin.join().unwrap();
+    let summary = default.interrupt();
+    exact.interrupt();
+    let (r, twin) = (report_json(&rec_a), report_json(&rec_b));
+    check_totals(&r, connections, tolerance, &summary);
+    check_shares(&r, &twin);
+}
+
+#[test]
+fn nginx_default_mode_10s_totals_within_10_percent_and_shares_as_exact() {
+    if !require_root("nginx_default_mode_10s_totals_within_10_percent_and_shares_as_exact") {
+        return;
+    }
+    nginx_default_mode(10, 0.10, "default-10s");
+}
+
+#[test]
+fn nginx_default_mode_30s_totals_within_5_percent() {
+    if !require_root("nginx_default_mode_30s_totals_within_5_percent") {
+        return;
+    }
+    nginx_default_mode(30, 0.05, "default-30s");
+}
+
+#[test]
+fn node_default_mode_10s_totals_within_10_percent() {
+    if !require_root("node_default_mode_10s_totals_within_10_percent") {
+        return;
+    }
+    let scratch = Scratch::new("default-node");
+    // The server's certificate and key: nginx-target makes them.
+    let certs = Nginx::start(&scratch.path("certs"), &[]);
+    let (node, port) = start_node_server(&certs.dir);
+    let recording = scratch.path("node.tlsprof");
+    let rec = start(&record_args(&[node.pid()], &recording, false));
+    let connections = s_time_new(port, 10);
+    let summary = rec.interrupt();
+    check_totals(&report_json(&recording), connections, 0.10, &summary);
+}
