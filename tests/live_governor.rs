@@ -16,8 +16,8 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
     pin(worker, cpus.server);
     // What the probes cost against a handshake's CPU depends on the CPU (traps against RSA and X25519
     // arithmetic): measure it with them attached throughout, then allow a third of it. The governor must
-    // then pause them, and repays a 1 s window in about 2 s on any machine, so that a 10 s recording holds
-    // several windows (with much less, the second one can come too late).
+    // then pause them, and repays a window in about twice its length on any machine, so that a 10 s
+    // recording holds several windows.
     let attached = scratch.path("attached.tlsprof");
     let rec = Recorder::start(&["--pid", &worker.to_string(), "-o", attached.to_str().unwrap()]);
     s_time_new_on(nginx.port, 2, cpus.client);
@@ -67,6 +67,7 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
     );
     // Counts from the windows scale to the client's own count.
     let estimated = f(&r["handshakes"]["total"]);
+    eprintln!("{connections} client connections, {estimated} handshakes estimated");
     assert!(
         within(estimated, connections as f64, 0.15),
         "estimated {estimated:.0} handshakes vs {connections} client connections\n{summary}"
@@ -91,8 +92,8 @@ fn busy_nginx_is_probed_part_time_within_budget_and_counts_scale() {
         "sign {per_call:.0} µs per call vs openssl speed rsa2048 {speed_us:.0} µs\n{summary}"
     );
     assert!(
-        f(&r["tls_cpu_ms"]) <= f(&r["probed_cpu_ms"]) * 1.05,
-        "TLS CPU exceeds the worker's CPU while probed\n{summary}"
+        f(&r["observed_tls_cpu_ms"]) <= f(&r["probed_cpu_ms"]) * 1.05,
+        "TLS CPU seen in the windows exceeds the worker's CPU while probed\n{summary}"
     );
     assert!(summary.contains("Probes attached"), "{summary}");
 }

@@ -240,8 +240,8 @@ pub struct CallTreeRow {
 pub struct Basis {
     pub stages: Vec<StageSummary>,
     pub totals: HandshakeSummary,
+    /// What the probes saw.
     pub tls_cpu_ns: u64,
-    pub process_cpu_ms: f64,
     pub probed_cpu_ms: f64,
     pub record_layer: RecordLayerShares,
 }
@@ -253,15 +253,6 @@ impl Basis {
             .iter()
             .find(|s| s.name == stage && !s.sampled)
             .map_or(0.0, |s| s.self_ns as f64)
-    }
-
-    /// A probed stage's outermost calls, 0 when it was not seen.
-    pub fn stage_calls(&self, stage: Stage) -> u64 {
-        self.stages
-            .iter()
-            .find(|s| s.name == stage && !s.sampled)
-            .and_then(|s| s.calls)
-            .unwrap_or(0)
     }
 }
 
@@ -302,7 +293,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         stages,
         totals,
         tls_cpu_ns: observed_tls_ns,
-        process_cpu_ms,
         probed_cpu_ms,
         record_layer,
     };
