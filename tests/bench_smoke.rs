@@ -14,6 +14,7 @@ fn bench_smoke_run_writes_the_tables() {
     }
     let scratch = Scratch::new("bench-smoke");
     let output = scratch.path("BENCHMARKS.md");
+    let stats_before = bpf_stats_enabled();
     let out = run(Command::new("python3")
         .arg(repo().join("scripts/bench.py"))
         .arg("--smoke")
@@ -34,6 +35,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Overhead: keep-alive requests",
         "## Accuracy: CPU per operation",
         "## Attach and report time",
+        "## Connection counter (accept/accept4/connect tracepoints)",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
@@ -48,6 +50,35 @@ fn bench_smoke_run_writes_the_tables() {
     for op in ["RSA-2048 sign", "ECDSA P-256 sign", "X25519 derive", "P-256 derive"] {
         assert!(md.contains(&format!("| {op} |")), "no accuracy row for {op}:\n{md}");
     }
+    // The connection counter's cost, timed by the kernel's BPF statistics: its own budget-table row with a figure,
+    // and a row for each of its programs.
+    let counter = md
+        .lines()
+        .find(|l| l.starts_with("| Connection counter (accept/accept4/connect tracepoints"))
+        .unwrap_or_else(|| panic!("no connection-counter row in the budget table:\n{md}"));
+    assert!(
+        counter.contains(" ns per connection = ") && counter.contains(" runs per target connection"),
+        "the connection-counter row has no figure: {counter}"
+    );
+    for prog in ["on_accept4_exit", "on_accept_exit", "on_connect_exit"] {
+        assert!(
+            md.contains(&format!("| `{prog}` |")),
+            "no counter row for {prog}:\n{md}"
+        );
+    }
+    // The run put the statistics back as it found them.
+    assert_eq!(
+        bpf_stats_enabled(),
+        stats_before,
+        "kernel.bpf_stats_enabled was not restored"
+    );
     // The stdout copy is the same document.
     assert!(String::from_utf8_lossy(&out.stdout).contains("## Accuracy: CPU per operation"));
+}
+
+fn bpf_stats_enabled() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+        .expect("kernel.bpf_stats_enabled")
+        .trim()
+        .to_string()
 }

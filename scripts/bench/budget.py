@@ -6,7 +6,7 @@ and is SKIP, never judged on another figure.
 """
 
 from .common import med, spread
-from .figures import accuracy_rows, noise_floor, own_cpu_projection, paired, rss_growth, runs_of
+from .figures import accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of
 from .fmt import fnum, fpct
 
 BUDGET_FULL_OVERHEAD = 0.01
@@ -158,7 +158,27 @@ def accuracy_lines(data):
     return lines
 
 
+def counter_text(data):
+    """The connection counter's cost per connection as one sentence, or None when this run did not time it."""
+    c = counter_figures(data)
+    if not c:
+        return None
+    runs = "1 full-handshake run" if c["runs"] == 1 else f"median of {c['runs']} full-handshake runs"
+    return (f"{fnum(c['ns_per_conn'], 0)} ns per connection = {fnum(c['ns_per_run'], 0)} ns per run × "
+            f"{fnum(c['runs_per_conn'], 2)} runs per target connection (bpf_stats, {runs}) = "
+            f"{fpct(c['share_full'], 3, False)} of the CPU of a full handshake, "
+            f"{fpct(c['share_keepalive'], 2, False)} of a keep-alive request's, measured in the same run")
+
+
+def counter_lines(data):
+    """The counter has no budget line of its own: its figure, shown beside the lines it is part of."""
+    text = counter_text(data)
+    return [("Connection counter (accept/accept4/connect tracepoints, attached throughout): what a connection "
+             "costs the machine, every process's runs included",
+             text or "not measured: no tlsprof run timed its programs", "–" if text else "SKIP")]
+
+
 def budget_lines(data):
     """(budget line, what was measured, PASS/**FAIL**/SKIP) for every line of the budget."""
-    return (overhead_lines(data) + own_cpu_lines(data) + memory_lines(data) + time_lines(data)
-            + accuracy_lines(data))
+    return (overhead_lines(data) + counter_lines(data) + own_cpu_lines(data) + memory_lines(data)
+            + time_lines(data) + accuracy_lines(data))

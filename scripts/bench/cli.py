@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 
+from . import bpfstats
 from .common import REPO, BenchError, Interrupted, log
 from .processes import ignore_stop_signals, raise_on_stop_signals, stop_all_children
 from .profilers import CONDITIONS, DEFAULT_CONDITIONS
@@ -103,6 +104,7 @@ def main(argv):
         # Nothing may be left running.
         ignore_stop_signals()
         stop_all_children()
+        bpfstats.restore()
         for twin in bench.twins if bench else []:
             twin.stop()
         if bench and not args.keep:

@@ -116,3 +116,54 @@ def rss_growth(long):
     else:
         slope = None
     return early, late, slope
+
+
+def counter_runs(data, workload):
+    """The tlsprof runs (any mode) of a workload whose connection-counter programs were timed."""
+    return [r for r in data["runs"] if r["workload"] == workload and r.get("counter")]
+
+
+def counter_figures(data):
+    """The connection counter's cost, from the kernel's BPF statistics over the load windows; None without them.
+
+    Per full-handshake run: all its programs' run time (every process's accept/connect, the non-targets'
+    early returns too) divided by the handshakes the profiled twin's clients completed (one connection each),
+    against the CPU of a handshake on the unprofiled control twin in the same run. The keep-alive share puts that
+    cost per connection against the control twin's CPU per keep-alive request in this benchmark run: a TLS
+    connection costs at least one request, so it bounds the share for any connection."""
+    full = counter_runs(data, "full")
+    if not full:
+        return None
+
+    def totals(r):
+        c = r["counter"]
+        return sum(p["run_time_ns"] for p in c.values()), sum(p["run_cnt"] for p in c.values())
+
+    per_run = []
+    for r in full:
+        ns, cnt = totals(r)
+        per_run.append({"ns_per_run": ns / cnt if cnt else None, "runs_per_conn": cnt / r["requests"],
+                        "ns_per_conn": ns / r["requests"],
+                        "share_full": ns / r["requests"] / (r["control"]["cpu_us_per_req_ns"] * 1e3)})
+    # The control twin is unprofiled in every run, whatever the condition.
+    keep_ns = med([r["control"]["cpu_us_per_req_ns"] * 1e3 for r in data["runs"] if r["workload"] == "keepalive"])
+    ns_per_conn = med([x["ns_per_conn"] for x in per_run])
+    programs = {}
+    for r in full + counter_runs(data, "keepalive"):
+        for name, p in r["counter"].items():
+            acc = programs.setdefault(name, {"run_time_ns": 0, "run_cnt": 0, "full_cnt": 0, "full_conns": 0})
+            acc["run_time_ns"] += p["run_time_ns"]
+            acc["run_cnt"] += p["run_cnt"]
+            if r["workload"] == "full":
+                acc["full_cnt"] += p["run_cnt"]
+                acc["full_conns"] += r["requests"]
+    return {
+        "runs": len(full), "per_run": per_run,
+        "ns_per_run": med([x["ns_per_run"] for x in per_run]),
+        "runs_per_conn": med([x["runs_per_conn"] for x in per_run]),
+        "ns_per_conn": ns_per_conn,
+        "share_full": med([x["share_full"] for x in per_run]),
+        "keepalive_ns": keep_ns,
+        "share_keepalive": ns_per_conn / keep_ns if ns_per_conn is not None and keep_ns else None,
+        "programs": programs,
+    }

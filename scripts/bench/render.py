@@ -4,9 +4,10 @@
 import os
 import re
 
-from .budget import budget_lines
+from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
-from .figures import accuracy_rows, background_cores, paired, rss_growth, runs_of, unpaired_spread
+from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, rss_growth, runs_of,
+                      unpaired_spread)
 from .fmt import fmed, fnum, fpaired, fpct, frange, table
 from .profilers import CONDITIONS
 from .settings import reproduce_command
@@ -115,6 +116,40 @@ def probes_table(data):
     return table(["Workload", "Condition", "ctx sw/req", "probe hits/req", "added target CPU µs/req",
                   "implied µs/hit", "tlsprof's calibrated µs/hit", "tlsprof's probe-cost estimate µs/req", "notes"],
                  rows)
+
+
+# The connection counter's programs, as the kernel names them, and what they are attached to.
+COUNTER_TRACEPOINTS = {"on_accept4_exit": "syscalls:sys_exit_accept4", "on_accept_exit": "syscalls:sys_exit_accept",
+                       "on_connect_exit": "syscalls:sys_exit_connect"}
+
+
+def counter_values(data):
+    """The figures of the connection-counter section; {} when no run timed it (the template drops the section)."""
+    c = counter_figures(data)
+    if not c:
+        return {}
+    progs = c["programs"]
+    rows = []
+    for name, tp in COUNTER_TRACEPOINTS.items():
+        p = progs.get(name) or {}
+        rows.append([f"`{name}`", f"`{tp}`", p.get("run_cnt", 0),
+                     fnum(p["run_time_ns"] / p["run_cnt"], 0) if p.get("run_cnt") else "–",
+                     fnum(p["full_cnt"] / p["full_conns"], 2) if p.get("full_conns") else "–"])
+    cnt = sum(p["run_cnt"] for p in progs.values())
+    full_cnt, conns = sum(p["full_cnt"] for p in progs.values()), sum(r["requests"] for r in counter_runs(data, "full"))
+    rows.append(["all three", "", cnt, fnum(sum(p["run_time_ns"] for p in progs.values()) / cnt, 0) if cnt else "–",
+                 fnum(full_cnt / conns, 2) if conns else "–"])
+    programs = table(["Program", "Tracepoint", "runs (every timed run)", "ns per run",
+                      "runs per target connection (full-handshake runs)"], rows)
+    runs = [[r["round"], r["condition"], r["profiled_twin"], r["requests"],
+             sum(p["run_cnt"] for p in r["counter"].values()), fnum(x["ns_per_run"], 0), fnum(x["runs_per_conn"], 2),
+             fnum(x["ns_per_conn"], 0), fnum(r["control"]["cpu_us_per_req_ns"], 1), fpct(x["share_full"], 3, False)]
+            for r, x in zip(counter_runs(data, "full"), c["per_run"])]
+    per_run = table(["round", "condition", "profiled twin", "target connections (s_time)", "counter runs",
+                     "ns per run", "runs per target connection", "ns per target connection",
+                     "control twin CPU µs/handshake", "share of a full handshake"], runs)
+    return {"counter_line": counter_text(data), "counter_programs_table": programs, "counter_runs_table": per_run,
+            "counter_keepalive_us": fnum(c["keepalive_ns"] / 1e3 if c["keepalive_ns"] else None, 1)}
 
 
 def accuracy_tables(data):
@@ -244,6 +279,7 @@ def render(data, template=None):
         "accuracy_repeats": s.get("accuracy_repeats", 1),
         "accuracy_libssl_table": libssl_table, "accuracy_speed_table": speed_table,
         "attach_table": attach_table(data),
+        "counter": bool(counter_figures(data)), **counter_values(data),
         "long": long, **long_values(long, clk_tck),
         "runs_table": runs_table(data),
     }

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 
+from . import bpfstats
 from .common import CLK_TCK, REPO, BenchError, log, med
 from .machine import facts
 from .processes import Child, LineWatcher, run_text
@@ -99,21 +100,35 @@ class Bench:
             twin.check_worker()
         target = self.twins[profiled]
         sess = self.session(condition, f"r{rnd}-{workload}-{condition}", timed_report=True)
+        # The connection counter's programs run in every tlsprof mode: timed by the kernel's BPF statistics,
+        # switched on once the probes are live (attach and calibration as usual) and off again as tlsprof stops.
+        timed = condition.startswith("tlsprof")
         try:
-            if condition != "none":
-                sess.start(target.worker, bound_s=a.seconds + 120)
-            time.sleep(0.2)
-            # Always A, then B: the profiled twin's clients do not always start first.
-            c0, b0 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
-            p0 = cpu_ticks(sess.pid) if sess.pid else None
-            loads = run_load(workload, self.twins, a.seconds, self.scratch, a.full_clients)
-            c1, b1 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
-            p1 = cpu_ticks(sess.pid) if sess.pid else None
-        except BaseException:
-            if sess.child:
-                sess.child.stop(grace=10)
-            raise
-        prof = sess.stop()
+            try:
+                if condition != "none":
+                    sess.start(target.worker, bound_s=a.seconds + 120)
+                counter = None
+                if timed:
+                    bpfstats.enable()
+                    counter = bpfstats.Counter(sess.pid)
+                time.sleep(0.2)
+                # Always A, then B: the profiled twin's clients do not always start first.
+                k0 = counter.read() if counter else None
+                c0, b0 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+                p0 = cpu_ticks(sess.pid) if sess.pid else None
+                loads = run_load(workload, self.twins, a.seconds, self.scratch, a.full_clients)
+                c1, b1 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+                p1 = cpu_ticks(sess.pid) if sess.pid else None
+                # Right before tlsprof stops: its programs go when it exits.
+                k1 = counter.read() if counter else None
+            except BaseException:
+                if sess.child:
+                    sess.child.stop(grace=10)
+                raise
+            prof = sess.stop()
+        finally:
+            if timed:
+                bpfstats.restore()
         if sess.child and sess.child.poll() is None:
             raise BenchError(f"{condition} did not stop")
         figures = [twin_figures(load, x0, x1) for load, x0, x1 in zip(loads, c0, c1)]
@@ -131,10 +146,16 @@ class Bench:
                                           - ((p1 - p0) if p0 is not None else 0)) / CLK_TCK
                                     - sum(load["client_cpu_s"] for load in loads)) / wall,
             "prof_cpu_load_frac": ((p1 - p0) / CLK_TCK / mine["wall_s"]) if p0 is not None else None,
+            # Every run of the counter's programs over the load window, for any process on the machine.
+            "counter": bpfstats.delta(k0, k1) if k1 else None,
             **{f"prof_{k}": v for k, v in prof.items()},
         }
         self.data["runs"].append(rec)
         extra = f", {condition} {rec['prof_cpu_load_frac'] * 100:.1f}% CPU" if p0 is not None else ""
+        if rec["counter"]:
+            runs = sum(p["run_cnt"] for p in rec["counter"].values())
+            ns = sum(p["run_time_ns"] for p in rec["counter"].values())
+            extra += f", counter {runs} runs, {ns / runs if runs else 0:.0f} ns/run"
         log(f"round {rnd} {workload:9} {condition:13} on {target.name}: {mine['rate']:7.0f} vs {other['rate']:7.0f} "
             f"req/s, {mine['cpu_us_per_req_ns']:7.1f} vs {other['cpu_us_per_req_ns']:7.1f} µs CPU/req: "
             f"{rec['paired_overhead'] * 100:+.2f}%{extra}")
