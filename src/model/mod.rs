@@ -76,7 +76,7 @@ pub struct Probing {
     pub max_overhead_pct: f64,
     pub live_s: f64,
     pub windows: u32,
-    /// The probes' cost over the costliest second they were attached, as a fraction of the targets' CPU.
+    /// The probes' cost over the costliest chunk (0.2 s) they were attached, as a fraction of the targets' CPU.
     pub peak_overhead: f64,
     /// What each window saw: what estimates for the whole recording, and their error, are made from. Empty
     /// in recordings made before windows were kept one by one.

@@ -4,8 +4,8 @@
 //! the targets' own CPU: the budget's share of that CPU is credited as the targets use it, the probes' cost
 //! is debited as they are hit. A probe window opens only once the account can pay for a whole window at the
 //! cost measured in the last one, so the recording stays within the budget at any moment, not only on
-//! average, whenever it ends. Within each live window every figure stays exact; the report scales counts by
-//! the share of time the probes were live.
+//! average, whenever it ends. Within each live window every figure stays exact; the summary estimates the
+//! whole recording from the windows (analyze/estimate.rs).
 
 use std::time::{Duration, Instant};
 
