@@ -209,6 +209,19 @@ pub fn node_openssl_version(node: &Path) -> String {
 /// A `tlsprof record` run; `wait_live` returns once its probes are attached. Unless the test sets
 /// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
 /// (tests/live_governor.rs covers the default duty cycle).
+/// The lines a child writes to `stream` that `keep` accepts, as they come.
+fn lines_of(stream: impl Read + Send + 'static, keep: fn(&str) -> bool) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if keep(&line) && tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 pub struct Recorder {
     child: Child,
     stderr_lines: mpsc::Receiver<String>,
@@ -230,18 +243,10 @@ impl Recorder {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let stderr_lines = lines_of(child.stderr.take().unwrap(), |_| true);
         let mut rec = Recorder {
             child,
-            stderr_lines: rx,
+            stderr_lines,
             stderr: String::new(),
         };
         rec.wait_live();
@@ -440,18 +445,10 @@ impl SpeedBeside {
             .spawn()
             .unwrap();
         // `-mr` reports each loop on stderr as it ends: "+R1:<signatures>:2048:<CPU seconds>" for signing.
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.starts_with("+R1:") && tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let results = lines_of(child.stderr.take().unwrap(), |l| l.starts_with("+R1:"));
         SpeedBeside {
             speed: Running(child),
-            results: rx,
+            results,
         }
     }
 
