@@ -595,11 +595,11 @@ static __always_inline struct thread_state *current_thread(__u32 *tgid)
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
-/* Connections: attached for the whole recording. Accepting and connecting are once per connection, so
- * these cost the targets next to nothing; every process's calls run them, and return at the map lookup. */
 /* From errno.h, which vmlinux.h does not carry: a non-blocking connect under way. */
 #define EINPROGRESS 115
 
+/* Connections: attached for the whole recording. Accepting and connecting are once per connection, so
+ * these cost the targets next to nothing; every process's calls run them, and return at the map lookup. */
 static __always_inline int count_connection(long ret, bool connecting)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
