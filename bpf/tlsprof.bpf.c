@@ -41,10 +41,16 @@ struct frame {
 	__u8 stage;
 };
 
+/* The stage frames and on-CPU clock of a thread, or of a goroutine (Go targets, goroutine set). */
 struct thread_state {
-	/* On-CPU time accumulated up to last_in; the thread is on a CPU since last_in when running. */
+	/* On-CPU time accumulated up to last_in; the thread is on a CPU since last_in when running. A goroutine
+	 * runs on thread `thread` while running, since that thread's clock read last_in. */
 	__u64 cpu_ns;
 	__u64 last_in;
+	/* A thread: the goroutine running on it (0: none seen). A goroutine: 1. */
+	__u64 g;
+	__u32 thread;
+	__u32 goroutine;
 	/* SSL * of the handshake this thread is inside, 0 outside one; and of the last one it was inside. */
 	__u64 ssl;
 	__u64 last_ssl;
@@ -100,6 +106,7 @@ enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
 enum tlsprof_stat _stat = STAT_TREE_DROPS;
 enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
+enum tlsprof_site _site = SITE_ENTRY;
 
 /* tgid -> 1: processes being profiled; the sampler ignores everyone else. */
 struct {
@@ -116,6 +123,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct thread_state);
 } threads SEC(".maps");
+
+struct goroutine_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 g;
+};
+
+/* (tgid, g) -> stage frames and on-CPU clock of a goroutine that entered a stage (Go targets): a goroutine
+ * moves between threads and shares them with others. Deleted when it ends; LRU for ends not seen. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct thread_state);
+} goroutines SEC(".maps");
 
 /* One all-zero thread_state, the template for new threads: too big for the 512-byte BPF stack. */
 struct {
@@ -201,6 +223,22 @@ static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
 	return ts->cpu_ns + (ts->running ? now - ts->last_in : 0);
 }
 
+/* A thread's or goroutine's on-CPU time now. */
+static __always_inline __u64 task_cpu_now(struct thread_state *ts, __u64 now)
+{
+	struct thread_state *t;
+	__u32 tid = ts->thread;
+
+	if (!ts->goroutine)
+		return thread_cpu_now(ts, now);
+	if (!ts->running)
+		return ts->cpu_ns;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return ts->cpu_ns;
+	return ts->cpu_ns + thread_cpu_now(t, now) - ts->last_in;
+}
+
 static __always_inline __u64 arg_value(struct pt_regs *ctx, __u8 n)
 {
 	/* Read through bpf_probe_read_kernel (the _CORE variants): clang folds these branches into one load at
@@ -277,9 +315,8 @@ static __always_inline void end_conn(__u32 tgid, __u64 ssl)
 }
 
 /* Record what a function tells about its connection: its start, role and end. */
-static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u16 flags)
+static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u16 flags)
 {
-	__u64 ssl = PT_REGS_PARM1(ctx);
 	__u16 role = flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT);
 	struct conn_key key = { .tgid = tgid, .ssl = ssl };
 	struct conn_state *c;
@@ -305,6 +342,106 @@ static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u1
 		c->role = role;
 }
 
+/* Opens a stage frame of a thread or goroutine. sp: where the return address sits (a goroutine's: its
+ * distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
+static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
+				      __u64 arg1, __u64 now)
+{
+	__u8 stage = COOKIE_STAGE(cookie);
+	__u16 flags = COOKIE_FLAGS(cookie);
+	bool stepped = flags & FF_STEPPED;
+	struct frame *f;
+	__u64 d;
+	int i;
+
+	if (ts->epoch != probe_epoch) {
+		ts->depth = 0;
+		ts->ssl = 0;
+		ts->last_ssl = 0;
+		ts->epoch = probe_epoch;
+	}
+	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
+	 * slot is a tail call: both frames are live). */
+	d = ts->depth;
+	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
+		if (i < d && ts->frames[i].sp < sp) {
+			count_stat(STAT_MISSED_RETURNS);
+			d = i;
+		}
+	}
+	ts->depth = d;
+	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
+	barrier_var(d);
+	if (d >= TLSPROF_MAX_DEPTH) {
+		count_stat(STAT_DEPTH_OVERFLOW);
+		return 0;
+	}
+	/* Go enters a function again from its start after growing the goroutine's stack (morestack): the
+	 * same call, already open. */
+	if ((flags & FF_GO_ABI) && d > 0 && ts->frames[d - 1].sp == sp && ts->frames[d - 1].func == COOKIE_FUNC(cookie))
+		return 0;
+
+	/* See DERIVE_ABSORBED_BY. */
+	if (stage == STAGE_DERIVE && d > 0 && d <= TLSPROF_MAX_DEPTH &&
+	    (DERIVE_ABSORBED_BY & (1U << (ts->frames[d - 1].stage & 31))))
+		stage = ts->frames[d - 1].stage;
+	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
+		ts->ssl = arg1;
+		ts->last_ssl = ts->ssl;
+		ts->worked = 0;
+		note_conn_fact(arg1, tgid, flags);
+	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
+		ts->worked = 1;
+	}
+	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
+		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
+
+		if (c)
+			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
+	}
+
+	f = &ts->frames[d];
+	f->sp = sp;
+	/* Go frames: where the return address sits in the goroutine's stack right now (go_stack_pos). */
+	if (bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
+		f->ret_addr = 0;
+	f->entry_ip = PT_REGS_IP(ctx);
+	f->entry_bp = PT_REGS_FP(ctx);
+	f->arg3 = PT_REGS_PARM3(ctx);
+	f->start_cpu_ns = task_cpu_now(ts, now);
+	f->child_cpu_ns = 0;
+	f->hits_at_entry = ts->hits;
+	f->stepped_at_entry = ts->stepped - stepped;
+	f->func = COOKIE_FUNC(cookie);
+	f->stage = stage;
+	ts->depth = d + 1;
+	return 0;
+}
+
+/* tid -> its thread_state, made on the thread's first probe hit: the thread is on a CPU now, running it. */
+static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now)
+{
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+	__u32 zero = 0;
+	struct thread_state *fresh;
+
+	if (ts)
+		return ts;
+	fresh = bpf_map_lookup_elem(&thread_zero, &zero);
+	if (!fresh)
+		return NULL;
+	if (bpf_map_update_elem(&threads, &tid, fresh, BPF_NOEXIST) && bpf_map_lookup_elem(&threads, &tid) == NULL) {
+		count_stat(STAT_THREAD_DROPS);
+		return NULL;
+	}
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts)
+		return NULL;
+	ts->last_in = now;
+	ts->running = 1;
+	return ts;
+}
+
 SEC("uprobe.multi")
 int stage_enter(struct pt_regs *ctx)
 {
@@ -315,10 +452,8 @@ int stage_enter(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct thread_state *ts;
-	struct frame *f;
-	__u64 now, d;
+	__u64 now;
 	bool stepped = flags & FF_STEPPED;
-	int i;
 
 	count_stat(STAT_PROBE_HITS);
 	if (stepped)
@@ -334,91 +469,22 @@ int stage_enter(struct pt_regs *ctx)
 	if (null_arg && arg_value(ctx, null_arg) == 0)
 		return 0;
 	if (stage == STAGE_NONE) {
-		note_conn_fact(ctx, tgid, flags);
+		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
 		return 0;
 	}
 
 	now = bpf_ktime_get_ns();
 	if (!ts) {
-		__u32 zero = 0;
-		struct thread_state *fresh = bpf_map_lookup_elem(&thread_zero, &zero);
-
-		if (!fresh)
-			return 0;
-		if (bpf_map_update_elem(&threads, &tid, fresh, BPF_NOEXIST) &&
-		    bpf_map_lookup_elem(&threads, &tid) == NULL) {
-			count_stat(STAT_THREAD_DROPS);
-			return 0;
-		}
-		ts = bpf_map_lookup_elem(&threads, &tid);
+		ts = thread_state_of(tid, now);
 		if (!ts)
 			return 0;
-		/* The thread is on a CPU right now, executing this probe. */
-		ts->last_in = now;
-		ts->running = 1;
 		ts->hits = 1;
 		ts->stepped = stepped;
 	}
-	if (ts->epoch != probe_epoch) {
-		ts->depth = 0;
-		ts->ssl = 0;
-		ts->last_ssl = 0;
-		ts->epoch = probe_epoch;
-	}
-	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
-	 * slot is a tail call: both frames are live). */
-	d = ts->depth;
-	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
-		if (i < d && ts->frames[i].sp < PT_REGS_SP(ctx)) {
-			count_stat(STAT_MISSED_RETURNS);
-			d = i;
-		}
-	}
-	ts->depth = d;
-	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
-	barrier_var(d);
-	if (d >= TLSPROF_MAX_DEPTH) {
-		count_stat(STAT_DEPTH_OVERFLOW);
-		return 0;
-	}
-
-	/* See DERIVE_ABSORBED_BY. */
-	if (stage == STAGE_DERIVE && d > 0 && d <= TLSPROF_MAX_DEPTH &&
-	    (DERIVE_ABSORBED_BY & (1U << (ts->frames[d - 1].stage & 31))))
-		stage = ts->frames[d - 1].stage;
-	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
-		ts->ssl = PT_REGS_PARM1(ctx);
-		ts->last_ssl = ts->ssl;
-		ts->worked = 0;
-		note_conn_fact(ctx, tgid, flags);
-	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
-		ts->worked = 1;
-	}
-	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
-		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
-
-		if (c)
-			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
-	}
-
-	f = &ts->frames[d];
-	f->sp = PT_REGS_SP(ctx);
-	if (bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)f->sp))
-		f->ret_addr = 0;
-	f->entry_ip = PT_REGS_IP(ctx);
-	f->entry_bp = PT_REGS_FP(ctx);
-	f->arg3 = PT_REGS_PARM3(ctx);
-	f->start_cpu_ns = thread_cpu_now(ts, now);
-	f->child_cpu_ns = 0;
-	f->hits_at_entry = ts->hits;
-	f->stepped_at_entry = ts->stepped - stepped;
-	f->func = COOKIE_FUNC(cookie);
-	f->stage = stage;
-	ts->depth = d + 1;
-	return 0;
+	return push_frame(ctx, ts, tgid, cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), now);
 }
 
-static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
+static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
 					     __u64 nested_hits, __u64 nested_stepped)
 {
 	__u64 ts_ssl = ts->ssl;
@@ -433,8 +499,7 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	c->handshake_stepped += nested_stepped;
 	c->worked |= ts->worked;
 	ts->worked = 0;
-	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
-	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
+	if (!ok || c->counted)
 		return;
 	emit_handshake(tgid, ts_ssl, c, OUTCOME_COMPLETED);
 }
@@ -464,27 +529,19 @@ static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u16 flags, __u
 	}
 }
 
-SEC("uretprobe.multi")
-int stage_exit(struct pt_regs *ctx)
+/* Closes the stage frame a return (or a Go exit site) ends: the one opened at entry_sp by the same function.
+ * ok: the function succeeded (what a handshake's completion is judged by). */
+static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie,
+				     __u64 entry_sp, bool ok, __u64 now)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u16 func = COOKIE_FUNC(cookie);
 	__u16 flags = COOKIE_FLAGS(cookie);
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
-	/* On return the stack pointer sits one slot above where it was at entry (the popped return address). */
-	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
-	struct thread_state *ts;
 	struct tree_key key = {};
 	struct tree_val *val;
 	__u64 total, self, nested_hits, nested_stepped;
 	int i, found = -1;
 
-	count_stat(STAT_PROBE_HITS);
-	if (probes_paused())
-		return 0;
-	ts = bpf_map_lookup_elem(&threads, &tid);
-	if (!ts || ts->epoch != probe_epoch)
+	if (ts->epoch != probe_epoch)
 		return 0;
 	ts->hits++;
 	/* Match by stack pointer: skipped length queries and lost returns (longjmp) cannot pop the wrong frame. */
@@ -497,7 +554,7 @@ int stage_exit(struct pt_regs *ctx)
 	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
 		return 0;
 
-	total = thread_cpu_now(ts, bpf_ktime_get_ns()) - ts->frames[found].start_cpu_ns;
+	total = task_cpu_now(ts, now) - ts->frames[found].start_cpu_ns;
 	self = total - ts->frames[found].child_cpu_ns;
 	if (total < ts->frames[found].child_cpu_ns)
 		self = 0;
@@ -535,9 +592,157 @@ int stage_exit(struct pt_regs *ctx)
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
-		finish_handshake(ctx, tgid, ts, total, nested_hits, nested_stepped);
+		finish_handshake(ok, tgid, ts, total, nested_hits, nested_stepped);
 	ts->depth = found;
 	return 0;
+}
+
+SEC("uretprobe.multi")
+int stage_exit(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	/* On return the stack pointer sits one slot above where it was at entry (the popped return address). */
+	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	struct thread_state *ts;
+
+	count_stat(STAT_PROBE_HITS);
+	if (probes_paused())
+		return 0;
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts)
+		return 0;
+	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
+	return pop_frame(ctx, ts, tgid, cookie, entry_sp, (int)PT_REGS_RC(ctx) == 1, bpf_ktime_get_ns());
+}
+
+/* A goroutine's stack moves when it grows (copied whole to a bigger one): its frames are kept by their
+ * distance from the stack's top, which the copy keeps, counted down from a base so that deeper frames still
+ * sit lower. g.stack.hi is the g struct's second word in every Go release. */
+#define GO_STACK_POS_BASE (1ULL << 62)
+
+static __always_inline __u64 go_stack_pos(__u64 g, __u64 sp)
+{
+	__u64 hi = 0;
+
+	if (bpf_probe_read_user(&hi, sizeof(hi), (void *)(g + 8)) || hi < sp)
+		return sp;
+	return GO_STACK_POS_BASE - (hi - sp);
+}
+
+/* The goroutine stops running on its thread: its clock stops. */
+static __always_inline void go_stop(struct thread_state *gs, __u64 now)
+{
+	if (!gs->running)
+		return;
+	gs->cpu_ns = task_cpu_now(gs, now);
+	gs->running = 0;
+}
+
+/* Goroutine g of tgid runs on thread t (tid) from now on; whichever ran there before stopped. */
+static __always_inline void go_run(struct thread_state *t, __u32 tid, __u32 tgid, __u64 g, __u64 now)
+{
+	struct goroutine_key key = { .tgid = tgid };
+	struct thread_state *gs;
+
+	if (t->g && t->g != g) {
+		key.g = t->g;
+		gs = bpf_map_lookup_elem(&goroutines, &key);
+		if (gs && gs->thread == tid)
+			go_stop(gs, now);
+	}
+	t->g = g;
+	key.g = g;
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (!gs || (gs->running && gs->thread == tid))
+		return;
+	/* Still running elsewhere: the switch away from that thread was not seen (probes attached since). */
+	go_stop(gs, now);
+	gs->running = 1;
+	gs->thread = tid;
+	gs->last_in = thread_cpu_now(t, now);
+}
+
+/* Go's scheduler switches goroutines (FF_G_RUN, FF_G_STOP, FF_G_END). */
+static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid, __u16 flags, __u64 now)
+{
+	struct goroutine_key key = { .tgid = tgid, .g = ctx->r14 };
+	struct thread_state *t, *gs;
+
+	if (flags & FF_G_RUN) {
+		t = thread_state_of(tid, now);
+		if (t)
+			go_run(t, tid, tgid, ctx->ax, now);
+		return;
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->g == key.g)
+		t->g = 0;
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (!gs)
+		return;
+	if (flags & FF_G_END)
+		bpf_map_delete_elem(&goroutines, &key);
+	else
+		go_stop(gs, now);
+}
+
+/* Every probe on Go code: entries and exit sites of stage functions, and the scheduler's switches. Nothing
+ * here changes the target's stack or registers. */
+SEC("uprobe.multi")
+int go_probe(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u16 flags = COOKIE_FLAGS(cookie);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	struct goroutine_key key = { .tgid = tgid, .g = ctx->r14 };
+	bool stepped = flags & FF_STEPPED, exit = COOKIE_SITE(cookie) == SITE_EXIT;
+	struct thread_state *t, *gs;
+	__u64 now, sp;
+
+	count_stat(STAT_PROBE_HITS);
+	if (stepped)
+		count_stat(STAT_STEPPED_HITS);
+	if (probes_paused())
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (flags & (FF_G_RUN | FF_G_STOP | FF_G_END)) {
+		go_switch(ctx, tid, tgid, flags, now);
+		return 0;
+	}
+	if (!key.g)
+		return 0;
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (!gs) {
+		__u32 zero = 0;
+		struct thread_state *fresh = bpf_map_lookup_elem(&thread_zero, &zero);
+
+		if (exit || !fresh)
+			return 0;
+		if (bpf_map_update_elem(&goroutines, &key, fresh, BPF_NOEXIST) &&
+		    bpf_map_lookup_elem(&goroutines, &key) == NULL) {
+			count_stat(STAT_THREAD_DROPS);
+			return 0;
+		}
+		gs = bpf_map_lookup_elem(&goroutines, &key);
+		if (!gs)
+			return 0;
+		gs->goroutine = 1;
+	}
+	/* An exit's own hit is counted by pop_frame. */
+	gs->hits += !exit;
+	gs->stepped += stepped;
+	t = thread_state_of(tid, now);
+	if (!t)
+		return 0;
+	go_run(t, tid, tgid, key.g, now);
+	sp = go_stack_pos(key.g, PT_REGS_SP(ctx));
+	if (exit)
+		/* An error result is an interface: nil when its type word (RAX) is 0. */
+		return pop_frame(ctx, gs, tgid, cookie, sp, ctx->ax == 0, now);
+	return push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
 }
 
 /* If buf holds the ServerHello of the connection this thread is handshaking (or last was), stream it. Only
@@ -759,6 +964,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct thread_state *ts;
 	struct stack_sample *s;
 	struct pt_regs *regs;
+	__u64 sp, stack_hi = 0;
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	long n;
 	int i;
@@ -777,6 +983,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->ip = BPF_CORE_READ(regs, ip);
 	s->sp = BPF_CORE_READ(regs, sp);
 	s->bp = BPF_CORE_READ(regs, bp);
+	sp = s->sp;
 	s->depth = 0;
 	for (i = 0; i < TLSPROF_MAX_DEPTH; i++) {
 		s->funcs[i] = 0;
@@ -786,14 +993,24 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		s->entry_bps[i] = 0;
 	}
 	ts = bpf_map_lookup_elem(&threads, &tid);
+	/* A Go thread: the frames are those of the goroutine it runs, and their slots positions in its stack. */
+	if (ts && ts->g) {
+		struct goroutine_key key = { .tgid = tgid, .g = ts->g };
+
+		if (bpf_probe_read_user(&stack_hi, sizeof(stack_hi), (void *)(ts->g + 8)))
+			stack_hi = 0;
+		ts = bpf_map_lookup_elem(&goroutines, &key);
+		sp = go_stack_pos(key.g, s->sp);
+	}
 	/* Frames of another window are stale. */
 	if (ts && ts->epoch == probe_epoch) {
 		for (i = 0; i < TLSPROF_MAX_DEPTH; i++) {
 			/* Frames whose return slot is below the stack pointer have returned unseen. */
-			if (i >= ts->depth || ts->frames[i].sp < s->sp)
+			if (i >= ts->depth || ts->frames[i].sp < sp)
 				break;
 			s->funcs[i] = ts->frames[i].func;
-			s->ret_slots[i] = ts->frames[i].sp;
+			s->ret_slots[i] =
+			    ts->goroutine ? stack_hi - (GO_STACK_POS_BASE - ts->frames[i].sp) : ts->frames[i].sp;
 			s->ret_addrs[i] = ts->frames[i].ret_addr;
 			s->entry_ips[i] = ts->frames[i].entry_ip;
 			s->entry_bps[i] = ts->frames[i].entry_bp;

@@ -50,6 +50,16 @@ enum tlsprof_func_flags {
 	/* Returns the length of the shared secret (ECDH_compute_key, DH_compute_key): only prime curves and
 	 * finite-field groups go through these, so the length names the group. */
 	FF_SECRET_LEN_RET = 1 << 11,
+	/* Go code (register ABI): argument 1 is in RAX and so is the result (an error: nil, 0, on success); the
+	 * stage frames are the goroutine's (R14), and the function's exits are entry-style probes on its return
+	 * sites (COOKIE_SITE): a return probe would crash Go when it moves a goroutine's stack. */
+	FF_GO_ABI = 1 << 12,
+	/* Go's scheduler: runtime.execute starts running the goroutine in argument 1 on this thread,
+	 * runtime.mcall stops the current one, runtime.goexit1 ends it. On-CPU time is charged to the goroutine
+	 * between these, so a goroutine switch on one thread (no kernel context switch) moves the clock. */
+	FF_G_RUN = 1 << 13,
+	FF_G_STOP = 1 << 14,
+	FF_G_END = 1 << 15,
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
@@ -60,16 +70,27 @@ enum tlsprof_stage_rules {
 };
 
 /* Attach cookie layout, low bits first: function id (16 bits) | stage (8) | 1-based argument that is NULL
- * for a length query (8) | flags (16). User space packs cookies with these shifts (src/catalogue). */
+ * for a length query (8) | flags (16) | site (8: enum tlsprof_site). User space packs cookies with these
+ * shifts (src/catalogue). */
 enum tlsprof_cookie_shift {
 	COOKIE_STAGE_SHIFT = 16,
 	COOKIE_NULL_ARG_SHIFT = 24,
 	COOKIE_FLAGS_SHIFT = 32,
+	COOKIE_SITE_SHIFT = 48,
+};
+
+/* Where in its function a probe sits. */
+enum tlsprof_site {
+	SITE_ENTRY = 0,
+	/* A return instruction, or a jump out of the function (a tail call), of FF_GO_ABI code: the stack
+	 * pointer is back where it was at entry, the result in RAX. */
+	SITE_EXIT = 1,
 };
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))
 #define COOKIE_NULL_ARG(c) ((__u8)(((c) >> COOKIE_NULL_ARG_SHIFT) & 0xff))
 #define COOKIE_FLAGS(c) ((__u16)(((c) >> COOKIE_FLAGS_SHIFT) & 0xffff))
+#define COOKIE_SITE(c) ((__u8)(((c) >> COOKIE_SITE_SHIFT) & 0xff))
 
 /* Call-tree node: the path of function ids from the outermost stage frame down. */
 struct tree_key {

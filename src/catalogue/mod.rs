@@ -2,10 +2,13 @@
 //! The stage catalogue: which function marks which stage, one table per TLS library family. Adding a
 //! library, version or function is adding rows.
 
+pub mod go;
 pub mod openssl;
 
 pub use crate::boundary::Stage;
-use crate::boundary::{tlsprof_cookie_shift as shift, tlsprof_func_flags as ff, tlsprof_stage_rules as rules};
+use crate::boundary::{
+    tlsprof_cookie_shift as shift, tlsprof_func_flags as ff, tlsprof_site as site, tlsprof_stage_rules as rules,
+};
 
 /// Where a function comes from: what its presence says about the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +19,24 @@ pub enum Origin {
     Internal,
     /// The application's own TLS glue (nginx).
     App,
+    /// Go's standard library and runtime, in a Go executable.
+    Go,
+}
+
+/// Which library family a table describes: each file is inspected against one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    OpenSsl,
+    Go,
+}
+
+impl Family {
+    pub fn rows(self) -> &'static [Row] {
+        match self {
+            Family::OpenSsl => openssl::ROWS,
+            Family::Go => go::ROWS,
+        }
+    }
 }
 
 /// Facts a function carries about the connection it works on (bpf/tlsprof.h, enum tlsprof_func_flags).
@@ -31,6 +52,10 @@ pub const SECRET_LEN_PTR: u32 = ff::FF_SECRET_LEN_PTR as u32;
 pub const STEPPED: u32 = ff::FF_STEPPED as u32;
 pub const CONN_END: u32 = ff::FF_CONN_END as u32;
 pub const SECRET_LEN_RET: u32 = ff::FF_SECRET_LEN_RET as u32;
+pub const GO_ABI: u32 = ff::FF_GO_ABI as u32;
+pub const G_RUN: u32 = ff::FF_G_RUN as u32;
+pub const G_STOP: u32 = ff::FF_G_STOP as u32;
+pub const G_END: u32 = ff::FF_G_END as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -113,17 +138,30 @@ pub(crate) const fn frequent(symbol: &'static str, stage: Stage) -> Row {
 
 /// Every row of every library family.
 pub fn rows() -> impl Iterator<Item = &'static Row> {
-    openssl::ROWS.iter()
+    openssl::ROWS.iter().chain(go::ROWS)
 }
 
-/// Builds the BPF attach cookie of a function (bpf/tlsprof.h, COOKIE_*); `stepped`: see record/prologue.rs.
-pub fn cookie(func_id: u16, row: &Row, stepped: bool) -> u64 {
+/// Where a probe sits in its function (bpf/tlsprof.h, enum tlsprof_site).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    Entry,
+    /// A return instruction or a jump out of Go code: an entry-style probe that closes the call.
+    Exit,
+}
+
+/// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*); `stepped`: see record/prologue.rs.
+pub fn cookie(func_id: u16, row: &Row, stepped: bool, at: Site) -> u64 {
     let stage = row.stage.map_or(0, |s| u64::from(s.id()));
     let flags = row.flags | if stepped { STEPPED } else { 0 };
+    let at = match at {
+        Site::Entry => site::SITE_ENTRY,
+        Site::Exit => site::SITE_EXIT,
+    };
     u64::from(func_id)
         | stage << shift::COOKIE_STAGE_SHIFT
         | u64::from(row.length_query_arg) << shift::COOKIE_NULL_ARG_SHIFT
         | u64::from(flags) << shift::COOKIE_FLAGS_SHIFT
+        | at << shift::COOKIE_SITE_SHIFT
 }
 
 #[cfg(test)]
@@ -151,19 +189,28 @@ mod tests {
                 "{} has no function in the public API",
                 stage.name()
             );
+            assert!(
+                go::ROWS.iter().any(|r| r.stage == Some(stage)),
+                "{} has no Go function",
+                stage.name()
+            );
         }
     }
 
     #[test]
     fn cookie_packs_the_header_layout() {
         let r = find("EVP_PKEY_decrypt").unwrap();
-        let c = cookie(513, r, false);
+        let c = cookie(513, r, false, Site::Entry);
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(Stage::Derive.id()));
         assert_eq!((c >> 24) & 0xff, 2);
         assert_eq!((c >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP));
-        let stepped = cookie(513, r, true);
+        assert_eq!(c >> 48, 0);
+        let stepped = cookie(513, r, true, Site::Entry);
         assert_eq!((stepped >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | STEPPED));
+        let exit = cookie(7, find("crypto/ecdsa.(*PrivateKey).Sign").unwrap(), false, Site::Exit);
+        assert_eq!(exit >> 48, 1);
+        assert_eq!((exit >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | GO_ABI));
     }
 
     #[test]

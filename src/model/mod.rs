@@ -151,6 +151,8 @@ pub enum Flavor {
     Static,
     /// Only the application's own TLS glue (nginx's session cache callbacks).
     App,
+    /// A Go executable: crypto/tls and the runtime, named by Go's function table.
+    Go,
 }
 
 /// Which OpenSSL functions the file lets us see.

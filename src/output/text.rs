@@ -47,6 +47,7 @@ pub fn text(s: &Summary) -> String {
             Flavor::Shared => "shared library",
             Flavor::Static => "linked into the executable",
             Flavor::App => "application TLS glue",
+            Flavor::Go => "Go crypto/tls",
         };
         let symbols = match l.symbols {
             Symbols::Internal => "internal handshake functions visible",

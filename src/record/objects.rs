@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL it is.
+//! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL or Go it is.
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::gobin::{self, GoBinary};
 use super::prologue;
-use crate::catalogue::{self, Origin, Row};
+use crate::catalogue::{self, go, Family, Origin, Row};
 use crate::model::{Flavor, Symbols};
 use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
@@ -19,6 +20,9 @@ pub struct FoundFunction {
     pub file_offset: u64,
     /// The kernel single-steps its first instruction: every entry costs a second trap.
     pub stepped: bool,
+    /// Go code: where calls leave it (file offsets of its return sites, and whether each is single-stepped),
+    /// probed instead of its return.
+    pub exits: Vec<(u64, bool)>,
 }
 
 #[derive(Clone, Debug)]
@@ -31,7 +35,15 @@ pub struct TlsObject {
 
 /// Looks up every catalogue function in the file at `path`. None when it defines none of them.
 pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
-    let names: Vec<&str> = catalogue::rows().map(|r| r.symbol).collect();
+    if is_executable {
+        let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let go_binary = GoBinary::parse(&data).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if let Some(bin) = go_binary {
+            return Ok(inspect_go(&bin, &data));
+        }
+    }
+    let rows = Family::OpenSsl.rows();
+    let names: Vec<&str> = rows.iter().map(|r| r.symbol).collect();
     let mut src = Elf::new(path);
     src.debug_syms = false;
     let inspector = Inspector::new();
@@ -40,7 +52,7 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut functions = Vec::new();
-    for (row, syms) in catalogue::rows().zip(results) {
+    for (row, syms) in rows.iter().zip(results) {
         let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
             let mut code = [0u8; 16];
@@ -55,6 +67,7 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
                 row,
                 file_offset: offset + skip as u64,
                 stepped: prologue::stepped(&code[skip..]),
+                exits: Vec::new(),
             });
         }
     }
@@ -85,6 +98,52 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         version,
         functions,
     }))
+}
+
+/// The catalogue's Go functions in a Go executable, named by its function table (stripped builds keep it).
+/// A stage function whose code has no exit the decoder finds is left out: its frames would never close.
+fn inspect_go(bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
+    let rows = Family::Go.rows();
+    let mut functions = Vec::new();
+    for f in &bin.functions {
+        let Some(name) = go::base_name(&f.name) else { continue };
+        let Some(row) = rows.iter().find(|r| r.symbol == name) else {
+            continue;
+        };
+        let (Some(start), Some(end)) = (bin.file_offset(f.entry), bin.file_offset(f.end - 1)) else {
+            continue;
+        };
+        let Some(code) = data.get(start as usize..=end as usize) else {
+            continue;
+        };
+        let exits: Vec<(u64, bool)> = gobin::exit_sites(code, f.entry)
+            .into_iter()
+            .map(|addr| {
+                let at = (addr - f.entry) as usize;
+                (start + at as u64, prologue::stepped(&code[at..]))
+            })
+            .collect();
+        if row.stage.is_some() && exits.is_empty() {
+            continue;
+        }
+        let skip = gobin::past_stack_check(code, prologue::stepped);
+        functions.push(FoundFunction {
+            row,
+            file_offset: start + skip as u64,
+            stepped: prologue::stepped(&code[skip..]),
+            exits,
+        });
+    }
+    // Only the scheduler's functions: a Go program without crypto/tls.
+    if !functions.iter().any(|f| f.row.stage.is_some()) {
+        return None;
+    }
+    Some(TlsObject {
+        flavor: Flavor::Go,
+        symbols: Symbols::Internal,
+        version: bin.version.clone(),
+        functions,
+    })
 }
 
 /// The OpenSSL version string compiled into the file ("OpenSSL 3.0.19 27 Jan 2026"), if any.

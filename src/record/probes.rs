@@ -12,7 +12,7 @@ use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
 use super::targets::{self, Mapping, Process};
 use super::AttachOptions;
-use crate::catalogue;
+use crate::catalogue::{self, Site};
 use crate::model::{Flavor, Function, Library};
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
@@ -39,6 +39,8 @@ struct ProbeSpec {
     open_path: std::path::PathBuf,
     entry: Probes,
     ret: Probes,
+    /// Go code: entries and exit sites, all entry-style (no return probe ever touches a Go stack).
+    go: Probes,
 }
 
 impl TargetSet {
@@ -54,13 +56,16 @@ impl TargetSet {
         if set.maps.is_empty() {
             let p = without_tls.first().expect("at least one target");
             bail!(
-                "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in): profile the process that terminates TLS",
+                "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in) and no Go crypto/tls: profile the process that terminates TLS",
                 p.pid,
                 p.comm
             );
         }
         for p in without_tls {
-            eprintln!("tlsprof: skipping process {} ({}): no OpenSSL code", p.pid, p.comm);
+            eprintln!(
+                "tlsprof: skipping process {} ({}): no OpenSSL or Go TLS code",
+                p.pid, p.comm
+            );
         }
         Ok(set)
     }
@@ -74,7 +79,7 @@ impl TargetSet {
             .collect()
     }
 
-    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL code.
+    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL or Go TLS code.
     pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
         let maps = p.maps()?;
         let exe = targets::exe_inode(p.pid);
@@ -127,7 +132,7 @@ impl TargetSet {
         };
         self.libraries[lib].pids.push(p.pid);
 
-        let (mut entry, mut ret) = (Probes::default(), Probes::default());
+        let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
         for f in obj.functions.iter().filter(|f| opts.all_probes || !f.row.frequent) {
             let id = match self
                 .functions
@@ -145,19 +150,27 @@ impl TargetSet {
                 }
             };
             let id = u16::try_from(id).context("too many functions")?;
-            let cookie = catalogue::cookie(id, f.row, f.stepped);
+            let cookie = catalogue::cookie(id, f.row, f.stepped, Site::Entry);
+            if f.row.flags & catalogue::GO_ABI != 0 {
+                go.push(f.file_offset, cookie);
+                for &(offset, stepped) in &f.exits {
+                    go.push(offset, catalogue::cookie(id, f.row, stepped, Site::Exit));
+                }
+                continue;
+            }
             entry.push(f.file_offset, cookie);
             if f.row.stage.is_some() {
                 ret.push(f.file_offset, cookie);
             }
         }
-        self.probes += entry.offsets.len() + ret.offsets.len();
+        self.probes += entry.offsets.len() + ret.offsets.len() + go.offsets.len();
         let spec = ProbeSpec {
             process: p.clone(),
             path,
             open_path: m.open_path(p.pid),
             entry,
             ret,
+            go,
         };
         if !self.paused {
             self.links.extend(spec.attach(skel)?);
@@ -197,15 +210,15 @@ impl ProbeSpec {
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
         // Returns first: a call entered between the two attachments would otherwise never see its return.
-        for (probes, retprobe) in [(&self.ret, true), (&self.entry, false)] {
+        let sets = [
+            (&self.ret, true, &skel.progs.stage_exit),
+            (&self.entry, false, &skel.progs.stage_enter),
+            (&self.go, false, &skel.progs.go_probe),
+        ];
+        for (probes, retprobe, prog) in sets {
             if probes.offsets.is_empty() {
                 continue;
             }
-            let prog = if retprobe {
-                &skel.progs.stage_exit
-            } else {
-                &skel.progs.stage_enter
-            };
             let link = prog
                 .attach_uprobe_multi_with_opts(
                     self.process.pid as i32,

@@ -1,0 +1,3 @@
+module tlsprof.example/go
+
+go 1.21

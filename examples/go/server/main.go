@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// An HTTPS server for tlsprof's tests and demo. Its certificate is made at start (self-signed, key type
+// chosen by -key). With -recurse N, every handshake picks its certificate and every request of /recurse
+// computes its answer through N nested calls with large frames: the goroutine's stack grows (and moves)
+// in the middle of the handshake and of the request, which a return probe on Go code would not survive.
+package main
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"flag"
+	"fmt"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// deep returns a checksum of n nested calls, each with a 512-byte frame the compiler cannot elide.
+//
+//go:noinline
+func deep(n int, seed byte) uint64 {
+	var pad [512]byte
+	pad[n%len(pad)] = seed
+	if n == 0 {
+		return uint64(pad[0]) + 1
+	}
+	return deep(n-1, seed+1)*31 + uint64(pad[n%len(pad)])
+}
+
+func newKey(kind string) (crypto.Signer, error) {
+	switch kind {
+	case "rsa":
+		return rsa.GenerateKey(rand.Reader, 2048)
+	case "ecdsa":
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "ed25519":
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		return k, err
+	}
+	return nil, fmt.Errorf("unknown key type %q (rsa, ecdsa, ed25519)", kind)
+}
+
+func selfSigned(key crypto.Signer) (tls.Certificate, error) {
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	keyType := flag.String("key", "ecdsa", "certificate key: rsa, ecdsa or ed25519")
+	recurse := flag.Int("recurse", 0, "nested calls with 512-byte frames in GetCertificate and /recurse")
+	noTickets := flag.Bool("no-tickets", false, "disable session tickets (every handshake is full)")
+	maxVersion := flag.String("max-version", "1.3", "highest TLS version: 1.2 or 1.3")
+	flag.Parse()
+
+	key, err := newKey(*keyType)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cert, err := selfSigned(key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := &tls.Config{
+		SessionTicketsDisabled: *noTickets,
+		MaxVersion:             tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if *recurse > 0 && deep(*recurse, 1) == 0 {
+				return nil, fmt.Errorf("unreachable")
+			}
+			return &cert, nil
+		},
+	}
+	if *maxVersion == "1.2" {
+		cfg.MaxVersion = tls.VersionTLS12
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	// /recurse?n=N&seed=S answers deep(N, S), which the client checks against its own computation.
+	mux.HandleFunc("/recurse", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		seed, _ := strconv.Atoi(r.URL.Query().Get("seed"))
+		if n < 0 || n > 100000 {
+			http.Error(w, "n out of range", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintln(w, deep(n, byte(seed)))
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The first line tells the tests where to connect.
+	fmt.Printf("listening %s\n", ln.Addr())
+	os.Stdout.Sync()
+	srv := &http.Server{Handler: mux, TLSConfig: cfg, ErrorLog: log.New(os.Stderr, "", 0)}
+	log.Fatal(srv.ServeTLS(ln, "", ""))
+}

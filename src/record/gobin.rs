@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Go executables: the Go release they were built with (.go.buildinfo), their function table (the runtime's
+//! pclntab, kept by stripped builds too) and the return sites of a function's machine code. The file is
+//! the target's: every offset read from it is bounds-checked, and a malformed table is an error, not a panic.
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, Register};
+use object::{Object, ObjectSection, ObjectSegment};
+
+/// A function of the Go function table: its name and code range (virtual addresses of the file).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GoFunc {
+    pub name: String,
+    pub entry: u64,
+    pub end: u64,
+}
+
+/// What tlsprof reads from a Go executable.
+#[derive(Clone, Debug)]
+pub struct GoBinary {
+    /// "go1.26.8"; None when the build info is missing or in the pre-1.18 layout.
+    pub version: Option<String>,
+    /// Sorted by entry address.
+    pub functions: Vec<GoFunc>,
+    /// (virtual address, file offset, size) of each PT_LOAD segment: uprobes take file offsets.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+/// Why a file that looks like Go cannot be read.
+#[derive(Debug, PartialEq)]
+pub enum GoError {
+    /// The function table's header names a layout before Go 1.18.
+    UnsupportedTable(u32),
+    /// An offset or count points outside the table.
+    Truncated(&'static str),
+}
+
+impl std::fmt::Display for GoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GoError::UnsupportedTable(magic) => {
+                write!(
+                    f,
+                    "Go function table of an unsupported release (magic {magic:#x}; Go 1.18 and later are read)"
+                )
+            }
+            GoError::Truncated(what) => write!(f, "malformed Go function table: {what} out of bounds"),
+        }
+    }
+}
+
+impl std::error::Error for GoError {}
+
+/// pclntab header magics: Go 1.18-1.19 and Go 1.20 and later share the layout read here.
+const MAGIC_GO118: u32 = 0xffff_fff0;
+const MAGIC_GO120: u32 = 0xffff_fff1;
+const BUILDINFO_MAGIC: &[u8] = b"\xff Go buildinf:";
+
+impl GoBinary {
+    /// Reads a Go executable. Ok(None) when the file is not a Go program (no function table).
+    pub fn parse(data: &[u8]) -> Result<Option<GoBinary>, Box<dyn std::error::Error + Send + Sync>> {
+        let Ok(file) = object::File::parse(data) else {
+            return Ok(None);
+        };
+        let Some(table) = file.section_by_name(".gopclntab") else {
+            return Ok(None);
+        };
+        let table_data = table.data()?;
+        let text_start = file.section_by_name(".text").map_or(0, |s| s.address());
+        let functions = parse_pclntab(table_data, text_start)?;
+        let version = file
+            .section_by_name(".go.buildinfo")
+            .and_then(|s| s.data().ok())
+            .and_then(buildinfo_version);
+        let segments = file
+            .segments()
+            .filter_map(|s| {
+                let (offset, size) = s.file_range();
+                (size > 0).then(|| (s.address(), offset, size.min(s.size())))
+            })
+            .collect();
+        Ok(Some(GoBinary {
+            version,
+            functions,
+            segments,
+        }))
+    }
+
+    /// The file offset of a virtual address of the file, if a segment maps it from the file.
+    pub fn file_offset(&self, addr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(va, _, size)| va <= addr && addr - va < size)
+            .map(|&(va, off, _)| off + (addr - va))
+    }
+}
+
+fn u32_at(data: &[u8], at: usize, what: &'static str) -> Result<u32, GoError> {
+    let bytes = data.get(at..at.checked_add(4).ok_or(GoError::Truncated(what))?);
+    Ok(u32::from_le_bytes(
+        bytes.ok_or(GoError::Truncated(what))?.try_into().expect("4 bytes"),
+    ))
+}
+
+fn u64_at(data: &[u8], at: usize, what: &'static str) -> Result<u64, GoError> {
+    let bytes = data.get(at..at.checked_add(8).ok_or(GoError::Truncated(what))?);
+    Ok(u64::from_le_bytes(
+        bytes.ok_or(GoError::Truncated(what))?.try_into().expect("8 bytes"),
+    ))
+}
+
+fn usize_at(data: &[u8], at: usize, what: &'static str) -> Result<usize, GoError> {
+    usize::try_from(u64_at(data, at, what)?).map_err(|_| GoError::Truncated(what))
+}
+
+/// The functions of a pclntab (runtime/symtab.go: pcHeader, then functab entries {entryoff, funcoff} and
+/// _func records {entryOff, nameOff, ...}). `text_start`: the .text address, used when the header's own is
+/// left to a relocation (position-independent builds).
+pub fn parse_pclntab(data: &[u8], text_start: u64) -> Result<Vec<GoFunc>, GoError> {
+    let magic = u32_at(data, 0, "header")?;
+    if magic != MAGIC_GO118 && magic != MAGIC_GO120 {
+        return Err(GoError::UnsupportedTable(magic));
+    }
+    if data.get(7) != Some(&8) {
+        return Err(GoError::Truncated("pointer size"));
+    }
+    let nfunc = usize_at(data, 8, "function count")?;
+    let text = match u64_at(data, 24, "text start")? {
+        0 => text_start,
+        t => t,
+    };
+    let names = usize_at(data, 32, "name table")?;
+    let ftab = usize_at(data, 64, "function table")?;
+    // nfunc + 1 entries of 8 bytes: the last one holds the end of the last function.
+    let ftab_len = nfunc
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(8))
+        .ok_or(GoError::Truncated("function count"))?;
+    if ftab.checked_add(ftab_len).is_none_or(|end| end > data.len()) {
+        return Err(GoError::Truncated("function count"));
+    }
+    let mut out = Vec::with_capacity(nfunc);
+    for i in 0..nfunc {
+        let entry_off = u32_at(data, ftab + i * 8, "function entry")?;
+        let func_off = u32_at(data, ftab + i * 8 + 4, "function record")? as usize;
+        let next_off = u32_at(data, ftab + (i + 1) * 8, "function end")?;
+        let record = ftab
+            .checked_add(func_off)
+            .ok_or(GoError::Truncated("function record"))?;
+        let name_off = u32_at(data, record + 4, "function record")? as usize;
+        let name_at = names.checked_add(name_off).ok_or(GoError::Truncated("function name"))?;
+        let rest = data.get(name_at..).ok_or(GoError::Truncated("function name"))?;
+        let len = memchr::memchr(0, rest).ok_or(GoError::Truncated("function name"))?;
+        let name = String::from_utf8_lossy(&rest[..len]).into_owned();
+        if next_off < entry_off {
+            return Err(GoError::Truncated("function end"));
+        }
+        out.push(GoFunc {
+            name,
+            entry: text + u64::from(entry_off),
+            end: text + u64::from(next_off),
+        });
+    }
+    out.sort_by_key(|f| f.entry);
+    Ok(out)
+}
+
+/// The Go release in a .go.buildinfo section (Go 1.18 and later: the version string inline after the
+/// 32-byte header, length as a uvarint).
+pub fn buildinfo_version(data: &[u8]) -> Option<String> {
+    if !data.starts_with(BUILDINFO_MAGIC) || data.get(15)? & 2 == 0 {
+        return None;
+    }
+    let mut len = 0usize;
+    let mut at = 32;
+    for shift in (0..35).step_by(7) {
+        let b = *data.get(at)?;
+        at += 1;
+        len |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            let text = std::str::from_utf8(data.get(at..at.checked_add(len)?)?).ok()?;
+            return (text.starts_with("go") && len < 64).then(|| text.to_string());
+        }
+    }
+    None
+}
+
+/// Where a call of the function leaves it: each return instruction, and each jump out of its code (a tail
+/// call: the callee returns to our caller). Addresses are virtual, like `entry`. At each of them the stack
+/// pointer is back where it was at entry. Indirect jumps are taken for the switch tables they usually are.
+pub fn exit_sites(code: &[u8], entry: u64) -> Vec<u64> {
+    let end = entry + code.len() as u64;
+    let mut decoder = Decoder::with_ip(64, code, entry, DecoderOptions::NONE);
+    let mut out = Vec::new();
+    for instr in &mut decoder {
+        if instr.is_invalid() {
+            continue;
+        }
+        match instr.flow_control() {
+            FlowControl::Return => out.push(instr.ip()),
+            FlowControl::UnconditionalBranch => {
+                let target = instr.near_branch_target();
+                if target < entry || target >= end {
+                    out.push(instr.ip());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where an entry probe can sit past a Go function's stack check (`cmp rsp,16(r14)`, or for a big frame
+/// `lea -N(rsp),r12; cmp r12,16(r14)`) on the branch that follows, which the kernel emulates rather than
+/// single-steps (`single_stepped`): the argument registers and the stack pointer are as at entry there.
+/// Returns the offset from the function's start, 0 when the code does not begin that way.
+pub fn past_stack_check(code: &[u8], single_stepped: impl Fn(&[u8]) -> bool) -> usize {
+    let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
+    let mut at = 0usize;
+    for _ in 0..3 {
+        if !single_stepped(&code[at..]) {
+            return at;
+        }
+        let instr = decoder.decode();
+        let flags_only = instr.mnemonic() == Mnemonic::Cmp;
+        let scratch =
+            instr.mnemonic() == Mnemonic::Lea && matches!(instr.op0_register(), Register::R12 | Register::R13);
+        if instr.is_invalid() || !(flags_only || scratch) {
+            return 0;
+        }
+        at += instr.len();
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pclntab of the Go 1.20+ layout holding the given (entry offset, name) functions, ending at `end`.
+    fn table(funcs: &[(u32, &str)], end: u32) -> Vec<u8> {
+        let nfunc = funcs.len();
+        let names_at = 72usize;
+        let mut names = Vec::new();
+        let mut name_offs = Vec::new();
+        for (_, n) in funcs {
+            name_offs.push(names.len() as u32);
+            names.extend_from_slice(n.as_bytes());
+            names.push(0);
+        }
+        let ftab_at = names_at + names.len();
+        let records_at = (nfunc + 1) * 8;
+        let mut t = Vec::new();
+        t.extend_from_slice(&MAGIC_GO120.to_le_bytes());
+        t.extend_from_slice(&[0, 0, 1, 8]);
+        t.extend_from_slice(&(nfunc as u64).to_le_bytes());
+        t.extend_from_slice(&0u64.to_le_bytes());
+        t.extend_from_slice(&0x401000u64.to_le_bytes());
+        t.extend_from_slice(&(names_at as u64).to_le_bytes());
+        t.extend_from_slice(&[0; 24]);
+        t.extend_from_slice(&(ftab_at as u64).to_le_bytes());
+        t.extend_from_slice(&names);
+        for (i, (entry, _)) in funcs.iter().enumerate() {
+            t.extend_from_slice(&entry.to_le_bytes());
+            t.extend_from_slice(&((records_at + i * 8) as u32).to_le_bytes());
+        }
+        t.extend_from_slice(&end.to_le_bytes());
+        t.extend_from_slice(&[0; 4]);
+        for (i, (entry, _)) in funcs.iter().enumerate() {
+            t.extend_from_slice(&entry.to_le_bytes());
+            t.extend_from_slice(&name_offs[i].to_le_bytes());
+        }
+        t
+    }
+
+    #[test]
+    fn pclntab_functions_with_names_and_ranges() {
+        let t = table(&[(0, "main.main"), (0x40, "crypto/tls.(*Conn).serverHandshake")], 0x100);
+        let funcs = parse_pclntab(&t, 0).unwrap();
+        assert_eq!(
+            funcs,
+            vec![
+                GoFunc {
+                    name: "main.main".into(),
+                    entry: 0x401000,
+                    end: 0x401040
+                },
+                GoFunc {
+                    name: "crypto/tls.(*Conn).serverHandshake".into(),
+                    entry: 0x401040,
+                    end: 0x401100
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_pclntab_is_an_error_never_a_panic() {
+        let t = table(&[(0, "main.main"), (0x40, "main.f")], 0x100);
+        // Every truncation, and every byte of the header and table corrupted in turn.
+        for len in 0..t.len() {
+            let _ = parse_pclntab(&t[..len], 0);
+        }
+        for i in 0..t.len() {
+            for v in [0x00, 0x7f, 0xff] {
+                let mut bad = t.clone();
+                bad[i] = v;
+                let _ = parse_pclntab(&bad, 0);
+            }
+        }
+        let mut huge = t.clone();
+        huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(parse_pclntab(&huge, 0), Err(GoError::Truncated("function count")));
+        assert_eq!(
+            parse_pclntab(&[0xfb, 0xff, 0xff, 0xff, 0, 0, 1, 8], 0),
+            Err(GoError::UnsupportedTable(0xffff_fffb))
+        );
+    }
+
+    #[test]
+    fn buildinfo_version_inline_layout() {
+        let mut b = BUILDINFO_MAGIC.to_vec();
+        b.extend_from_slice(&[8, 2]);
+        b.resize(32, 0);
+        b.push(9);
+        b.extend_from_slice(b"go1.21.13");
+        assert_eq!(buildinfo_version(&b).as_deref(), Some("go1.21.13"));
+        b[15] = 0;
+        assert_eq!(buildinfo_version(&b), None);
+        assert_eq!(buildinfo_version(&b[..20]), None);
+    }
+
+    #[test]
+    fn entry_probes_sit_past_the_stack_check() {
+        let stepped = |c: &[u8]| !matches!(c, [0x76, ..] | [0x0f, 0x86, ..] | [0x55, ..]);
+        // cmp rsp,[r14+0x10]; jbe
+        assert_eq!(past_stack_check(&[0x49, 0x3b, 0x66, 0x10, 0x76, 0x30], stepped), 4);
+        // lea r12,[rsp-0x208]; cmp r12,[r14+0x10]; jbe rel32
+        let big = [
+            0x4c, 0x8d, 0xa4, 0x24, 0xf8, 0xfd, 0xff, 0xff, 0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0, 0, 0, 0,
+        ];
+        assert_eq!(past_stack_check(&big, stepped), 12);
+        // push rbp first: emulated where it is.
+        assert_eq!(past_stack_check(&[0x55, 0x48], stepped), 0);
+        // mov rax,rbx then anything: stays at the start.
+        assert_eq!(past_stack_check(&[0x48, 0x89, 0xd8, 0x76, 0x30], stepped), 0);
+        assert_eq!(past_stack_check(&[0x49, 0x3b], stepped), 0);
+    }
+
+    #[test]
+    fn exits_are_returns_and_jumps_out() {
+        // cmp rsp,[r14+0x10]; jbe +N (to the morestack call below); ret; jmp rel32 out (tail call);
+        // call morestack; jmp back to the entry.
+        let code = [
+            0x49, 0x3b, 0x66, 0x10, // cmp rsp,[r14+0x10]
+            0x76, 0x06, // jbe +6
+            0xc3, // ret
+            0xe9, 0x00, 0x10, 0x00, 0x00, // jmp far away
+            0xe8, 0x00, 0x00, 0x00, 0x00, // call
+            0xeb, 0xed, // jmp to entry
+        ];
+        assert_eq!(exit_sites(&code, 0x1000), vec![0x1006, 0x1007]);
+    }
+}
