@@ -398,6 +398,9 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 
 		if (c)
 			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
+		/* Go's signatures carry no length to read: the key operation was a signature, not a decryption. */
+		if (c && (flags & FF_GO_ABI) && (flags & FF_PRIVATE_KEY_OP) && stage == STAGE_SIGN)
+			c->sig_made = FF_SIG_LEN_PTR;
 	}
 
 	f = &ts->frames[d];
@@ -731,17 +734,20 @@ int go_probe(struct pt_regs *ctx)
 			return 0;
 		gs->goroutine = 1;
 	}
-	/* An exit's own hit is counted by pop_frame. */
-	gs->hits += !exit;
-	gs->stepped += stepped;
 	t = thread_state_of(tid, now);
 	if (!t)
 		return 0;
 	go_run(t, tid, tgid, key.g, now);
 	sp = go_stack_pos(key.g, PT_REGS_SP(ctx));
-	if (exit)
-		/* An error result is an interface: nil when its type word (RAX) is 0. */
-		return pop_frame(ctx, gs, tgid, cookie, sp, ctx->ax == 0, now);
+	if (exit) {
+		/* An error result is an interface: nil when its type word (RAX) is 0. The exit's own hit is
+		 * counted by pop_frame; its single step (a return instruction's) comes after the frame closed. */
+		pop_frame(ctx, gs, tgid, cookie, sp, ctx->ax == 0, now);
+		gs->stepped += stepped;
+		return 0;
+	}
+	gs->hits++;
+	gs->stepped += stepped;
 	return push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
 }
 

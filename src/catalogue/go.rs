@@ -49,9 +49,20 @@ pub const ROWS: &[Row] = &[
         Handshake,
         SSL_ARG | CLIENT | CONN_START,
     ),
+    // Only full handshakes go here, whatever crypto.Signer holds the key (a KMS or HSM signer is not probed):
+    // TLS 1.2's server flight, and the Certificate message of TLS 1.3 (a resumed one sends none).
+    go(
+        "crypto/tls.(*serverHandshakeState).doFullHandshake",
+        Handshake,
+        PRIVATE_KEY_OP,
+    ),
+    go("crypto/tls.(*certificateMsgTLS13).marshal", Handshake, PRIVATE_KEY_OP),
     // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM-768 (client side).
     go("crypto/ecdh.(*x25519Curve).GenerateKey", Keygen, 0),
     go("crypto/ecdh.(*nistCurve).GenerateKey", Keygen, 0),
+    // Go 1.21 to 1.23 compute the public key on its first use, after GenerateKey has returned.
+    go("crypto/ecdh.(*x25519Curve).privateKeyToPublicKey", Keygen, 0),
+    go("crypto/ecdh.(*nistCurve).privateKeyToPublicKey", Keygen, 0),
     go("crypto/mlkem.GenerateKey768", Keygen, 0),
     go("crypto/internal/fips140/mlkem.GenerateKey768", Keygen, 0),
     // Shared secrets: ECDH, ML-KEM encapsulation (server) and decapsulation (client), RSA key transport.

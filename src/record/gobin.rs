@@ -85,6 +85,18 @@ impl GoBinary {
         }))
     }
 
+    /// The function whose code holds a file offset.
+    pub fn function_at_offset(&self, offset: u64) -> Option<&GoFunc> {
+        let &(va, off, _) = self
+            .segments
+            .iter()
+            .find(|&&(_, off, size)| off <= offset && offset - off < size)?;
+        let addr = va + (offset - off);
+        let i = self.functions.partition_point(|f| f.entry <= addr);
+        let f = self.functions.get(i.checked_sub(1)?)?;
+        (addr < f.end).then_some(f)
+    }
+
     /// The file offset of a virtual address of the file, if a segment maps it from the file.
     pub fn file_offset(&self, addr: u64) -> Option<u64> {
         self.segments

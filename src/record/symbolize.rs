@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames), the
-//! /tmp/perf-PID.map that JIT runtimes write (Node.js --perf-basic-prof) for code outside files.
+//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames), Go's
+//! own function table for Go executables without a symbol table (stripped), the /tmp/perf-PID.map that JIT
+//! runtimes write (Node.js --perf-basic-prof) for code outside files.
 
 use std::collections::HashMap;
 use std::fs;
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
+use super::gobin::GoBinary;
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
 
@@ -79,6 +81,8 @@ pub struct FrameSymbolizer {
     perf_maps: HashMap<u32, Option<PerfMap>>,
     symbolizer: Symbolizer,
     cache: HashMap<(u32, u64), Vec<String>>,
+    /// Go function tables by file (device, inode), read when a file's symbols name nothing; None: not Go.
+    go_tables: HashMap<(String, u64), Option<GoBinary>>,
     /// Processes with code outside files but no perf map: their JIT frames have no names.
     pub unnamed_jit: Vec<u32>,
 }
@@ -103,6 +107,7 @@ impl FrameSymbolizer {
             perf_maps: HashMap::new(),
             symbolizer: Symbolizer::new(),
             cache: HashMap::new(),
+            go_tables: HashMap::new(),
             unnamed_jit: Vec::new(),
         }
     }
@@ -204,6 +209,14 @@ impl FrameSymbolizer {
                 names
             }
             None => {
+                let go = self.go_tables.entry((m.dev.clone(), m.inode)).or_insert_with(|| {
+                    fs::read(&path)
+                        .ok()
+                        .and_then(|data| GoBinary::parse(&data).ok().flatten())
+                });
+                if let Some(f) = go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
+                    return vec![f.name.clone()];
+                }
                 // Per function, not per instruction: one flame-graph frame, and a bounded set of names.
                 let base = m.display_path().rsplit('/').next().unwrap_or("?");
                 match sections.function_start(&m, &path, file_offset) {

@@ -253,6 +253,10 @@ impl Recorder {
         rec
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn wait_live(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
@@ -520,4 +524,89 @@ pub fn profile_node_client(recording: &Path, port: u16, node_flags: &[&str], cli
     assert!(client.wait().unwrap().success());
     let summary = rec.finish();
     (serde_json::from_str(&line).unwrap_or(Value::Null), summary)
+}
+
+/// The Go toolchain: `go` on PATH, else where the official archive installs it.
+pub fn go_tool() -> PathBuf {
+    let on_path = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if on_path {
+        PathBuf::from("go")
+    } else {
+        PathBuf::from("/usr/local/go/bin/go")
+    }
+}
+
+/// Builds a program of examples/go (`server`, `client`, `signtime`) into target/go-examples/, once per
+/// variant: with `toolchain` (a release such as "go1.21.13", fetched through the Go module proxy; None: the
+/// machine's go) and stripped of symbols and DWARF (`-ldflags=-s -w`) or not.
+pub fn go_build(program: &str, toolchain: Option<&str>, stripped: bool) -> PathBuf {
+    let dir = repo().join("target").join("go-examples");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = format!(
+        "{program}-{}{}",
+        toolchain.unwrap_or("local"),
+        if stripped { "-stripped" } else { "" }
+    );
+    let out = dir.join(name);
+    let mut cmd = Command::new(go_tool());
+    cmd.current_dir(repo().join("examples/go"))
+        .args(["build", "-o"])
+        .arg(&out);
+    if stripped {
+        cmd.arg("-ldflags=-s -w");
+    }
+    cmd.arg(format!("./{program}"));
+    if let Some(t) = toolchain {
+        cmd.env("GOTOOLCHAIN", t);
+    }
+    let built = run(&mut cmd);
+    assert!(
+        built.status.success(),
+        "go build {program}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
+/// The HTTPS server of examples/go/server, started with `args`; its address is on its first line.
+pub fn start_go_server(binary: &Path, args: &[&str]) -> (Running, String) {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("go server did not start: {line:?}"))
+        .trim()
+        .to_string();
+    (Running(child), addr)
+}
+
+/// Runs examples/go/client against `addr` with `args` (pinned to `cpu` when given) and returns its JSON
+/// line: connections, resumed, errors, wrong_answers.
+pub fn go_client(client: &Path, addr: &str, args: &[&str], cpu: Option<usize>) -> Value {
+    let mut cmd = match cpu {
+        Some(c) => {
+            let mut t = Command::new("taskset");
+            t.args(["-c", &c.to_string()]).arg(client);
+            t
+        }
+        None => Command::new(client),
+    };
+    let out = run(cmd.args(["-addr", addr]).args(args));
+    assert!(
+        out.status.success(),
+        "go client: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("go client prints one JSON line")
 }

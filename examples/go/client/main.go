@@ -48,6 +48,7 @@ func main() {
 	resume := flag.Bool("resume", false, "resume sessions (shared client session cache)")
 	recurse := flag.Int("recurse", 0, "ask /recurse?n=N and check the answer")
 	version := flag.String("version", "1.3", "TLS version: 1.2 or 1.3")
+	fetch := flag.String("fetch", "", "print the body of this path instead, over one connection")
 	flag.Parse()
 	if *addr == "" {
 		fmt.Fprintln(os.Stderr, "client: -addr is required")
@@ -59,6 +60,17 @@ func main() {
 	}
 	if *resume {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+	}
+	if *fetch != "" {
+		tr := &http.Transport{TLSClientConfig: cfg}
+		resp, err := (&http.Client{Transport: tr}).Get("https://" + *addr + *fetch)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "client:", err)
+			os.Exit(1)
+		}
+		io.Copy(os.Stdout, resp.Body)
+		resp.Body.Close()
+		return
 	}
 	var res result
 	var firstErr sync.Once

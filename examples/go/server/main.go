@@ -18,13 +18,18 @@ import (
 	"crypto/x509/pkix"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // deep returns a checksum of n nested calls, each with a 512-byte frame the compiler cannot elide.
@@ -52,6 +57,46 @@ func newKey(kind string) (crypto.Signer, error) {
 	return nil, fmt.Errorf("unknown key type %q (rsa, ecdsa, ed25519)", kind)
 }
 
+// threadCPU is this thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	const clockThreadCPUTimeID = 3
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		log.Fatal(errno)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// clockedSigner alternates, one handshake in two, between the key's crypto.Signer (what tlsprof's sign
+// stage probes) and the same signature through the package function beneath it (not probed), which it
+// times on the goroutine's thread, locked to it for the call: the server's own, probe-free account of what
+// its signatures cost in the same run, served at /sign-clock for tests to compare with tlsprof's figure.
+type clockedSigner struct {
+	crypto.Signer
+	calls, signerCalls, clockedNs atomic.Int64
+}
+
+func (c *clockedSigner) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if c.calls.Add(1)%2 == 1 {
+		c.signerCalls.Add(1)
+		return c.Signer.Sign(r, digest, opts)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
+	defer func() { c.clockedNs.Add(int64(threadCPU() - start)) }()
+	switch k := c.Signer.(type) {
+	case *ecdsa.PrivateKey:
+		return ecdsa.SignASN1(r, k, digest)
+	case *rsa.PrivateKey:
+		if pss, ok := opts.(*rsa.PSSOptions); ok {
+			return rsa.SignPSS(r, k, pss.Hash, digest, pss)
+		}
+		return rsa.SignPKCS1v15(r, k, opts.HashFunc(), digest)
+	}
+	return c.Signer.Sign(r, digest, opts)
+}
+
 func selfSigned(key crypto.Signer) (tls.Certificate, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
@@ -74,6 +119,7 @@ func main() {
 	recurse := flag.Int("recurse", 0, "nested calls with 512-byte frames in GetCertificate and /recurse")
 	noTickets := flag.Bool("no-tickets", false, "disable session tickets (every handshake is full)")
 	maxVersion := flag.String("max-version", "1.3", "highest TLS version: 1.2 or 1.3")
+	signClock := flag.Bool("sign-clock", false, "time every other handshake signature (served at /sign-clock)")
 	flag.Parse()
 
 	key, err := newKey(*keyType)
@@ -83,6 +129,10 @@ func main() {
 	cert, err := selfSigned(key)
 	if err != nil {
 		log.Fatal(err)
+	}
+	clocked := &clockedSigner{Signer: key}
+	if *signClock {
+		cert.PrivateKey = clocked
 	}
 	cfg := &tls.Config{
 		SessionTicketsDisabled: *noTickets,
@@ -110,6 +160,10 @@ func main() {
 			return
 		}
 		fmt.Fprintln(w, deep(n, byte(seed)))
+	})
+	mux.HandleFunc("/sign-clock", func(w http.ResponseWriter, r *http.Request) {
+		all, signer := clocked.calls.Load(), clocked.signerCalls.Load()
+		fmt.Fprintf(w, "{\"signer_calls\": %d, \"clocked\": %d, \"clocked_ns\": %d}\n", signer, all-signer, clocked.clockedNs.Load())
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

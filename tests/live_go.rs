@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: Go HTTPS servers (examples/go) profiled by tlsprof (needs root): the newest Go and Go 1.21 stripped,
+//! counts against the clients', the sign stage against the server's own clock of the same signature in the
+//! same run, no return probe on Go code, and servers that grow their goroutines' stacks deeply during
+//! handshakes alive and correct afterwards.
+mod common;
+
+use std::fs;
+use std::process::Command;
+
+use common::*;
+
+/// The oldest Go release tlsprof supports, fetched through the Go module proxy.
+const OLDEST_GO: &str = "go1.21.13";
+
+/// Deep enough that every handshake's goroutine grows (and so moves) its stack in GetCertificate.
+const RECURSE: &str = "3000";
+
+/// The uprobe links tlsprof holds, from its file descriptors: (program id, probed path, cookies).
+fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
+    let mut links = Vec::new();
+    for fd in fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+        let Ok(text) = fs::read_to_string(fd.path()) else {
+            continue;
+        };
+        if !text.contains("link_type:\tuprobe_multi") {
+            continue;
+        }
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cookies = text
+            .lines()
+            .skip_while(|l| !l.starts_with("cookie"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        links.push((field("prog_id:").parse().unwrap(), field("path:"), cookies));
+    }
+    links
+}
+
+/// The BPF program names by id, from the kernel's program list.
+fn program_name(id: u64) -> String {
+    libbpf_rs::query::ProgInfoIter::default()
+        .find(|p| u64::from(p.id) == id)
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn go_server_stages_counts_and_sign_cost_without_return_probes() {
+    if !require_root("go_server_stages_counts_and_sign_cost_without_return_probes") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa", "-sign-clock"]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go.tlsprof");
+    let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+
+    // Every link on the Go executable is the entry-style Go program, with Go cookies.
+    let links: Vec<_> = uprobe_links(rec.pid())
+        .into_iter()
+        .filter(|(_, path, _)| path == server_bin.to_str().unwrap())
+        .collect();
+    assert!(!links.is_empty(), "no uprobe link on {}", server_bin.display());
+    for (prog, _, cookies) in &links {
+        assert_eq!(
+            program_name(*prog),
+            "go_probe",
+            "a link on Go code uses another program"
+        );
+        let go_abi = u64::from(tlsprof::catalogue::GO_ABI) << 32;
+        assert!(cookies.iter().all(|c| c & go_abi != 0), "{cookies:?}");
+        assert!(cookies.iter().any(|c| c >> 48 == 1), "no exit site probed");
+    }
+
+    let full = go_client(&client, &addr, &["-duration", "4s"], cpus.client);
+    let resumed13 = go_client(&client, &addr, &["-n", "300", "-resume", "-workers", "2"], cpus.client);
+    let resumed12 = go_client(
+        &client,
+        &addr,
+        &["-n", "300", "-resume", "-workers", "2", "-version", "1.2"],
+        cpus.client,
+    );
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+    // The server's own clock of the signatures it made beside the probed ones (one handshake in two).
+    let clock = Command::new(&client)
+        .args(["-addr", &addr, "-fetch", "/sign-clock"])
+        .output()
+        .unwrap();
+    let clock: serde_json::Value = serde_json::from_slice(&clock.stdout).expect("/sign-clock JSON");
+
+    let clients = [&full, &resumed13, &resumed12];
+    for c in clients {
+        assert_eq!((n(&c["errors"]), n(&c["wrong_answers"])), (0, 0), "{c}");
+    }
+    let connections: u64 = clients.iter().map(|c| n(&c["connections"])).sum();
+    let resumed: u64 = clients.iter().map(|c| n(&c["resumed"])).sum();
+    let r = report_json(&recording);
+    let lib = &r["libraries"][0];
+    assert_eq!(lib["flavor"], "go", "{r:#}");
+    assert!(lib["version"].as_str().unwrap_or("").starts_with("go1."), "{lib}");
+    let hs = &r["handshakes"];
+    let total = f(&hs["total"]);
+    eprintln!(
+        "clients: {connections} connections, {resumed} resumed; tlsprof: {total} handshakes, {} full, {} resumed, {} server",
+        hs["full"], hs["resumed"], hs["server"]
+    );
+    assert!(
+        within(total, connections as f64, 0.02),
+        "{total} vs {connections}\n{summary}"
+    );
+    assert_eq!(f(&hs["resumed"]), resumed as f64, "{summary}");
+    assert_eq!(f(&hs["server"]), total);
+    assert_eq!(f(&hs["full"]) + f(&hs["resumed"]), total);
+
+    // The fetch's own handshake, the last call, went to the signer when the count of calls is odd.
+    let fetch_signed = (n(&clock["signer_calls"]) + n(&clock["clocked"])) % 2;
+    let sign = stage(&r, "sign");
+    assert_eq!(
+        f(&sign["calls"]),
+        (n(&clock["signer_calls"]) - fetch_signed) as f64,
+        "{sign} vs {clock}"
+    );
+    let per_call = f(&sign["cpu_us_per_call"]);
+    let reference = f(&clock["clocked_ns"]) / f(&clock["clocked"]) / 1e3;
+    eprintln!(
+        "sign: tlsprof {per_call:.1} µs per call over {} calls; the server's clock {reference:.1} µs over {} signatures",
+        sign["calls"], clock["clocked"]
+    );
+    assert!(
+        within(per_call, reference, 0.15),
+        "sign {per_call:.1} µs vs {reference:.1} µs by the server's clock\n{summary}"
+    );
+    for s in ["keygen", "derive", "resume", "key_schedule"] {
+        assert!(f(&stage(&r, s)["calls"]) >= f(&hs["full"]), "{s}: {}", stage(&r, s));
+    }
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+#[test]
+fn go_server_recursing_deeply_during_handshakes_survives_a_recording() {
+    if !require_root("go_server_recursing_deeply_during_handshakes_survives_a_recording") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-deep");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa", "-recurse", RECURSE]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go.tlsprof");
+    let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+    let load = go_client(
+        &client,
+        &addr,
+        &["-duration", "4s", "-recurse", "2000", "-workers", "8"],
+        cpus.client,
+    );
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+    assert_eq!((n(&load["errors"]), n(&load["wrong_answers"])), (0, 0), "{load}");
+    let r = report_json(&recording);
+    let total = f(&r["handshakes"]["total"]);
+    eprintln!(
+        "deep recursion: client {} connections; tlsprof {total} handshakes",
+        load["connections"]
+    );
+    assert!(within(total, f(&load["connections"]), 0.02), "{summary}");
+    assert_eq!(f(&stage(&r, "sign")["calls"]), total, "{summary}");
+    // Alive and correct afterwards, through deeper recursion still.
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+    let after = go_client(&client, &addr, &["-n", "50", "-recurse", "5000"], cpus.client);
+    assert_eq!(
+        (
+            n(&after["connections"]),
+            n(&after["errors"]),
+            n(&after["wrong_answers"])
+        ),
+        (50, 0, 0)
+    );
+}
+
+#[test]
+fn stripped_oldest_go_is_profiled_with_names() {
+    if !require_root("stripped_oldest_go_is_profiled_with_names") {
+        return;
+    }
+    let server_bin = go_build("server", Some(OLDEST_GO), true);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-stripped");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "rsa", "-recurse", RECURSE]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go.tlsprof");
+    let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+    let full = go_client(&client, &addr, &["-n", "300", "-recurse", "2000"], cpus.client);
+    let resumed = go_client(
+        &client,
+        &addr,
+        &["-n", "200", "-resume", "-version", "1.2"],
+        cpus.client,
+    );
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+
+    let r = report_json(&recording);
+    assert_eq!(r["libraries"][0]["version"], OLDEST_GO, "{r:#}");
+    let connections = n(&full["connections"]) + n(&resumed["connections"]);
+    let hs = &r["handshakes"];
+    eprintln!(
+        "clients: {connections} connections, {} resumed; tlsprof: {} handshakes, {} resumed",
+        resumed["resumed"], hs["total"], hs["resumed"]
+    );
+    assert!(within(f(&hs["total"]), connections as f64, 0.02), "{summary}");
+    assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+    for name in [
+        "crypto/tls.(*Conn).serverHandshake",
+        "crypto/rsa.(*PrivateKey).Sign",
+        "crypto/ecdh.(*x25519Curve).GenerateKey",
+    ] {
+        let func = function(&r, name).unwrap_or_else(|| panic!("{name} not found in the stripped binary\n{summary}"));
+        assert!(f(&func["calls"]) > 0.0, "{func}");
+    }
+    // Whole stacks from the goroutine's root, named from Go's function table, through the stage frames.
+    let folded = run(tlsprof().args(["flamegraph", "--folded"]).arg(&recording));
+    let folded = String::from_utf8_lossy(&folded.stdout);
+    assert!(
+        folded.lines().any(|l| l.contains("runtime.goexit;")
+            && l.contains(";crypto/tls.(*Conn).serverHandshake [handshake];")
+            && l.contains(";crypto/rsa.(*PrivateKey).Sign [sign];crypto/")),
+        "no named Go stack through sign:\n{folded}"
+    );
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+    let after = go_client(&client, &addr, &["-n", "20", "-recurse", "5000"], cpus.client);
+    assert_eq!((n(&after["errors"]), n(&after["wrong_answers"])), (0, 0));
+}
