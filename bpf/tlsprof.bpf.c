@@ -797,13 +797,21 @@ header:
 		ts->last_header_type = head[0];
 }
 
+/* The state whose connection a socket call belongs to: the thread's, or the goroutine's it runs (Go). */
 static __always_inline struct thread_state *current_thread(__u32 *tgid)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
+	struct thread_state *ts;
+	struct goroutine_key key = {};
 
 	*tgid = pid_tgid >> 32;
-	return bpf_map_lookup_elem(&threads, &tid);
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts || !ts->g)
+		return ts;
+	key.tgid = *tgid;
+	key.g = ts->g;
+	return bpf_map_lookup_elem(&goroutines, &key);
 }
 
 /* From errno.h, which vmlinux.h does not carry: a non-blocking connect under way. */

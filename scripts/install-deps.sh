@@ -24,6 +24,28 @@ if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   exit 1
 fi
 
+# Go 1.21 or later builds the Go targets of the tests (examples/go); older releases are fetched by the tests
+# through the Go module proxy (GOTOOLCHAIN). Found on PATH or in /usr/local/go; else Debian's golang-go is
+# installed and, being older than 1.21, used only to fetch a newer toolchain module from the proxy.
+go_ok() { "$1" version 2>/dev/null | grep -qE 'go1\.(2[1-9]|[3-9][0-9])'; }
+go_bin=$(command -v go || echo /usr/local/go/bin/go)
+if ! go_ok "$go_bin"; then
+  go_toolchain=golang.org/toolchain@v0.0.1-go1.26.8.linux-amd64
+  if ! command -v go >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "install-deps: Go 1.21 or later is missing: install it, or run as root" >&2
+      exit 1
+    fi
+    apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+  fi
+  go mod download "$go_toolchain"
+  go_root="$(go env GOMODCACHE)/$go_toolchain"
+  # Module zips keep no file modes: the toolchain's programs must be made executable again.
+  find "$go_root/bin" "$go_root/pkg/tool" -type f -exec chmod 0755 {} +
+  ln -sf "$go_root/bin/go" /usr/local/bin/go
+  go_ok /usr/local/bin/go || { echo "install-deps: could not install Go 1.21 or later" >&2; exit 1; }
+fi
+
 # Debian's nginx package starts a service on port 80; tlsprof's examples run their own instances.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
   systemctl stop nginx || true
