@@ -55,6 +55,16 @@ const MAGIC_GO118: u32 = 0xffff_fff0;
 const MAGIC_GO120: u32 = 0xffff_fff1;
 const BUILDINFO_MAGIC: &[u8] = b"\xff Go buildinf:";
 
+/// Whether the ELF file at `path` has a Go function table, read from its section headers only: the
+/// executables of other targets (Node.js) are large.
+pub fn is_go(path: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let cache = object::ReadCache::new(file);
+    object::File::parse(&cache).is_ok_and(|f| f.section_by_name(".gopclntab").is_some())
+}
+
 impl GoBinary {
     /// Reads a Go executable. Ok(None) when the file is not a Go program (no function table).
     pub fn parse(data: &[u8]) -> Result<Option<GoBinary>, Box<dyn std::error::Error + Send + Sync>> {

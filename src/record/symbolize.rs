@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
-use super::gobin::GoBinary;
+use super::gobin::{self, GoBinary};
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
 
@@ -210,9 +210,8 @@ impl FrameSymbolizer {
             }
             None => {
                 let go = self.go_tables.entry((m.dev.clone(), m.inode)).or_insert_with(|| {
-                    fs::read(&path)
-                        .ok()
-                        .and_then(|data| GoBinary::parse(&data).ok().flatten())
+                    let data = gobin::is_go(&path).then(|| fs::read(&path).ok()).flatten()?;
+                    GoBinary::parse(&data).ok().flatten()
                 });
                 if let Some(f) = go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
                     return vec![f.name.clone()];
