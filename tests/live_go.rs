@@ -248,3 +248,42 @@ fn stripped_oldest_go_is_profiled_with_names() {
     let after = go_client(&client, &addr, &["-n", "20", "-recurse", "5000"], cpus.client);
     assert_eq!((n(&after["errors"]), n(&after["wrong_answers"])), (0, 0));
 }
+
+#[test]
+fn a_parked_handshake_is_not_charged_for_the_goroutine_that_ran_meanwhile() {
+    if !require_root("a_parked_handshake_is_not_charged_for_the_goroutine_that_ran_meanwhile") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-park");
+    // One P: while a handshake's goroutine sleeps in GetCertificate, the spinning goroutine runs on the same
+    // thread, with no kernel context switch between them.
+    let mut cmd = Command::new(&server_bin);
+    cmd.env("GOMAXPROCS", "1")
+        .args(["-key", "ecdsa", "-park", "20ms", "-burn"]);
+    let (mut server, addr) = start_go_server_cmd(cmd);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go.tlsprof");
+    let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+    let load = go_client(&client, &addr, &["-duration", "3s", "-workers", "2"], cpus.client);
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+    assert_eq!(n(&load["errors"]), 0, "{load}");
+    let r = report_json(&recording);
+    let total = f(&r["handshakes"]["total"]);
+    let handshake_ms = f(&r["tls_cpu_ms"]);
+    let process_ms = f(&r["process_cpu_ms"]);
+    // Each handshake sleeps 20 ms inside its handshake call while the spinner has the CPU: charged to the
+    // handshake, that would be about 20 ms of CPU per handshake and most of the process's CPU.
+    let per_handshake_ms = handshake_ms / total;
+    eprintln!(
+        "parked handshakes: {total} (client {}), {per_handshake_ms:.3} ms CPU per handshake, handshakes {handshake_ms:.0} ms of {process_ms:.0} ms process CPU",
+        load["connections"]
+    );
+    assert!(within(total, f(&load["connections"]), 0.02), "{summary}");
+    assert!(per_handshake_ms < 20.0 / 4.0, "{summary}");
+    assert!(handshake_ms < process_ms / 4.0, "{summary}");
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}

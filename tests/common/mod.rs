@@ -573,12 +573,14 @@ pub fn go_build(program: &str, toolchain: Option<&str>, stripped: bool) -> PathB
 
 /// The HTTPS server of examples/go/server, started with `args`; its address is on its first line.
 pub fn start_go_server(binary: &Path, args: &[&str]) -> (Running, String) {
-    let mut child = Command::new(binary)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(binary);
+    cmd.args(args);
+    start_go_server_cmd(cmd)
+}
+
+/// The same server from a command made by the caller (environment, arguments).
+pub fn start_go_server_cmd(mut cmd: Command) -> (Running, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

@@ -120,6 +120,8 @@ func main() {
 	noTickets := flag.Bool("no-tickets", false, "disable session tickets (every handshake is full)")
 	maxVersion := flag.String("max-version", "1.3", "highest TLS version: 1.2 or 1.3")
 	signClock := flag.Bool("sign-clock", false, "time every other handshake signature (served at /sign-clock)")
+	park := flag.Duration("park", 0, "sleep this long in GetCertificate: the handshake's goroutine parks")
+	burn := flag.Bool("burn", false, "spin a goroutine on the CPU, to run while handshakes are parked")
 	flag.Parse()
 
 	key, err := newKey(*keyType)
@@ -138,6 +140,7 @@ func main() {
 		SessionTicketsDisabled: *noTickets,
 		MaxVersion:             tls.VersionTLS13,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			time.Sleep(*park)
 			if *recurse > 0 && deep(*recurse, 1) == 0 {
 				return nil, fmt.Errorf("unreachable")
 			}
@@ -165,6 +168,16 @@ func main() {
 		all, signer := clocked.calls.Load(), clocked.signerCalls.Load()
 		fmt.Fprintf(w, "{\"signer_calls\": %d, \"clocked\": %d, \"clocked_ns\": %d}\n", signer, all-signer, clocked.clockedNs.Load())
 	})
+	if *burn {
+		go func() {
+			for x := uint64(1); ; x = x*6364136223846793005 + 1 {
+				// Yields now and then, as a busy request handler would; async preemption does the rest.
+				if x%4096 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
