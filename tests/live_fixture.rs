@@ -83,7 +83,7 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
         let unprobed = f(&truth[format!("unprobed_{name}_cpu_us").as_str()]);
         assert!(
             within(ours, theirs, 0.10),
-            "{name}: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({unprobed:.1} µs before probes)\n{summary}"
+            "{name}: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({unprobed:.1} µs in its unprobed twin at the same time)\n{summary}"
         );
     }
 }
