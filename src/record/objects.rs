@@ -12,12 +12,13 @@ use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
 use blazesym::SymType;
 
-/// A catalogue function found in a file, at a file offset (what uprobes take).
+/// A catalogue function found in a file, and where its probes go, as a file offset (what uprobes take): its
+/// start or, past a first instruction that only reads, its second (prologue.rs).
 #[derive(Clone, Debug)]
 pub struct FoundFunction {
     pub row: &'static Row,
     pub file_offset: u64,
-    /// The kernel single-steps its first instruction: every entry costs a second trap.
+    /// The kernel single-steps the instruction there: every entry costs a second trap.
     pub stepped: bool,
 }
 
@@ -46,15 +47,11 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
             let mut code = [0u8; 16];
             let read = file.read_at(&mut code, offset).unwrap_or(0);
             let code = &code[..read];
-            // An entry-only probe on a pointer argument may skip a NULL check onto an emulated instruction.
-            let skip = match row.stage {
-                None if row.flags & catalogue::SSL_ARG != 0 => prologue::past_null_check(code).unwrap_or(0),
-                _ => 0,
-            };
+            let site = prologue::probe_site(code);
             functions.push(FoundFunction {
                 row,
-                file_offset: offset + skip as u64,
-                stepped: prologue::stepped(&code[skip..]),
+                file_offset: offset + site.offset as u64,
+                stepped: site.stepped,
             });
         }
     }
