@@ -39,6 +39,8 @@ struct frame {
 	__u64 arg3;
 	__u16 func;
 	__u8 stage;
+	/* An FF_IO_DRIVER call that holds the thread's connection (thread_state.ssl). */
+	__u8 drives;
 };
 
 struct thread_state {
@@ -58,8 +60,11 @@ struct thread_state {
 	__u32 running;
 	__u32 depth;
 	__u32 epoch;
-	/* A stage other than the handshake's own ran inside the current outermost handshake call. */
+	/* A stage other than the handshake's own ran inside the current outermost handshake call (inside an
+	 * FF_IO_DRIVER call: a handshake stage). */
 	__u32 worked;
+	/* thread_state.ssl was set by an FF_IO_DRIVER call, not a handshake call. */
+	__u32 driving;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -100,8 +105,9 @@ enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
 enum tlsprof_stat _stat = STAT_TREE_DROPS;
 enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
+enum tlsprof_target_flags _target_flags = TARGET_PROBED;
 
-/* tgid -> 1: processes being profiled; the sampler ignores everyone else. */
+/* tgid -> enum tlsprof_target_flags: processes being profiled; the sampler ignores everyone else. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -305,6 +311,26 @@ static __always_inline void note_conn_fact(struct pt_regs *ctx, __u32 tgid, __u1
 		c->role = role;
 }
 
+/* Work only a handshake does: not the record layer's (an FF_IO_DRIVER call's own stage, or the MACs that
+ * --all-probes counts in `sign` with no private-key flag). */
+static __always_inline bool handshake_work(__u8 stage, __u16 flags)
+{
+	return stage == STAGE_KEYGEN || stage == STAGE_DERIVE || stage == STAGE_VERIFY || stage == STAGE_KEY_SCHEDULE ||
+	       stage == STAGE_RESUME || (stage == STAGE_SIGN && (flags & FF_PRIVATE_KEY_OP));
+}
+
+static __always_inline void note_unframed_work(__u32 tgid)
+{
+	__u8 *target = bpf_map_lookup_elem(&targets, &tgid);
+
+	/* Not a target: tlsprof's own calibration calls. */
+	if (!target)
+		return;
+	count_stat(STAT_UNFRAMED_WORK);
+	if (!(*target & TARGET_UNFRAMED_WORK))
+		*target |= TARGET_UNFRAMED_WORK;
+}
+
 SEC("uprobe.multi")
 int stage_enter(struct pt_regs *ctx)
 {
@@ -318,6 +344,7 @@ int stage_enter(struct pt_regs *ctx)
 	struct frame *f;
 	__u64 now, d;
 	bool stepped = flags & FF_STEPPED;
+	__u8 drives = 0;
 	int i;
 
 	count_stat(STAT_PROBE_HITS);
@@ -363,6 +390,7 @@ int stage_enter(struct pt_regs *ctx)
 		ts->depth = 0;
 		ts->ssl = 0;
 		ts->last_ssl = 0;
+		ts->driving = 0;
 		ts->epoch = probe_epoch;
 	}
 	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
@@ -375,6 +403,11 @@ int stage_enter(struct pt_regs *ctx)
 		}
 	}
 	ts->depth = d;
+	/* The call that held the connection is gone with them. */
+	if (d == 0) {
+		ts->ssl = 0;
+		ts->driving = 0;
+	}
 	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
 	barrier_var(d);
 	if (d >= TLSPROF_MAX_DEPTH) {
@@ -390,9 +423,19 @@ int stage_enter(struct pt_regs *ctx)
 		ts->ssl = PT_REGS_PARM1(ctx);
 		ts->last_ssl = ts->ssl;
 		ts->worked = 0;
+		ts->driving = 0;
 		note_conn_fact(ctx, tgid, flags);
+	} else if ((flags & FF_IO_DRIVER) && ts->ssl == 0) {
+		ts->ssl = PT_REGS_PARM1(ctx);
+		ts->last_ssl = ts->ssl;
+		ts->worked = 0;
+		ts->driving = 1;
+		drives = 1;
 	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
-		ts->worked = 1;
+		if (!ts->driving || handshake_work(stage, flags))
+			ts->worked = 1;
+	} else if (d == 0 && handshake_work(stage, flags)) {
+		note_unframed_work(tgid);
 	}
 	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
 		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
@@ -414,6 +457,7 @@ int stage_enter(struct pt_regs *ctx)
 	f->stepped_at_entry = ts->stepped - stepped;
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
+	f->drives = drives;
 	ts->depth = d + 1;
 	return 0;
 }
@@ -437,6 +481,32 @@ static __always_inline void finish_handshake(struct pt_regs *ctx, __u32 tgid, st
 	if ((int)PT_REGS_RC(ctx) != 1 || c->counted)
 		return;
 	emit_handshake(tgid, ts_ssl, c, OUTCOME_COMPLETED);
+}
+
+/* An FF_IO_DRIVER call returns: the handshake work inside it is its connection's, and its success means the
+ * handshake has completed (SSL_read/SSL_write return bytes, the _ex forms 1). */
+static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
+					     __u64 nested_hits, __u64 nested_stepped)
+{
+	__u64 ssl = ts->ssl;
+	struct conn_state *c = conn_lookup(tgid, ssl, ts->worked);
+
+	ts->ssl = 0;
+	ts->driving = 0;
+	if (!c) {
+		ts->worked = 0;
+		return;
+	}
+	if (ts->worked) {
+		c->handshake_cpu_ns += cpu_ns;
+		c->handshake_calls++;
+		c->handshake_hits += nested_hits;
+		c->handshake_stepped += nested_stepped;
+		c->worked = 1;
+		ts->worked = 0;
+	}
+	if ((int)PT_REGS_RC(ctx) > 0 && c->worked && !c->counted)
+		emit_handshake(tgid, ssl, c, OUTCOME_COMPLETED);
 }
 
 /* Lengths that tell the certificate key (signature) and the key exchange (shared secret) of a handshake. */
@@ -536,6 +606,8 @@ int stage_exit(struct pt_regs *ctx)
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
 		finish_handshake(ctx, tgid, ts, total, nested_hits, nested_stepped);
+	else if (ts->frames[found].drives && ts->ssl && ts->driving)
+		finish_io_driver(ctx, tgid, ts, total, nested_hits, nested_stepped);
 	ts->depth = found;
 	return 0;
 }

@@ -50,6 +50,17 @@ enum tlsprof_func_flags {
 	/* Returns the length of the shared secret (ECDH_compute_key, DH_compute_key): only prime curves and
 	 * finite-field groups go through these, so the length names the group. */
 	FF_SECRET_LEN_RET = 1 << 11,
+	/* SSL_read/SSL_write of a library whose state machine is not probed (public API only): a handshake driven
+	 * from them runs inside, and their success (> 0) means it has completed. */
+	FF_IO_DRIVER = 1 << 12,
+};
+
+/* Values of the targets map: the process is a target, and what its probes saw. */
+enum tlsprof_target_flags {
+	TARGET_PROBED = 1 << 0,
+	/* A handshake stage ran outside any handshake call (or I/O call driving one): the process's handshakes
+	 * run inside SSL_read/SSL_write, which user space then probes too. */
+	TARGET_UNFRAMED_WORK = 1 << 1,
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
@@ -202,7 +213,10 @@ enum tlsprof_stat {
 	/* Connections a target accepted or opened (accept/accept4/connect returning a socket or EINPROGRESS):
 	 * counted all the time, without a trap, to scale the handshakes seen in probe windows. */
 	STAT_CONNECTIONS = 10,
-	STAT_COUNT = 11,
+	/* Entries of handshake stages (key exchange, signature, verification, key schedule, resumption) outside
+	 * any handshake call or I/O call driving one: their handshakes are not counted (TARGET_UNFRAMED_WORK). */
+	STAT_UNFRAMED_WORK = 11,
+	STAT_COUNT = 12,
 };
 
 #endif

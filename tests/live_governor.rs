@@ -49,8 +49,7 @@ fn paired_run(twins: &[Nginx; 2], workers: [u32; 2], profiled: usize, args: &[&s
     let report = report_json(recording);
     let probes_ms = f(&report["probe_overhead_ms"]);
     Run {
-        paired_overhead: per_handshake(profiled, connections) / per_handshake(1 - profiled, control_connections)
-            - 1.0,
+        paired_overhead: per_handshake(profiled, connections) / per_handshake(1 - profiled, control_connections) - 1.0,
         estimated_overhead: probes_ms / (f(&report["process_cpu_ms"]) - probes_ms),
         connections,
         report,

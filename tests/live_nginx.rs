@@ -36,6 +36,17 @@ fn nginx_full_handshakes_counted_and_sign_share_matches_speed() {
     // Debian's OpenSSL 3.0 opens EVP_PKEY_keygen with a `cmpl` and SSL_free with a `test`, which the kernel
     // would single-step: their probes sit on the jumps after them, so no hit takes a second trap.
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+    // nginx drives its handshakes with SSL_do_handshake: no stage runs outside one, so SSL_read and
+    // SSL_write stay unprobed.
+    assert_eq!(r["lost"]["unframed_work"], 0, "{summary}");
+    assert!(
+        r["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["io_driven_from_s"].is_null()),
+        "{summary}"
+    );
     let sign = stage(&r, "sign");
     assert!(
         within(f(&sign["calls"]), full, 0.05),

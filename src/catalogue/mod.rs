@@ -31,6 +31,8 @@ pub const SECRET_LEN_PTR: u32 = ff::FF_SECRET_LEN_PTR as u32;
 pub const STEPPED: u32 = ff::FF_STEPPED as u32;
 pub const CONN_END: u32 = ff::FF_CONN_END as u32;
 pub const SECRET_LEN_RET: u32 = ff::FF_SECRET_LEN_RET as u32;
+/// Set in the cookie only where the library's state machine is not probed (`cookie`).
+pub const IO_DRIVER: u32 = ff::FF_IO_DRIVER as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -62,7 +64,8 @@ pub struct Row {
     pub length_query_arg: u8,
     pub flags: u32,
     /// Called many times per handshake or on every request: each probe hit costs microseconds, so it is
-    /// attached only with --all-probes.
+    /// attached only with --all-probes, or (IO_DRIVER rows) once a process's handshakes are seen to run
+    /// inside them.
     pub frequent: bool,
 }
 
@@ -100,13 +103,13 @@ pub(crate) const fn fact(symbol: &'static str, flags: u32) -> Row {
     }
 }
 
-pub(crate) const fn frequent(symbol: &'static str, stage: Stage) -> Row {
+pub(crate) const fn frequent(symbol: &'static str, stage: Stage, flags: u32) -> Row {
     Row {
         symbol,
         stage: Some(stage),
         origin: Origin::Public,
         length_query_arg: 0,
-        flags: 0,
+        flags,
         frequent: true,
     }
 }
@@ -117,9 +120,14 @@ pub fn rows() -> impl Iterator<Item = &'static Row> {
 }
 
 /// Builds the BPF attach cookie of a function (bpf/tlsprof.h, COOKIE_*); `stepped`: see record/prologue.rs.
-pub fn cookie(func_id: u16, row: &Row, stepped: bool) -> u64 {
+/// `state_machine_probed`: the library's internal handshake functions are probed (Node.js), so a handshake
+/// inside SSL_read/SSL_write is seen there, and those are plain record-layer calls.
+pub fn cookie(func_id: u16, row: &Row, stepped: bool, state_machine_probed: bool) -> u64 {
     let stage = row.stage.map_or(0, |s| u64::from(s.id()));
-    let flags = row.flags | if stepped { STEPPED } else { 0 };
+    let mut flags = row.flags | if stepped { STEPPED } else { 0 };
+    if state_machine_probed {
+        flags &= !IO_DRIVER;
+    }
     u64::from(func_id)
         | stage << shift::COOKIE_STAGE_SHIFT
         | u64::from(row.length_query_arg) << shift::COOKIE_NULL_ARG_SHIFT
@@ -157,12 +165,12 @@ mod tests {
     #[test]
     fn cookie_packs_the_header_layout() {
         let r = find("EVP_PKEY_decrypt").unwrap();
-        let c = cookie(513, r, false);
+        let c = cookie(513, r, false, false);
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(Stage::Derive.id()));
         assert_eq!((c >> 24) & 0xff, 2);
         assert_eq!((c >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP));
-        let stepped = cookie(513, r, true);
+        let stepped = cookie(513, r, true, false);
         assert_eq!((stepped >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | STEPPED));
     }
 

@@ -66,6 +66,11 @@ pub struct Target {
     pub process_cpu_ms: f64,
     /// The part of it used while the stage probes were attached: what stage figures compare with.
     pub probed_cpu_ms: f64,
+    /// Seconds into the recording from which its SSL_read/SSL_write were probed as handshake drivers: its
+    /// handshake stages ran outside any handshake call (a public-API-only libssl, the handshake left to
+    /// SSL_read/SSL_write). None: not needed.
+    #[serde(default)]
+    pub io_driven_from_s: Option<f64>,
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -284,6 +289,11 @@ pub struct Lost {
     pub missed_returns: u64,
     pub threads: u64,
     pub connections: u64,
+    /// Handshake stage calls (key exchange, signature, ...) outside any handshake call, before their
+    /// process's SSL_read/SSL_write were probed as drivers (Target::io_driven_from_s): their handshakes
+    /// were not counted.
+    #[serde(default)]
+    pub unframed_work: u64,
 }
 
 impl Recording {
@@ -399,6 +409,7 @@ pub(crate) mod tests {
                 comm: "nginx".into(),
                 process_cpu_ms: 10.0,
                 probed_cpu_ms: 10.0,
+                io_driven_from_s: None,
             }],
             libraries: vec![lib],
             functions: vec![

@@ -357,6 +357,20 @@ fn samples_line(s: &Summary) -> String {
         l.missed_returns,
         if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
     );
+    for t in &s.targets {
+        if let Some(from) = t.io_driven_from_s {
+            line.push_str(&format!(
+                "\n{} (pid {}) leaves its handshakes to SSL_read/SSL_write: probed there from {from:.1} s into the recording",
+                t.comm, t.pid
+            ));
+        }
+    }
+    if l.unframed_work > 0 {
+        line.push_str(&format!(
+            "\nHandshake work outside any handshake call: {} stage calls before SSL_read/SSL_write were probed; their handshakes are not counted",
+            l.unframed_work
+        ));
+    }
     for (pid, comm) in &st.unnamed_jit {
         line.push_str(&format!(
             "\nJIT frames of {comm} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions"

@@ -131,16 +131,24 @@ mod tests {
         assert_eq!(obj.symbols, Symbols::Exported);
         assert!(obj.version.as_deref().unwrap_or("").starts_with("OpenSSL 3."));
         assert!(obj.functions.iter().any(|f| f.row.symbol == "EVP_PKEY_derive"));
-        // Its first instructions as Debian builds them: `push %rbx` and `cmpl $0x4,(%rdi)`.
-        let stepped = |name: &str| obj.functions.iter().find(|f| f.row.symbol == name).map(|f| f.stepped);
-        assert_eq!(stepped("EVP_PKEY_derive"), Some(false));
-        assert_eq!(stepped("EVP_PKEY_keygen"), Some(true));
+        // Its first instructions as Debian builds them: `push %rbx`, and `cmpl $0x4,(%rdi)` with a `jne` after
+        // it, where the probe goes.
+        let found = |name: &str| obj.functions.iter().find(|f| f.row.symbol == name).unwrap();
+        assert!(!found("EVP_PKEY_derive").stepped);
+        let keygen = found("EVP_PKEY_keygen");
+        assert!(!keygen.stepped, "{keygen:?}");
+        let mut code = [0u8; 2];
+        std::fs::File::open(path)
+            .unwrap()
+            .read_exact_at(&mut code, keygen.file_offset)
+            .unwrap();
+        assert_eq!(code[0], 0x75, "a jne rel8 at {keygen:?}");
         // libcrypto imports nothing from libssl: SSL_do_handshake must not appear.
         assert!(!obj.functions.iter().any(|f| f.row.symbol == "SSL_do_handshake"));
     }
 
     #[test]
-    fn debian_ssl_free_is_probed_past_its_null_check() {
+    fn debian_ssl_free_is_probed_on_an_emulated_instruction() {
         let path = Path::new("/usr/lib/x86_64-linux-gnu/libssl.so.3");
         if !path.exists() {
             eprintln!("skipped: {} not installed", path.display());

@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
+use super::bpf::types::tlsprof_target_flags as target_flags;
 use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
 use super::targets::{self, Mapping, Process};
 use super::AttachOptions;
 use crate::catalogue;
-use crate::model::{Flavor, Function, Library};
+use crate::model::{Flavor, Function, Library, Symbols};
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
 #[derive(Default)]
@@ -27,6 +28,9 @@ pub struct TargetSet {
     inspected: HashMap<(String, u64), Option<TlsObject>>,
     /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
     specs: Vec<ProbeSpec>,
+    /// SSL_read/SSL_write of libraries probed through their public API only, per process: attached once
+    /// that process's handshakes are seen to run inside them (`drive_from_io`).
+    io_drivers: Vec<ProbeSpec>,
     /// The stage probes' links: empty while they are paused.
     links: Vec<Link>,
     paused: bool,
@@ -94,7 +98,11 @@ impl TargetSet {
         if found_any {
             skel.maps
                 .targets
-                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
+                .update(
+                    &p.pid.to_ne_bytes(),
+                    &[target_flags::TARGET_PROBED.0 as u8],
+                    MapFlags::ANY,
+                )
                 .context("add target")?;
             self.maps.insert(p.pid, maps);
             fill_library_versions(&mut self.libraries);
@@ -127,43 +135,89 @@ impl TargetSet {
         };
         self.libraries[lib].pids.push(p.pid);
 
-        let (mut entry, mut ret) = (Probes::default(), Probes::default());
-        for f in obj.functions.iter().filter(|f| opts.all_probes || !f.row.frequent) {
-            let id = match self
-                .functions
-                .iter()
-                .position(|x| x.library == lib && x.name == f.row.symbol)
-            {
-                Some(i) => i,
-                None => {
-                    self.functions.push(Function {
-                        name: f.row.symbol.into(),
-                        library: lib,
-                        stage: f.row.stage,
-                    });
-                    self.functions.len() - 1
+        let state_machine_probed = obj.symbols == Symbols::Internal;
+        let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
+            let (mut entry, mut ret) = (Probes::default(), Probes::default());
+            for f in obj.functions.iter().filter(|f| keep(f.row)) {
+                let cookie = catalogue::cookie(set.function_id(lib, f.row)?, f.row, f.stepped, state_machine_probed);
+                entry.push(f.file_offset, cookie);
+                if f.row.stage.is_some() {
+                    ret.push(f.file_offset, cookie);
                 }
-            };
-            let id = u16::try_from(id).context("too many functions")?;
-            let cookie = catalogue::cookie(id, f.row, f.stepped);
-            entry.push(f.file_offset, cookie);
-            if f.row.stage.is_some() {
-                ret.push(f.file_offset, cookie);
+            }
+            Ok(ProbeSpec {
+                process: p.clone(),
+                path: path.clone(),
+                open_path: m.open_path(p.pid),
+                entry,
+                ret,
+            })
+        };
+        let probed = spec(self, &|r| opts.all_probes || !r.frequent)?;
+        if !opts.all_probes && !state_machine_probed {
+            let drivers = spec(self, &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0)?;
+            if !drivers.entry.offsets.is_empty() {
+                self.io_drivers.push(drivers);
             }
         }
-        self.probes += entry.offsets.len() + ret.offsets.len();
-        let spec = ProbeSpec {
-            process: p.clone(),
-            path,
-            open_path: m.open_path(p.pid),
-            entry,
-            ret,
+        self.start(skel, probed)
+    }
+
+    /// The function's id in the cookies and the recording's function table.
+    fn function_id(&mut self, lib: usize, row: &'static catalogue::Row) -> Result<u16> {
+        let id = match self
+            .functions
+            .iter()
+            .position(|x| x.library == lib && x.name == row.symbol)
+        {
+            Some(i) => i,
+            None => {
+                self.functions.push(Function {
+                    name: row.symbol.into(),
+                    library: lib,
+                    stage: row.stage,
+                });
+                self.functions.len() - 1
+            }
         };
+        u16::try_from(id).context("too many functions")
+    }
+
+    /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
+    fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
+        self.probes += spec.entry.offsets.len() + spec.ret.offsets.len();
         if !self.paused {
             self.links.extend(spec.attach(skel)?);
         }
         self.specs.push(spec);
         Ok(())
+    }
+
+    /// Processes whose handshake stages ran outside any handshake call (TARGET_UNFRAMED_WORK): the
+    /// application leaves its handshakes to SSL_read/SSL_write, so those are probed in it from now on, as
+    /// handshake drivers. Returns the processes that got them.
+    pub fn drive_from_io(&mut self, skel: &TlsprofSkel) -> Result<Vec<u32>> {
+        let flagged: Vec<u32> = skel
+            .maps
+            .targets
+            .keys()
+            .filter_map(|k| Some(u32::from_ne_bytes(k.try_into().ok()?)))
+            .filter(|pid| {
+                let flags = skel.maps.targets.lookup(&pid.to_ne_bytes(), MapFlags::ANY);
+                matches!(flags, Ok(Some(v)) if v.first().is_some_and(|f| u32::from(*f) & target_flags::TARGET_UNFRAMED_WORK.0 != 0))
+            })
+            .collect();
+        let mut started = Vec::new();
+        for pid in flagged {
+            while let Some(i) = self.io_drivers.iter().position(|s| s.process.pid == pid) {
+                let spec = self.io_drivers.swap_remove(i);
+                self.start(skel, spec)?;
+                if !started.contains(&pid) {
+                    started.push(pid);
+                }
+            }
+        }
+        Ok(started)
     }
 
     /// Detaches the stage probes (not the sampler): a pause of the --max-overhead duty cycle. The window

@@ -79,7 +79,10 @@ mod tests {
         // Debian's OpenSSL 3.0 EVP_PKEY_keygen: cmpl $0x4,(%rdi); jne rel8.
         assert_eq!(probe_site(&[0x83, 0x3f, 0x04, 0x75, 0x0b]), site(3, false));
         // Its SSL_free: test %rdi,%rdi; je rel32; and Node.js 16's: test; je rel8.
-        assert_eq!(probe_site(&[0x48, 0x85, 0xff, 0x0f, 0x84, 0x97, 3, 0, 0]), site(3, false));
+        assert_eq!(
+            probe_site(&[0x48, 0x85, 0xff, 0x0f, 0x84, 0x97, 3, 0, 0]),
+            site(3, false)
+        );
         assert_eq!(probe_site(&[0x48, 0x85, 0xff, 0x74, 0x16, 0xb8]), site(3, false));
         // A CET build: endbr64; push %rbp.
         assert_eq!(probe_site(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55]), site(4, false));
@@ -95,7 +98,10 @@ mod tests {
         // It writes memory: addl $1,(%rdi).
         assert_eq!(probe_site(&[0x83, 0x07, 0x01, 0x53]), site(0, true));
         // The next one is stepped too: test %rdi,%rdi; mov $-1,%eax.
-        assert_eq!(probe_site(&[0x48, 0x85, 0xff, 0xb8, 0xff, 0xff, 0xff, 0xff]), site(0, true));
+        assert_eq!(
+            probe_site(&[0x48, 0x85, 0xff, 0xb8, 0xff, 0xff, 0xff, 0xff]),
+            site(0, true)
+        );
         // Nothing after it in the bytes read, or nothing decodable.
         assert_eq!(probe_site(&[0x48, 0x85, 0xff]), site(0, true));
         assert_eq!(probe_site(&[0x0f, 0xff]), site(0, true));

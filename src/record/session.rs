@@ -98,6 +98,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
 
     let mut status = StatusLine::new();
     let mut last_rescan = Instant::now();
+    let mut io_driven = std::collections::HashMap::new();
     loop {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
@@ -127,6 +128,13 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             Action::Stay => {}
         }
         hello.update(&programs, governor.live(), handshakes.borrow().completed)?;
+        for pid in targets.drive_from_io(&programs.skel)? {
+            eprintln!(
+                "{}tlsprof: process {pid} runs its handshakes inside SSL_read/SSL_write: probing those too",
+                status.clear()
+            );
+            io_driven.insert(pid, elapsed.as_secs_f64());
+        }
         if !opts.comms.is_empty() && last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
             for p in targets.newcomers(&opts.comms) {
@@ -200,6 +208,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 comm: p.comm.clone(),
                 process_cpu_ms,
                 probed_cpu_ms,
+                io_driven_from_s: io_driven.get(&p.pid).copied(),
             }
         })
         .collect();
@@ -243,6 +252,7 @@ impl Finished<'_, '_> {
             missed_returns: programs.stat(tlsprof_stat::STAT_MISSED_RETURNS),
             threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
             connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
+            unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
         };
         Ok(Recording {
             format: model::FORMAT.into(),

@@ -249,18 +249,19 @@ impl Recorder {
             stderr_lines,
             stderr: String::new(),
         };
-        rec.wait_live();
+        rec.wait_for("probes live");
         rec
     }
 
-    fn wait_live(&mut self) {
+    /// Waits up to 30 s for tlsprof to print a line containing `text` on stderr.
+    pub fn wait_for(&mut self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             match self.stderr_lines.recv_timeout(Duration::from_millis(200)) {
                 Ok(line) => {
                     self.stderr.push_str(&line);
                     self.stderr.push('\n');
-                    if line.contains("probes live") {
+                    if line.contains(text) {
                         return;
                     }
                 }
@@ -269,7 +270,7 @@ impl Recorder {
             }
         }
         let _ = self.child.kill();
-        panic!("tlsprof did not attach:\n{}", self.stderr);
+        panic!("tlsprof did not print {text:?}:\n{}", self.stderr);
     }
 
     /// Stops the recording as Ctrl-C would, and returns the printed summary.
