@@ -65,6 +65,10 @@ struct thread_state {
 	__u32 worked;
 	/* thread_state.ssl was set by an FF_IO_DRIVER call, not a handshake call. */
 	__u32 driving;
+	/* The epoch in which this thread was last seen outside any handshake call (a connection starting or
+	 * ending, or an outermost handshake call entered): until then, a window that opened in the middle of a
+	 * handshake call would make its stages look unframed. */
+	__u32 settled_epoch;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -360,10 +364,6 @@ int stage_enter(struct pt_regs *ctx)
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
 		return 0;
-	if (stage == STAGE_NONE) {
-		note_conn_fact(ctx, tgid, flags);
-		return 0;
-	}
 
 	now = bpf_ktime_get_ns();
 	if (!ts) {
@@ -385,6 +385,13 @@ int stage_enter(struct pt_regs *ctx)
 		ts->running = 1;
 		ts->hits = 1;
 		ts->stepped = stepped;
+	}
+	if (stage == STAGE_NONE) {
+		note_conn_fact(ctx, tgid, flags);
+		/* A connection starts or ends between handshake calls, never inside one. */
+		if (flags & (FF_CONN_START | FF_CONN_END))
+			ts->settled_epoch = probe_epoch;
+		return 0;
 	}
 	if (ts->epoch != probe_epoch) {
 		ts->depth = 0;
@@ -424,6 +431,8 @@ int stage_enter(struct pt_regs *ctx)
 		ts->last_ssl = ts->ssl;
 		ts->worked = 0;
 		ts->driving = 0;
+		if (d == 0)
+			ts->settled_epoch = probe_epoch;
 		note_conn_fact(ctx, tgid, flags);
 	} else if ((flags & FF_IO_DRIVER) && ts->ssl == 0) {
 		ts->ssl = PT_REGS_PARM1(ctx);
@@ -434,7 +443,7 @@ int stage_enter(struct pt_regs *ctx)
 	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
 		if (!ts->driving || handshake_work(stage, flags))
 			ts->worked = 1;
-	} else if (d == 0 && handshake_work(stage, flags)) {
+	} else if (d == 0 && handshake_work(stage, flags) && ts->settled_epoch == probe_epoch) {
 		note_unframed_work(tgid);
 	}
 	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
