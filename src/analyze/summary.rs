@@ -399,7 +399,9 @@ impl<'a> Windows<'a> {
             let connections: Vec<f64> = windows.iter().map(|w| w.connections as f64).collect();
             if connections.iter().sum::<f64>() > 0.0 && self.connections > 0.0 {
                 let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
-                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit);
+                // One handshake under way at each edge of each window.
+                let edges = 2.0 * windows.len() as f64;
+                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit, edges);
             }
         }
         self.estimate(per_window, observed)
@@ -412,11 +414,17 @@ impl<'a> Windows<'a> {
             return Estimate::exact(observed);
         };
         if let Some(merged) = &self.merged {
-            return estimate::ratio(&[observed], &[merged.own_cpu_ms], self.total_cpu_ms, Spread::Arrivals);
+            return estimate::ratio(
+                &[observed],
+                &[merged.own_cpu_ms],
+                self.total_cpu_ms,
+                Spread::Arrivals,
+                0.0,
+            );
         }
         let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
         let cpu: Vec<f64> = windows.iter().map(|w| w.own_cpu_ms).collect();
-        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals)
+        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals, 0.0)
     }
 }
 
