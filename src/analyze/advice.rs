@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::causes::Cause;
 use super::summary::Basis;
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
@@ -26,6 +27,10 @@ const LOW_RESUMPTION: f64 = 0.5;
 /// A client making handshakes this often, spending this share of its CPU in them, opens connections per request.
 const BUSY_CLIENT_RATE: f64 = 1.0;
 const BUSY_CLIENT_SHARE: f64 = 0.05;
+/// Algorithm lookups above this share of TLS CPU are worth a library change.
+const LOOKUPS_HEAVY_SHARE: f64 = 0.10;
+/// Socket I/O above this share of TLS CPU, and the handshake's largest named cause, points at the flight.
+const SOCKET_IO_HEAVY_SHARE: f64 = 0.10;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Software {
@@ -240,6 +245,116 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 estimated_saving: estimate,
             });
         }
+    }
+
+    // What the stages' own CPU went to, from the samples below the stage frames.
+    let cause_ns = |cause: Cause| -> f64 {
+        basis
+            .stages
+            .iter()
+            .filter(|st| !st.sampled)
+            .flat_map(|st| st.causes.iter().map(move |c| (st, c)))
+            .filter(|(_, c)| c.name == cause)
+            .map(|(st, c)| st.self_ns as f64 * c.share)
+            .sum()
+    };
+    let cause_samples = |cause: Cause| -> u64 {
+        basis
+            .stages
+            .iter()
+            .flat_map(|st| &st.causes)
+            .filter(|c| c.name == cause)
+            .map(|c| c.samples)
+            .sum()
+    };
+    let top_frames = |cause: Cause| -> String {
+        let mut frames: Vec<(&str, u64)> = Vec::new();
+        for c in basis
+            .stages
+            .iter()
+            .flat_map(|st| &st.causes)
+            .filter(|c| c.name == cause)
+        {
+            for f in &c.top_frames {
+                match frames.iter_mut().find(|(n, _)| *n == f.name) {
+                    Some((_, k)) => *k += f.samples,
+                    None => frames.push((&f.name, f.samples)),
+                }
+            }
+        }
+        frames.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        frames.iter().take(3).map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    };
+    let lookups_ns = cause_ns(Cause::Lookups);
+    if tls_ns > 0.0 && lookups_ns / tls_ns >= LOOKUPS_HEAVY_SHARE {
+        let openssl3 = rec
+            .libraries
+            .iter()
+            .filter_map(|l| l.version.as_deref())
+            .find(|v| v.starts_with("OpenSSL 3."));
+        out.push(Advice {
+            id: "algorithm_lookups",
+            evidence: format!(
+                "algorithm lookups (fetches, name maps, parameters, EVP contexts) are {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples below the stage frames; most named by {}){}",
+                100.0 * lookups_ns / tls_ns,
+                ms(lookups_ns),
+                cause_samples(Cause::Lookups),
+                top_frames(Cause::Lookups),
+                openssl3.map_or(String::new(), |v| format!("; the library is {v}"))
+            ),
+            change: format!(
+                "This is the provider machinery of OpenSSL 3, which looks algorithms up by name, with locks, for each handshake's operations: not the cryptography, so keys, certificates and the protocol version do not change it. Later OpenSSL 3 releases cut this per-operation overhead (see their release notes), and libraries without run-time algorithm lookups (BoringSSL, AWS-LC) do none: {}.",
+                match sw {
+                    Software::Nginx => "build nginx against one of them (nginx supports BoringSSL and AWS-LC) and compare with `tlsprof diff`",
+                    Software::Node => "a newer Node.js release links a newer OpenSSL; compare with `tlsprof diff`",
+                    Software::Other => "link against one of them and compare with `tlsprof diff`",
+                }
+            ),
+            estimated_saving: format!(
+                "at most -{:.0}% TLS CPU, if lookups cost nothing; how much a given release or library saves is not measured here",
+                100.0 * lookups_ns / tls_ns
+            ),
+        });
+    }
+
+    // Socket I/O the largest cause in the handshake's own CPU.
+    let handshake_causes = basis
+        .stages
+        .iter()
+        .find(|st| st.name == Stage::Handshake && !st.sampled)
+        .map(|st| st.causes.as_slice())
+        .unwrap_or_default();
+    let largest_named = handshake_causes
+        .iter()
+        .find(|c| !matches!(c.name, Cause::Unattributed | Cause::Other));
+    let io_ns = cause_ns(Cause::SocketIo);
+    if tls_ns > 0.0
+        && io_ns / tls_ns >= SOCKET_IO_HEAVY_SHARE
+        && largest_named.is_some_and(|c| c.name == Cause::SocketIo)
+    {
+        out.push(Advice {
+            id: "handshake_flight_size",
+            evidence: format!(
+                "socket I/O (the BIO layer, system calls{}) is {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples; most named by {}), the largest named cause of the handshake's own CPU",
+                if rec.samples.iter().any(|s| !s.kernel.is_empty()) { " and the kernel's network stack" } else { "; add --kernel to see the kernel's part" },
+                100.0 * io_ns / tls_ns,
+                ms(io_ns),
+                cause_samples(Cause::SocketIo),
+                top_frames(Cause::SocketIo)
+            ),
+            change: format!(
+                "Send less per handshake: only the leaf certificate and the intermediates it needs (never the root or extra cross-signed certificates), and, with TLS 1.3, no more session tickets than clients use ({}). On loopback the kernel's part includes the receiver's network processing, so a benchmark over loopback overstates it.",
+                match sw {
+                    Software::Nginx => "`ssl_certificate` holds the chain nginx sends; each ticket OpenSSL sends after the handshake is another write",
+                    Software::Node => "the `cert` chain given to tls.createServer is what is sent; each ticket is another write",
+                    Software::Other => "SSL_CTX_set_num_tickets; each ticket is another write",
+                }
+            ),
+            estimated_saving: format!(
+                "at most -{:.0}% TLS CPU, if sending the flight cost nothing; a shorter chain saves in proportion to the bytes it removes",
+                100.0 * io_ns / tls_ns
+            ),
+        });
     }
 
     // Clients that open a new connection (and a full handshake) for their requests.

@@ -2,6 +2,7 @@
 //! The stage catalogue: which function marks which stage, one table per TLS library family. Adding a
 //! library, version or function is adding rows.
 
+pub mod causes;
 pub mod openssl;
 
 pub use crate::boundary::Stage;
