@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use crate::catalogue::causes::Cause;
-use crate::catalogue::causes::{cause_of, is_named, is_probe_frame, Space, STAGE_STAND_INS};
+use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space, STAGE_STAND_INS};
 use crate::catalogue::Stage;
 use crate::model::{Recording, Sample};
 
@@ -43,7 +43,8 @@ pub struct StageFrame {
 /// Finds the stage a CPU sample counts in, probed or not.
 pub struct Stager<'a> {
     /// The probed stage functions and the frames that stand for them, by name: they place the samples taken
-    /// while the probes were detached.
+    /// while the probes were detached; empty when the probes were attached throughout (a sample outside
+    /// every stage path was then outside every stage).
     functions: HashMap<&'a str, Stage>,
     /// The record layer was not probed: its stages come from SSL_read/SSL_write frames.
     sampled_record_layer: bool,
@@ -51,12 +52,15 @@ pub struct Stager<'a> {
 
 impl<'a> Stager<'a> {
     pub fn new(rec: &'a Recording) -> Stager<'a> {
-        let mut functions: HashMap<&str, Stage> = STAGE_STAND_INS.iter().copied().collect();
-        functions.extend(
-            rec.functions
-                .iter()
-                .filter_map(|f| f.stage.map(|s| (f.name.as_str(), s))),
-        );
+        let mut functions: HashMap<&str, Stage> = HashMap::new();
+        if rec.probed_part_time() {
+            functions.extend(STAGE_STAND_INS.iter().copied());
+            functions.extend(
+                rec.functions
+                    .iter()
+                    .filter_map(|f| f.stage.map(|s| (f.name.as_str(), s))),
+            );
+        }
         Stager {
             functions,
             sampled_record_layer: !rec.all_probes,
@@ -99,7 +103,7 @@ impl<'a> Stager<'a> {
             .frames
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| self.functions.get(f.as_str()).map(|&st| (i, st)))
+            .filter_map(|(i, f)| self.functions.get(base_name(f)).map(|&st| (i, st)))
             .collect();
         let stages = crate::catalogue::path_stages(found.iter().map(|&(_, st)| Some(st)));
         let (&(index, _), &Some(stage)) = (found.last()?, stages.last()?) else {
@@ -390,7 +394,16 @@ mod tests {
 
     #[test]
     fn samples_the_probes_did_not_place_are_placed_by_their_frames() {
-        let rec = crate::model::tests::sample_recording();
+        let mut rec = crate::model::tests::sample_recording();
+        let outside = sample(
+            vec![],
+            &["main", "ngx_ssl_handshake", "libssl.so.3+0x1", "EVP_MD_fetch"],
+        );
+        assert!(
+            Stager::new(&rec).stage_frame(&rec, &outside).is_none(),
+            "probes attached throughout: outside every stage"
+        );
+        rec.probing.live_s = 0.5;
         let stager = Stager::new(&rec);
         let place = |s: &Sample| stager.stage_frame(&rec, s).map(|sf| (sf.stage, sf.index));
         // In a probe window: the probes' innermost stage frame.
@@ -414,7 +427,7 @@ mod tests {
         );
         assert_eq!(place(&lookup), Some((Stage::Handshake, 1)));
         // A handshake driven from SSL_read is the handshake's; the record layer is what no stage claims.
-        let node = sample(vec![], &["uv_run", "SSL_read", "SSL_do_handshake", "EVP_MD_fetch"]);
+        let node = sample(vec![], &["uv_run", "SSL_read", "state_machine.part.0", "EVP_MD_fetch"]);
         assert_eq!(place(&node), Some((Stage::Handshake, 2)));
         assert_eq!(stager.sampled_record_layer(&node), None);
         let read = sample(vec![], &["uv_run", "SSL_read", "libssl.so.3+0x1"]);

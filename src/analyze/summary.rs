@@ -460,8 +460,7 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
         cpu_share,
         windows: rec.probing.windows,
         peak_overhead: rec.probing.peak_overhead,
-        // A millisecond of slack for rounding: always-on probes cover the whole recording.
-        part_time: rec.probing.live_s < rec.duration_s - 1e-3,
+        part_time: rec.probed_part_time(),
     }
 }
 
@@ -904,7 +903,8 @@ mod tests {
             ],
             3,
         ));
-        // Taken while the probes were detached: placed by its frames.
+        // Taken while the probes were detached (they were, part of the time): placed by its frames.
+        rec.probing.live_s = 1.0;
         rec.samples.push(sample(
             vec![],
             &["main", "SSL_do_handshake", "BIO_ctrl", "__GI___libc_write"],

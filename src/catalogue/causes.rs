@@ -474,9 +474,11 @@ pub const ROWS: &[CauseRow] = &[
 
 /// Frames that stand for a stage frame in a sample the probes did not place (taken while they were
 /// detached), where the stage function tail-calls and leaves no frame: OpenSSL 3's SSL_do_handshake jumps to
-/// the state machine, under nginx's ngx_ssl_handshake; its EVP_DigestSign jumps to EVP_DigestSignFinal.
+/// the state machine (its caller nginx's ngx_ssl_handshake stands for it when the library is stripped), as do
+/// ossl_statem_accept and ossl_statem_connect; EVP_DigestSign jumps to EVP_DigestSignFinal.
 pub const STAGE_STAND_INS: &[(&str, Stage)] = &[
     ("ngx_ssl_handshake", Stage::Handshake),
+    ("state_machine", Stage::Handshake),
     ("EVP_DigestSignFinal", Stage::Sign),
 ];
 
@@ -497,7 +499,7 @@ pub const PROBE_KERNEL_FRAMES: &[&str] = &[
 ];
 
 /// Takes the compiler's suffixes off a function name: `state_machine.part.0` is `state_machine`.
-fn base_name(name: &str) -> &str {
+pub fn base_name(name: &str) -> &str {
     let mut base = name;
     for suffix in [".part.", ".isra.", ".constprop.", ".cold", ".lto_priv."] {
         if let Some(i) = base.find(suffix) {
