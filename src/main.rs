@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::{CallGraph, Recording};
-use tlsprof::output::{diff, flame, json, text};
+use tlsprof::output::{diff, flame, json, text, Group};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
@@ -80,6 +80,9 @@ enum Command {
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// How the call tree groups what runs inside each stage function.
+        #[arg(long, value_enum, default_value = "stage")]
+        group: GroupArg,
     },
     /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
     Diff {
@@ -101,7 +104,29 @@ enum Command {
         /// Folded stacks (for inferno, FlameGraph, speedscope) instead of SVG.
         #[arg(long)]
         folded: bool,
+        /// How to group what runs inside each stage.
+        #[arg(long, value_enum, default_value = "stage")]
+        group: GroupArg,
     },
+}
+
+/// How the call tree and flame graph group what runs inside a stage (output::Group).
+#[derive(Clone, Copy, ValueEnum)]
+enum GroupArg {
+    /// By stage function: the call tree of probed functions, whole stacks in the flame graph.
+    Stage,
+    /// A cause under each stage (lookups, socket I/O, MACs, random numbers, ...), then the functions that
+    /// named it.
+    Cause,
+}
+
+impl From<GroupArg> for Group {
+    fn from(g: GroupArg) -> Group {
+        match g {
+            GroupArg::Stage => Group::Stage,
+            GroupArg::Cause => Group::Cause,
+        }
+    }
 }
 
 /// How to capture user stacks (model::CallGraph).
@@ -208,16 +233,20 @@ fn run(cli: Cli) -> Result<()> {
             // did not compete with `openssl speed` for the CPU while recorded.
             rec.openssl_speed = record::speed::measure(&advice::references_needed(&rec.handshakes));
             rec.save(&output)?;
-            print!("{}", text::text(&summarize(&rec)));
+            print!("{}", text::text(&summarize(&rec), Group::Stage));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
-        Command::Report { file, json: as_json } => {
+        Command::Report {
+            file,
+            json: as_json,
+            group,
+        } => {
             let summary = summarize(&Recording::load(&file)?);
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&json::json(&summary))?);
             } else {
-                print!("{}", text::text(&summary));
+                print!("{}", text::text(&summary, group.into()));
             }
             Ok(())
         }
@@ -240,7 +269,12 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Flamegraph { file, output, folded } => {
+        Command::Flamegraph {
+            file,
+            output,
+            folded,
+            group,
+        } => {
             let rec = Recording::load(&file)?;
             let mut out: Box<dyn Write> = match &output {
                 Some(p) => Box::new(BufWriter::new(
@@ -249,11 +283,11 @@ fn run(cli: Cli) -> Result<()> {
                 None => Box::new(BufWriter::new(std::io::stdout().lock())),
             };
             if folded {
-                for line in flame::folded(&rec) {
+                for line in flame::folded(&rec, group.into()) {
                     writeln!(out, "{line}")?;
                 }
             } else {
-                flame::svg(&rec, &mut out)?;
+                flame::svg(&rec, group.into(), &mut out)?;
             }
             out.flush()?;
             Ok(())

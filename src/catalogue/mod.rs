@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The stage catalogue: which function marks which stage, one table per TLS library family. Adding a
-//! library, version or function is adding rows.
+//! library, version or function is adding rows. The cause catalogue (causes.rs) names what a stage's CPU
+//! went to, from the frames below it.
 
+pub mod causes;
 pub mod openssl;
 
 pub use crate::boundary::Stage;

@@ -354,6 +354,12 @@ impl Recording {
             .map_or("?", |t| t.comm.as_str())
     }
 
+    /// The stage probes were detached for part of the recording (--max-overhead below 100): samples taken
+    /// then have no stage path. A millisecond of slack for rounding: always-on probes cover it all.
+    pub fn probed_part_time(&self) -> bool {
+        self.probing.live_s < self.duration_s - 1e-3
+    }
+
     pub fn stage_of(&self, func: u16) -> Option<Stage> {
         self.functions.get(usize::from(func)).and_then(|f| f.stage)
     }
