@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
+use tlsprof::model::untrusted::printable;
 use tlsprof::model::{CallGraph, Recording};
 use tlsprof::output::{diff, flame, json, text};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
@@ -128,7 +129,8 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tlsprof: error: {}", one_line(&e));
+            // Errors quote paths and names that targets control: escaped, the message stays one line.
+            eprintln!("tlsprof: error: {}", printable(&one_line(&e)));
             ExitCode::FAILURE
         }
     }
@@ -215,7 +217,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Report { file, json: as_json } => {
             let summary = summarize(&Recording::load(&file)?);
             if as_json {
-                println!("{}", serde_json::to_string_pretty(&json::json(&summary))?);
+                println!("{}", json::to_string_pretty(&json::json(&summary)));
             } else {
                 print!("{}", text::text(&summary));
             }
@@ -230,7 +232,7 @@ fn run(cli: Cli) -> Result<()> {
             let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
             let (bs, as_) = (summarize(&b), summarize(&a));
             if json {
-                println!("{}", serde_json::to_string_pretty(&diff::json(&bs, &as_)?)?);
+                println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
             } else {
                 print!("{}", diff::text(&bs, &as_)?);
             }

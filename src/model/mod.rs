@@ -4,6 +4,7 @@
 
 mod histogram;
 mod probe_cost;
+pub mod untrusted;
 
 pub use histogram::CpuHistogram;
 pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode};

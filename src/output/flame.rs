@@ -6,12 +6,15 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
+use crate::model::untrusted::printable;
 use crate::model::Recording;
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
 pub fn folded(rec: &Recording) -> Vec<String> {
-    let clean = |s: &str| s.replace(';', ":");
+    // Frames are separated by ';' and the count by the last space: a name keeps neither its ';' nor
+    // anything a terminal or an SVG viewer would act on.
+    let clean = |s: &str| printable(s).replace(';', ":");
     let mut lines: Vec<String> = rec
         .samples
         .iter()

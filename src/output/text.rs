@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::analyze::{CpuStats, Summary};
 use crate::catalogue::Stage;
+use crate::model::untrusted::{printable_lines, Printable};
 use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -29,7 +30,7 @@ fn targets_line(s: &Summary) -> String {
         .iter()
         .map(|(comm, pids)| {
             let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("{comm} (pid {})", pids.join(", "))
+            format!("{} (pid {})", Printable(comm), pids.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -56,8 +57,8 @@ pub fn text(s: &Summary) -> String {
         let _ = writeln!(
             out,
             "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
-            l.version.as_deref().unwrap_or("TLS code"),
-            l.path,
+            Printable(l.version.as_deref().unwrap_or("TLS code")),
+            Printable(&l.path),
             l.functions_found
         );
     }
@@ -232,7 +233,7 @@ pub fn text(s: &Summary) -> String {
             row.self_ms.map_or_else(dash, |v| format!("{v:.1}")),
             row.calls.map_or_else(dash, |v| v.to_string()),
             "  ".repeat(row.depth),
-            row.frame,
+            Printable(&row.frame),
             stage
         );
     }
@@ -244,7 +245,8 @@ pub fn text(s: &Summary) -> String {
             s.call_tree.min_share * 100.0
         );
     }
-    out
+    // Names were escaped where they were written; this catches any that a future line forgets.
+    printable_lines(&out).into_owned()
 }
 
 /// `value [lo–hi]` with `digits` decimals.
@@ -359,7 +361,8 @@ fn samples_line(s: &Summary) -> String {
     );
     for (pid, comm) in &st.unnamed_jit {
         line.push_str(&format!(
-            "\nJIT frames of {comm} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions"
+            "\nJIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
+            Printable(comm)
         ));
     }
     line

@@ -59,8 +59,9 @@ struct Stat {
 }
 
 fn read_stat(pid: u32) -> Option<Stat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    // A target names itself: any bytes but NUL, not always UTF-8.
+    let bytes = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&String::from_utf8_lossy(&bytes))
 }
 
 fn parse_stat(text: &str) -> Option<Stat> {
@@ -95,9 +96,10 @@ impl Process {
     }
 
     pub fn maps(&self) -> Result<Vec<Mapping>> {
-        let text = fs::read_to_string(format!("/proc/{}/maps", self.pid))
+        let bytes = fs::read(format!("/proc/{}/maps", self.pid))
             .with_context(|| format!("cannot read /proc/{}/maps", self.pid))?;
-        Ok(parse_maps(&text))
+        // File names are any bytes: shown lossily, opened through map_files (Mapping::open_path).
+        Ok(parse_maps(&String::from_utf8_lossy(&bytes)))
     }
 }
 

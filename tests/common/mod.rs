@@ -289,6 +289,11 @@ impl Recorder {
         self.wait_output().0
     }
 
+    /// Like `finish`, also returning what tlsprof wrote on stderr.
+    pub fn finish_with_log(self) -> (String, String) {
+        self.wait_output()
+    }
+
     fn wait_output(mut self) -> (String, String) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
