@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +14,7 @@ use clap::{Parser, Subcommand};
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::untrusted::printable;
-use tlsprof::model::{CallGraph, Recording};
+use tlsprof::model::{file, CallGraph, Recording};
 use tlsprof::output::{diff, flame, json, text};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
@@ -237,28 +236,31 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{}", diff::text(&bs, &as_)?);
             }
             if let Some(p) = output {
-                let file = File::create(&p).with_context(|| format!("cannot create {}", p.display()))?;
-                diff::svg(&b, &a, BufWriter::new(file))?;
+                file::write_atomically(&p, |w| diff::svg(&b, &a, w))
+                    .with_context(|| format!("cannot write {}", p.display()))?;
             }
             Ok(())
         }
         Command::Flamegraph { file, output, folded } => {
             let rec = Recording::load(&file)?;
-            let mut out: Box<dyn Write> = match &output {
-                Some(p) => Box::new(BufWriter::new(
-                    File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-                )),
-                None => Box::new(BufWriter::new(std::io::stdout().lock())),
-            };
-            if folded {
-                for line in flame::folded(&rec) {
-                    writeln!(out, "{line}")?;
+            let draw = |out: &mut dyn Write| -> Result<()> {
+                if folded {
+                    for line in flame::folded(&rec) {
+                        writeln!(out, "{line}")?;
+                    }
+                    Ok(())
+                } else {
+                    flame::svg(&rec, out)
                 }
-            } else {
-                flame::svg(&rec, &mut out)?;
+            };
+            match &output {
+                Some(p) => file::write_atomically(p, draw).with_context(|| format!("cannot write {}", p.display())),
+                None => {
+                    let mut out = BufWriter::new(std::io::stdout().lock());
+                    draw(&mut out)?;
+                    Ok(out.flush()?)
+                }
             }
-            out.flush()?;
-            Ok(())
         }
     }
 }
