@@ -177,9 +177,16 @@ fn run(cli: Cli) -> Result<()> {
                 d => d.map(Duration::from_secs_f64),
             };
             let procs = targets::resolve(&pids, &comms)?;
+            // Ctrl-C, SIGTERM or SIGHUP stops the recording; a second one also skips `openssl speed` below.
             let stop = Arc::new(AtomicBool::new(false));
-            let flag = stop.clone();
-            ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("install the Ctrl-C handler")?;
+            let hurry = Arc::new(AtomicBool::new(false));
+            let (flag, again) = (stop.clone(), hurry.clone());
+            ctrlc::set_handler(move || {
+                if flag.swap(true, Ordering::Relaxed) {
+                    again.store(true, Ordering::Relaxed);
+                }
+            })
+            .context("install the Ctrl-C and SIGTERM handler")?;
             if !(8..=MAX_STACK_BYTES).contains(&stack_bytes) || stack_bytes % 8 != 0 {
                 bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
             }
@@ -205,10 +212,16 @@ fn run(cli: Cli) -> Result<()> {
                 max_overhead_pct: max_overhead,
             };
             let mut rec = record::record(&procs, &opts, stop)?;
+            // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
+            // to find its data on disk.
+            rec.save(&output)?;
             // The alternatives advice will quote, measured once the recording is over so that the targets
             // did not compete with `openssl speed` for the CPU while recorded.
-            rec.openssl_speed = record::speed::measure(&advice::references_needed(&rec.handshakes));
-            rec.save(&output)?;
+            let needed = advice::references_needed(&rec.handshakes);
+            rec.openssl_speed = record::speed::measure(&needed, || hurry.load(Ordering::Relaxed));
+            if !rec.openssl_speed.is_empty() {
+                rec.save(&output)?;
+            }
             print!("{}", text::text(&summarize(&rec)));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())

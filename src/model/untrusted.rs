@@ -77,6 +77,21 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// Whatever a name holds, what is shown of it acts on nothing and tells it apart from other names.
+        #[test]
+        fn fuzz_printable(a: String, b: String) {
+            let (pa, pb) = (printable(&a), printable(&b));
+            proptest::prop_assert!(!pa.chars().any(breaks_text));
+            proptest::prop_assert!(a == b || pa != pb);
+            let lines = printable_lines(&a);
+            proptest::prop_assert!(!lines.chars().any(|c| c != '\n' && breaks_text(c)));
+            proptest::prop_assert_eq!(lines.split('\n').count(), a.split('\n').count());
+        }
+    }
+
     #[test]
     fn escapes_what_a_terminal_would_act_on() {
         assert_eq!(printable("nginx"), "nginx");

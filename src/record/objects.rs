@@ -132,9 +132,66 @@ fn find_version(bytes: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
     use std::fs;
+    use std::path::PathBuf;
+
+    /// A copy of `original` with bytes overwritten at `edits` and cut at `keep`, in a file of its own.
+    pub fn damaged_copy(tag: &str, original: &Path, edits: &[(Index, u8)], keep: Index) -> PathBuf {
+        let mut bytes = fs::read(original).unwrap();
+        for (at, value) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *value;
+        }
+        // Whole most of the time: the damage inside matters more than the cut.
+        if keep.index(4) == 0 {
+            bytes.truncate(keep.index(bytes.len() + 1));
+        }
+        let dir = std::env::temp_dir().join(format!("tlsprof-fuzz-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{tag}-{n}-libssl.so.3"));
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4))]
+
+        /// A target maps whatever it likes under a TLS library's name: inspecting it gives functions or an
+        /// error, never a panic, and every function found lies inside the file.
+        #[test]
+        fn fuzz_inspect_damaged_objects(
+            edits in proptest::collection::vec((any::<Index>(), any::<u8>()), 1..64),
+            keep in any::<Index>(),
+        ) {
+            let path = damaged_copy("inspect", Path::new("/bin/true"), &edits, keep);
+            let len = fs::metadata(&path).unwrap().len();
+            if let Ok(Some(obj)) = inspect(&path, false) {
+                prop_assert!(obj.functions.iter().all(|f| f.file_offset < len));
+            }
+            openssl_version(&path);
+            fs::remove_file(&path).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        #[test]
+        fn fuzz_version_strings(bytes in proptest::collection::vec(any::<u8>(), 0..512), text in "(OpenSSL [0-9. a-zA-Z]{0,70}\\x00?){0,3}") {
+            find_version(&bytes);
+            let mut both = bytes.clone();
+            both.extend(text.as_bytes());
+            if let Some(v) = find_version(&both) {
+                prop_assert!(v.len() <= 8 + VERSION_MAX);
+            }
+        }
+    }
 
     #[test]
     fn version_string_is_found_among_other_text() {

@@ -300,6 +300,20 @@ mod tests {
         assert_eq!(hostile.lookup(0x5), None);
     }
 
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// A perf map's lines are the target's to write.
+        #[test]
+        fn fuzz_perf_map(text in "([0-9a-fx]{0,18} [0-9a-fx]{0,18} \\PC{0,40}\n|\\PC{0,60}\n){0,20}", addrs in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..8)) {
+            let map = PerfMap::parse(&text);
+            proptest::prop_assert!(map.entries.iter().all(|(start, end, _)| start <= end));
+            for a in addrs.into_iter().chain(map.entries.iter().map(|e| e.0)) {
+                map.lookup(a);
+            }
+        }
+    }
+
     /// Opened as perf opens it: a regular file of the target's user or root, never through a symlink, bounded.
     #[test]
     fn perf_map_is_refused_through_a_symlink_foreign_owner_fifo_or_size() {

@@ -236,6 +236,24 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// /proc text a target shapes through its name and its mapped files' names.
+        #[test]
+        fn fuzz_proc_text(text in "\\PC*", comm in "\\PC{0,16}", maps_line in "[0-9a-f]{1,16}-[0-9a-f]{1,16} [rwxp-]{4} [0-9a-f]{1,16} [0-9a-f:]{5} [0-9]{1,20} +\\PC*") {
+            parse_maps(&text);
+            parse_stat(&text);
+            let stat = format!("42 ({comm}) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123456 0 0");
+            let s = parse_stat(&stat);
+            proptest::prop_assert!(s.is_some_and(|s| s.start_ticks == 123456 && s.comm == comm));
+            for m in parse_maps(&maps_line) {
+                mapping_for(std::slice::from_ref(&m), m.start);
+                candidate_objects(&[m], Some(0));
+            }
+        }
+    }
+
     #[test]
     fn stat_with_odd_comm() {
         let text = "42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123456 0 0";

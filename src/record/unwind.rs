@@ -189,8 +189,8 @@ impl ProcessUnwinder {
             if let Some(&(_, value)) = restored.iter().find(|(slot, _)| *slot == addr) {
                 return Ok(value);
             }
-            let off = addr.checked_sub(sp).ok_or(())? as usize;
-            let bytes = stack.get(off..off + 8).ok_or(())?;
+            let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
         let mut iter =
@@ -301,6 +301,47 @@ mod tests {
         let mut cache = SectionCache::default();
         assert_eq!(cache.function_start(m, &path, offset + 7), Some(offset));
         assert_eq!(cache.function_start(m, &path, offset), Some(offset));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(4))]
+
+        /// A target controls its stack's bytes and registers: unwinding any of them ends, within MAX_FRAMES.
+        #[test]
+        fn fuzz_unwinding_hostile_stacks(
+            ip_pick in 0usize..4, ip in proptest::prelude::any::<u64>(),
+            sp in proptest::prelude::any::<u64>(), bp_off in 0u64..4096,
+            stack in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096),
+            restored in proptest::collection::vec(proptest::prelude::any::<(u64, u64)>(), 0..4),
+        ) {
+            let me = Process::from_pid(std::process::id()).unwrap();
+            let maps = me.maps().unwrap();
+            let code: Vec<&Mapping> = maps.iter().filter(|m| m.executable).collect();
+            // An address inside this process's code half the time, anywhere otherwise.
+            let ip = match code.get(ip_pick) {
+                Some(m) if ip_pick % 2 == 0 => m.start + ip % (m.end - m.start),
+                _ => ip,
+            };
+            let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut SectionCache::default());
+            let u = unwinder.unwind(ip, sp, sp.wrapping_add(bp_off), &stack, &restored);
+            proptest::prop_assert!(u.addrs.len() <= MAX_FRAMES);
+            let ips: Vec<u64> = stack.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+            from_return_addresses(&ips);
+        }
+
+        /// Any bytes under a mapped file's name: its unwind tables are read or refused, never a panic.
+        #[test]
+        fn fuzz_unwind_tables_of_damaged_files(
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 1..64),
+            keep in proptest::prelude::any::<proptest::sample::Index>(),
+            offset in proptest::prelude::any::<u64>(),
+        ) {
+            let path = crate::record::objects::tests::damaged_copy("unwind", std::path::Path::new("/bin/true"), &edits, keep);
+            if let Ok(s) = read_sections(&path) {
+                s.function_start(offset % 65536);
+            }
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]

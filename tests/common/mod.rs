@@ -284,6 +284,22 @@ impl Recorder {
         self.wait_output()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` and returns at once.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Kills tlsprof with SIGKILL, as an OOM killer or `kill -9` would, and reaps it.
+    pub fn kill(mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
     /// Waits for tlsprof to stop by itself (duration or every target exited).
     pub fn finish(self) -> String {
         self.wait_output().0
