@@ -288,6 +288,21 @@ impl Recorder {
         self.child.id()
     }
 
+    /// Waits up to `timeout` for tlsprof to write a line containing `text` on stderr; the line, if it came.
+    pub fn wait_for_line(&mut self, text: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_millis(100)) {
+                self.stderr.push_str(&line);
+                self.stderr.push('\n');
+                if line.contains(text) {
+                    return Some(line);
+                }
+            }
+        }
+        None
+    }
+
     /// Sends `signal` and returns at once.
     pub fn signal(&self, signal: i32) {
         // SAFETY: plain signal to our own child.
