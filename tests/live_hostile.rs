@@ -299,3 +299,49 @@ fn two_recordings_of_one_target() {
     // The second attached later and both stopped together: it saw no more than the first.
     assert!(hb <= ha, "{hb} > {ha}");
 }
+
+/// A burst the ring buffer cannot hold (tlsprof stopped while a busy target is sampled 999 times a second,
+/// each sample a 64 KiB stack copy: the ring, at its 64 MiB cap, holds about a second of them): the samples
+/// it drops are counted and reported, and with those kept they add up to every sample taken.
+#[test]
+fn ring_buffer_overflow_is_counted_and_reported() {
+    if !require_root("ring_buffer_overflow_is_counted_and_reported") {
+        return;
+    }
+    let scratch = Scratch::new("overflow");
+    let target = Target::start(&scratch);
+    let recording = scratch.path("overflow.tlsprof");
+    let mut rec = Recorder::start(&[
+        "--pid",
+        &target.pid(),
+        "--freq",
+        "999",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    rec.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(4));
+    rec.signal(libc::SIGCONT);
+    // Drained before the target stops and the recording with it.
+    assert!(rec.wait_for_line("no such line", Duration::from_millis(500)).is_none());
+    target.stop();
+    let summary = rec.finish();
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
+    let lost = &raw["lost"];
+    let kept: u64 = raw["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    let (taken, dropped) = (
+        lost["samples_taken"].as_u64().unwrap(),
+        lost["samples"].as_u64().unwrap(),
+    );
+    eprintln!("samples: {taken} taken, {kept} kept, {dropped} dropped; {lost}");
+    assert!(dropped > 0, "no samples dropped: the burst did not overflow\n{summary}");
+    assert!(summary.contains(&format!("Lost: {dropped} samples")), "{summary}");
+    assert!(summary.contains("(figures undercount)"), "{summary}");
+    assert_eq!(kept + dropped, taken, "samples unaccounted for\n{summary}");
+}
