@@ -16,3 +16,16 @@ pub mod catalogue;
 pub mod model;
 pub mod output;
 pub mod record;
+
+/// How many cases each property test (`fuzz_*`) tries: PROPTEST_CASES (256 unless set; `make fuzz` sets it
+/// high), divided by `cost` for tests whose cases are dear (a file written and parsed per case).
+#[cfg(test)]
+pub(crate) fn fuzz_config(cost: u32) -> proptest::test_runner::Config {
+    let base = proptest::test_runner::Config::default();
+    proptest::test_runner::Config {
+        cases: (base.cases / cost).max(1),
+        // A failure prints its minimal input; nothing is written into the source tree.
+        failure_persistence: None,
+        ..base
+    }
+}

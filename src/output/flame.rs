@@ -8,13 +8,16 @@ use inferno::flamegraph::{self, Options};
 
 use super::Group;
 use crate::analyze::causes;
+use crate::model::untrusted::printable;
 use crate::model::Recording;
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
 /// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/causes.rs).
 pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
-    let clean = |s: &str| s.replace(';', ":");
+    // Frames are separated by ';' and the count by the last space: a name keeps neither its ';' nor
+    // anything a terminal or an SVG viewer would act on.
+    let clean = |s: &str| printable(s).replace(';', ":");
     let stager = causes::Stager::new(rec);
     let mut lines = Vec::with_capacity(rec.samples.len());
     for s in &rec.samples {

@@ -8,6 +8,7 @@ use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary};
 use crate::catalogue::Stage;
+use crate::model::untrusted::{printable_lines, Printable};
 use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -31,7 +32,7 @@ fn targets_line(s: &Summary) -> String {
         .iter()
         .map(|(comm, pids)| {
             let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("{comm} (pid {})", pids.join(", "))
+            format!("{} (pid {})", Printable(comm), pids.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -58,8 +59,8 @@ pub fn text(s: &Summary, group: Group) -> String {
         let _ = writeln!(
             out,
             "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
-            l.version.as_deref().unwrap_or("TLS code"),
-            l.path,
+            Printable(l.version.as_deref().unwrap_or("TLS code")),
+            Printable(&l.path),
             l.functions_found
         );
     }
@@ -250,7 +251,7 @@ pub fn text(s: &Summary, group: Group) -> String {
             row.self_ms.map_or_else(dash, |v| format!("{v:.1}")),
             row.calls.map_or_else(dash, |v| v.to_string()),
             "  ".repeat(row.depth),
-            frame,
+            Printable(&frame),
             stage
         );
     }
@@ -262,7 +263,8 @@ pub fn text(s: &Summary, group: Group) -> String {
             s.call_tree.min_share * 100.0
         );
     }
-    out
+    // Names were escaped where they were written; this catches any that a future line forgets.
+    printable_lines(&out).into_owned()
 }
 
 /// Under each stage with samples, what its self CPU went to.
@@ -457,7 +459,8 @@ fn samples_line(s: &Summary) -> String {
         if let Some(from) = t.io_driven_from_s {
             line.push_str(&format!(
                 "\n{} (pid {}) leaves its handshakes to SSL_read/SSL_write: probed there from {from:.1} s into the recording",
-                t.comm, t.pid
+                Printable(&t.comm),
+                t.pid
             ));
         }
     }
@@ -469,7 +472,8 @@ fn samples_line(s: &Summary) -> String {
     }
     for (pid, comm) in &st.unnamed_jit {
         line.push_str(&format!(
-            "\nJIT frames of {comm} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions"
+            "\nJIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
+            Printable(comm)
         ));
     }
     line

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL it is.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -46,6 +46,10 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
             let mut code = [0u8; 16];
             let read = file.read_at(&mut code, offset).unwrap_or(0);
+            if read == 0 {
+                // A symbol that points past the end of the file: no code there to probe.
+                continue;
+            }
             let code = &code[..read];
             let site = prologue::probe_site(code);
             functions.push(FoundFunction {
@@ -84,37 +88,131 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     }))
 }
 
+/// Longest version string looked for, after "OpenSSL ".
+const VERSION_MAX: usize = 64;
+/// The file is read in chunks this long, each overlapping the last by a whole version string: memory stays
+/// bounded whatever the size of a file a target maps (Node.js carries its OpenSSL in a 100 MB executable).
+const SCAN_CHUNK: usize = 1 << 20;
+
 /// The OpenSSL version string compiled into the file ("OpenSSL 3.0.19 27 Jan 2026"), if any.
 pub fn openssl_version(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
-    find_version(&bytes)
+    let file = File::open(path).ok()?;
+    let overlap = b"OpenSSL ".len() + VERSION_MAX;
+    let mut buf = vec![0u8; SCAN_CHUNK + overlap];
+    let (mut kept, mut offset) = (0, 0u64);
+    loop {
+        let read = file.read_at(&mut buf[kept..], offset).ok()?;
+        if read == 0 {
+            return None;
+        }
+        offset += read as u64;
+        let filled = kept + read;
+        if let Some(v) = find_version(&buf[..filled]) {
+            return Some(v);
+        }
+        kept = overlap.min(filled);
+        buf.copy_within(filled - kept..filled, 0);
+    }
 }
 
 fn find_version(bytes: &[u8]) -> Option<String> {
-    for at in memchr::memmem::find_iter(bytes, b"OpenSSL ") {
+    memchr::memmem::find_iter(bytes, b"OpenSSL ").find_map(|at| {
         let rest = &bytes[at + 8..];
-        let len = rest.iter().take(64).position(|&b| b == 0)?;
+        let len = rest.iter().take(VERSION_MAX).position(|&b| b == 0)?;
         let text = std::str::from_utf8(&rest[..len]).ok()?;
         // "3.0.19 27 Jan 2026": a dotted version, then the release date.
         let mut words = text.split(' ');
         let version = words.next()?;
         let dotted = version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
-        if dotted && words.count() == 3 {
-            return Some(format!("OpenSSL {text}"));
-        }
-    }
-    None
+        (dotted && words.count() == 3).then(|| format!("OpenSSL {text}"))
+    })
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use std::fs;
+    use std::path::PathBuf;
+
+    /// A copy of `original` with bytes overwritten at `edits` and cut at `keep`, in a file of its own.
+    pub fn damaged_copy(tag: &str, original: &Path, edits: &[(Index, u8)], keep: Index) -> PathBuf {
+        let mut bytes = fs::read(original).unwrap();
+        for (at, value) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *value;
+        }
+        // Whole most of the time: the damage inside matters more than the cut.
+        if keep.index(4) == 0 {
+            bytes.truncate(keep.index(bytes.len() + 1));
+        }
+        let dir = std::env::temp_dir().join(format!("tlsprof-fuzz-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{tag}-{n}-libssl.so.3"));
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4))]
+
+        /// A target maps whatever it likes under a TLS library's name: inspecting it gives functions or an
+        /// error, never a panic, and every function found lies inside the file.
+        #[test]
+        fn fuzz_inspect_damaged_objects(
+            edits in proptest::collection::vec((any::<Index>(), any::<u8>()), 1..64),
+            keep in any::<Index>(),
+        ) {
+            let path = damaged_copy("inspect", Path::new("/bin/true"), &edits, keep);
+            let len = fs::metadata(&path).unwrap().len();
+            if let Ok(Some(obj)) = inspect(&path, false) {
+                prop_assert!(obj.functions.iter().all(|f| f.file_offset < len));
+            }
+            openssl_version(&path);
+            fs::remove_file(&path).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        #[test]
+        fn fuzz_version_strings(bytes in proptest::collection::vec(any::<u8>(), 0..512), text in "(OpenSSL [0-9. a-zA-Z]{0,70}\\x00?){0,3}") {
+            find_version(&bytes);
+            let mut both = bytes.clone();
+            both.extend(text.as_bytes());
+            if let Some(v) = find_version(&both) {
+                prop_assert!(v.len() <= 8 + VERSION_MAX);
+            }
+        }
+    }
 
     #[test]
     fn version_string_is_found_among_other_text() {
         let blob = b"\0OpenSSL %s\0OpenSSL 3.0.19 27 Jan 2026\0more";
         assert_eq!(find_version(blob).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
         assert_eq!(find_version(b"OpenSSL support\0"), None);
+        // An earlier "OpenSSL " with no end in sight does not stop the search.
+        let mut blob = b"OpenSSL ".to_vec();
+        blob.extend([b'x'; 100]);
+        blob.extend(b"\0OpenSSL 3.0.2 15 Mar 2022\0");
+        assert_eq!(find_version(&blob).as_deref(), Some("OpenSSL 3.0.2 15 Mar 2022"));
+    }
+
+    #[test]
+    fn version_string_across_a_chunk_boundary_is_found() {
+        let dir = std::env::temp_dir().join(format!("tlsprof-version-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libcrypto.so.3");
+        let mut blob = vec![0u8; SCAN_CHUNK - 10];
+        blob.extend(b"OpenSSL 3.0.19 27 Jan 2026\0");
+        blob.extend(vec![0u8; 4096]);
+        fs::write(&path, &blob).unwrap();
+        assert_eq!(openssl_version(&path).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -11,9 +11,11 @@ use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 use super::bpf::types::tlsprof_target_flags as target_flags;
 use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
+use super::status;
 use super::targets::{self, Mapping, Process};
 use super::AttachOptions;
 use crate::catalogue;
+use crate::model::untrusted::Printable;
 use crate::model::{Flavor, Function, Library, Symbols};
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
@@ -60,11 +62,15 @@ impl TargetSet {
             bail!(
                 "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in): profile the process that terminates TLS",
                 p.pid,
-                p.comm
+                Printable(&p.comm)
             );
         }
         for p in without_tls {
-            eprintln!("tlsprof: skipping process {} ({}): no OpenSSL code", p.pid, p.comm);
+            eprintln!(
+                "tlsprof: skipping process {} ({}): no OpenSSL code",
+                p.pid,
+                Printable(&p.comm)
+            );
         }
         Ok(set)
     }
@@ -86,7 +92,15 @@ impl TargetSet {
         for m in targets::candidate_objects(&maps, exe) {
             let key = (m.dev.clone(), m.inode);
             if !self.inspected.contains_key(&key) {
-                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
+                // The target chose what it maps under these names: a file that does not parse is skipped,
+                // and the rest of the process (a real libssl beside it) is still profiled.
+                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe).unwrap_or_else(|e| {
+                    status::warn_once(
+                        &format!("{}:{}", m.dev, m.inode),
+                        &format!("skipping {} in process {} ({}): {e:#}", m.display_path(), p.pid, p.comm),
+                    );
+                    None
+                });
                 self.inspected.insert(key.clone(), obj);
             }
             let Some(obj) = self.inspected[&key].clone() else {
@@ -276,7 +290,7 @@ impl ProbeSpec {
                     format!(
                         "attach {} uprobes in {} of process {}",
                         if retprobe { "return" } else { "entry" },
-                        self.path,
+                        Printable(&self.path),
                         self.process.pid
                     )
                 })?;

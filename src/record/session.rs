@@ -28,6 +28,7 @@ use super::status::StatusLine;
 use super::targets::Process;
 use super::windows::{Reading, WindowLog};
 use super::RecordOptions;
+use crate::model::untrusted::{printable, Printable};
 use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
@@ -144,7 +145,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                             "{}tlsprof: attached to new process {} ({})",
                             status.clear(),
                             p.pid,
-                            p.comm
+                            Printable(&p.comm)
                         );
                         samples.borrow_mut().add_process(p.pid, targets.maps[&p.pid].clone());
                         cpu.start(p.pid);
@@ -152,10 +153,11 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                     }
                     Ok(false) => {}
                     Err(e) => eprintln!(
-                        "{}tlsprof: cannot attach to new process {} ({}): {e:#}",
+                        "{}tlsprof: cannot attach to new process {} ({}): {}",
                         status.clear(),
                         p.pid,
-                        p.comm
+                        Printable(&p.comm),
+                        printable(&format!("{e:#}"))
                     ),
                 }
             }
