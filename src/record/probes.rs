@@ -211,6 +211,9 @@ impl TargetSet {
     /// application leaves its handshakes to SSL_read/SSL_write, so those are probed in it from now on, as
     /// handshake drivers. Returns the processes that got them.
     pub fn drive_from_io(&mut self, skel: &TlsprofSkel) -> Result<Vec<u32>> {
+        if self.io_drivers.is_empty() {
+            return Ok(Vec::new());
+        }
         let flagged: Vec<u32> = skel
             .maps
             .targets
