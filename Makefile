@@ -2,7 +2,7 @@
 # Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: deps build test demo bench lint golden clean
+.PHONY: deps build test fuzz demo bench lint golden clean
 
 deps:
 	scripts/install-deps.sh
@@ -13,6 +13,12 @@ build: deps
 # Live tests start servers and profile them one at a time: they measure CPU, so they must not overlap.
 test: build
 	$(CARGO) test --release --locked -- --test-threads=1
+
+# The property tests of parsers of target-controlled input and of recordings (fuzz_*), at length: make test
+# tries 256 cases of each.
+FUZZ_CASES ?= 100000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked --lib fuzz_
 
 demo: build
 	scripts/demo.sh

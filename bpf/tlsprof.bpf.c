@@ -39,6 +39,8 @@ struct frame {
 	__u64 arg3;
 	__u16 func;
 	__u8 stage;
+	/* An FF_IO_DRIVER call that holds the thread's connection (thread_state.ssl). */
+	__u8 drives;
 };
 
 /* The stage frames and on-CPU clock of a thread, or of a goroutine (Go targets, goroutine set). */
@@ -64,8 +66,15 @@ struct thread_state {
 	__u32 running;
 	__u32 depth;
 	__u32 epoch;
-	/* A stage other than the handshake's own ran inside the current outermost handshake call. */
+	/* A stage other than the handshake's own ran inside the current outermost handshake call (inside an
+	 * FF_IO_DRIVER call: a handshake stage). */
 	__u32 worked;
+	/* thread_state.ssl was set by an FF_IO_DRIVER call, not a handshake call. */
+	__u32 driving;
+	/* The epoch in which this thread was last seen outside any handshake call (a connection starting or
+	 * ending, or an outermost handshake call entered): until then, a window that opened in the middle of a
+	 * handshake call would make its stages look unframed. */
+	__u32 settled_epoch;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -107,8 +116,9 @@ enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
 enum tlsprof_stat _stat = STAT_TREE_DROPS;
 enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
 enum tlsprof_site _site = SITE_ENTRY;
+enum tlsprof_target_flags _target_flags = TARGET_PROBED;
 
-/* tgid -> 1: processes being profiled; the sampler ignores everyone else. */
+/* tgid -> enum tlsprof_target_flags: processes being profiled; the sampler ignores everyone else. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -315,7 +325,7 @@ static __always_inline void end_conn(__u32 tgid, __u64 ssl)
 }
 
 /* Record what a function tells about its connection: its start, role and end. */
-static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u16 flags)
+static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u32 flags)
 {
 	__u16 role = flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT);
 	struct conn_key key = { .tgid = tgid, .ssl = ssl };
@@ -342,14 +352,35 @@ static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u16 flags)
 		c->role = role;
 }
 
+/* Work only a handshake does: not the record layer's (an FF_IO_DRIVER call's own stage, or the MACs that
+ * --all-probes counts in `sign` with no private-key flag). */
+static __always_inline bool handshake_work(__u8 stage, __u32 flags)
+{
+	return stage == STAGE_KEYGEN || stage == STAGE_DERIVE || stage == STAGE_VERIFY || stage == STAGE_KEY_SCHEDULE ||
+	       stage == STAGE_RESUME || (stage == STAGE_SIGN && (flags & FF_PRIVATE_KEY_OP));
+}
+
+static __always_inline void note_unframed_work(__u32 tgid)
+{
+	__u8 *target = bpf_map_lookup_elem(&targets, &tgid);
+
+	/* Not a target: tlsprof's own calibration calls. */
+	if (!target)
+		return;
+	count_stat(STAT_UNFRAMED_WORK);
+	if (!(*target & TARGET_UNFRAMED_WORK))
+		*target |= TARGET_UNFRAMED_WORK;
+}
+
 /* Opens a stage frame of a thread or goroutine. sp: where the return address sits (a goroutine's: its
  * distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
 static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
 				      __u64 arg1, __u64 now)
 {
 	__u8 stage = COOKIE_STAGE(cookie);
-	__u16 flags = COOKIE_FLAGS(cookie);
+	__u32 flags = COOKIE_FLAGS(cookie);
 	bool stepped = flags & FF_STEPPED;
+	__u8 drives = 0;
 	struct frame *f;
 	__u64 d;
 	int i;
@@ -358,6 +389,7 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 		ts->depth = 0;
 		ts->ssl = 0;
 		ts->last_ssl = 0;
+		ts->driving = 0;
 		ts->epoch = probe_epoch;
 	}
 	/* A recorded frame whose return slot is below this call's has returned without us seeing it (an equal
@@ -370,6 +402,11 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 		}
 	}
 	ts->depth = d;
+	/* The call that held the connection is gone with them. */
+	if (d == 0) {
+		ts->ssl = 0;
+		ts->driving = 0;
+	}
 	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
 	barrier_var(d);
 	if (d >= TLSPROF_MAX_DEPTH) {
@@ -389,9 +426,24 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 		ts->ssl = arg1;
 		ts->last_ssl = ts->ssl;
 		ts->worked = 0;
+		ts->driving = 0;
+		if (d == 0)
+			ts->settled_epoch = probe_epoch;
 		note_conn_fact(arg1, tgid, flags);
+	} else if ((flags & FF_IO_DRIVER) && ts->ssl == 0) {
+		ts->ssl = arg1;
+		ts->last_ssl = ts->ssl;
+		ts->worked = 0;
+		ts->driving = 1;
+		drives = 1;
 	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
-		ts->worked = 1;
+		if (!ts->driving || handshake_work(stage, flags))
+			ts->worked = 1;
+	} else if (d == 0 && handshake_work(stage, flags) && ts->settled_epoch == probe_epoch) {
+		/* Go's handshakes all run inside its probed handshake functions (Conn.Read and Write start one
+		 * there): Go crypto outside them is the program's own, or post-handshake (session tickets). */
+		if (!(flags & FF_GO_ABI))
+			note_unframed_work(tgid);
 	}
 	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
 		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
@@ -417,6 +469,7 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	f->stepped_at_entry = ts->stepped - stepped;
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
+	f->drives = drives;
 	ts->depth = d + 1;
 	return 0;
 }
@@ -451,7 +504,7 @@ int stage_enter(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u8 stage = COOKIE_STAGE(cookie);
 	__u8 null_arg = COOKIE_NULL_ARG(cookie);
-	__u16 flags = COOKIE_FLAGS(cookie);
+	__u32 flags = COOKIE_FLAGS(cookie);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct thread_state *ts;
@@ -471,10 +524,6 @@ int stage_enter(struct pt_regs *ctx)
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
 		return 0;
-	if (stage == STAGE_NONE) {
-		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
-		return 0;
-	}
 
 	now = bpf_ktime_get_ns();
 	if (!ts) {
@@ -483,6 +532,13 @@ int stage_enter(struct pt_regs *ctx)
 			return 0;
 		ts->hits = 1;
 		ts->stepped = stepped;
+	}
+	if (stage == STAGE_NONE) {
+		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
+		/* A connection starts or ends between handshake calls, never inside one. */
+		if (flags & (FF_CONN_START | FF_CONN_END))
+			ts->settled_epoch = probe_epoch;
+		return 0;
 	}
 	return push_frame(ctx, ts, tgid, cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), now);
 }
@@ -507,8 +563,34 @@ static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_
 	emit_handshake(tgid, ts_ssl, c, OUTCOME_COMPLETED);
 }
 
+/* An FF_IO_DRIVER call returns: the handshake work inside it is its connection's, and its success means the
+ * handshake has completed (SSL_read/SSL_write return bytes, the _ex forms 1). */
+static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
+					     __u64 nested_hits, __u64 nested_stepped)
+{
+	__u64 ssl = ts->ssl;
+	struct conn_state *c = conn_lookup(tgid, ssl, ts->worked);
+
+	ts->ssl = 0;
+	ts->driving = 0;
+	if (!c) {
+		ts->worked = 0;
+		return;
+	}
+	if (ts->worked) {
+		c->handshake_cpu_ns += cpu_ns;
+		c->handshake_calls++;
+		c->handshake_hits += nested_hits;
+		c->handshake_stepped += nested_stepped;
+		c->worked = 1;
+		ts->worked = 0;
+	}
+	if ((int)PT_REGS_RC(ctx) > 0 && c->worked && !c->counted)
+		emit_handshake(tgid, ssl, c, OUTCOME_COMPLETED);
+}
+
 /* Lengths that tell the certificate key (signature) and the key exchange (shared secret) of a handshake. */
-static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u16 flags, __u64 arg3, long rc)
+static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u32 flags, __u64 arg3, long rc)
 {
 	struct conn_state *c = conn_lookup(tgid, ssl, false);
 	__u64 len = arg3;
@@ -538,7 +620,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 				     __u64 entry_sp, bool ok, __u64 now)
 {
 	__u16 func = COOKIE_FUNC(cookie);
-	__u16 flags = COOKIE_FLAGS(cookie);
+	__u32 flags = COOKIE_FLAGS(cookie);
 	struct tree_key key = {};
 	struct tree_val *val;
 	__u64 total, self, nested_hits, nested_stepped;
@@ -596,6 +678,8 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
 	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
 		finish_handshake(ok, tgid, ts, total, nested_hits, nested_stepped);
+	else if (ts->frames[found].drives && ts->ssl && ts->driving)
+		finish_io_driver(ctx, tgid, ts, total, nested_hits, nested_stepped);
 	ts->depth = found;
 	return 0;
 }
@@ -668,7 +752,7 @@ static __always_inline void go_run(struct thread_state *t, __u32 tid, __u32 tgid
 }
 
 /* Go's scheduler switches goroutines (FF_G_RUN, FF_G_STOP, FF_G_END). */
-static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid, __u16 flags, __u64 now)
+static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid, __u32 flags, __u64 now)
 {
 	struct goroutine_key key = { .tgid = tgid, .g = ctx->r14 };
 	struct thread_state *t, *gs;
@@ -697,7 +781,7 @@ SEC("uprobe.multi")
 int go_probe(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u16 flags = COOKIE_FLAGS(cookie);
+	__u32 flags = COOKIE_FLAGS(cookie);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct goroutine_key key = { .tgid = tgid, .g = ctx->r14 };

@@ -50,16 +50,27 @@ enum tlsprof_func_flags {
 	/* Returns the length of the shared secret (ECDH_compute_key, DH_compute_key): only prime curves and
 	 * finite-field groups go through these, so the length names the group. */
 	FF_SECRET_LEN_RET = 1 << 11,
+	/* SSL_read/SSL_write of a library whose state machine is not probed (public API only): a handshake driven
+	 * from them runs inside, and their success (> 0) means it has completed. */
+	FF_IO_DRIVER = 1 << 12,
 	/* Go code (register ABI): argument 1 is in RAX and so is the result (an error: nil, 0, on success); the
 	 * stage frames are the goroutine's (R14), and the function's exits are entry-style probes on its return
 	 * sites (COOKIE_SITE): a return probe would crash Go when it moves a goroutine's stack. */
-	FF_GO_ABI = 1 << 12,
+	FF_GO_ABI = 1 << 13,
 	/* Go's scheduler: runtime.execute starts running the goroutine in argument 1 on this thread,
 	 * runtime.mcall stops the current one, runtime.goexit1 ends it. On-CPU time is charged to the goroutine
 	 * between these, so a goroutine switch on one thread (no kernel context switch) moves the clock. */
-	FF_G_RUN = 1 << 13,
-	FF_G_STOP = 1 << 14,
-	FF_G_END = 1 << 15,
+	FF_G_RUN = 1 << 14,
+	FF_G_STOP = 1 << 15,
+	FF_G_END = 1 << 16,
+};
+
+/* Values of the targets map: the process is a target, and what its probes saw. */
+enum tlsprof_target_flags {
+	TARGET_PROBED = 1 << 0,
+	/* A handshake stage ran outside any handshake call (or I/O call driving one): the process's handshakes
+	 * run inside SSL_read/SSL_write, which user space then probes too. */
+	TARGET_UNFRAMED_WORK = 1 << 1,
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
@@ -70,13 +81,13 @@ enum tlsprof_stage_rules {
 };
 
 /* Attach cookie layout, low bits first: function id (16 bits) | stage (8) | 1-based argument that is NULL
- * for a length query (8) | flags (16) | site (8: enum tlsprof_site). User space packs cookies with these
+ * for a length query (8) | flags (24) | site (8: enum tlsprof_site). User space packs cookies with these
  * shifts (src/catalogue). */
 enum tlsprof_cookie_shift {
 	COOKIE_STAGE_SHIFT = 16,
 	COOKIE_NULL_ARG_SHIFT = 24,
 	COOKIE_FLAGS_SHIFT = 32,
-	COOKIE_SITE_SHIFT = 48,
+	COOKIE_SITE_SHIFT = 56,
 };
 
 /* Where in its function a probe sits. */
@@ -89,7 +100,7 @@ enum tlsprof_site {
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))
 #define COOKIE_NULL_ARG(c) ((__u8)(((c) >> COOKIE_NULL_ARG_SHIFT) & 0xff))
-#define COOKIE_FLAGS(c) ((__u16)(((c) >> COOKIE_FLAGS_SHIFT) & 0xffff))
+#define COOKIE_FLAGS(c) ((__u32)(((c) >> COOKIE_FLAGS_SHIFT) & 0xffffff))
 #define COOKIE_SITE(c) ((__u8)(((c) >> COOKIE_SITE_SHIFT) & 0xff))
 
 /* Call-tree node: the path of function ids from the outermost stage frame down. */
@@ -223,7 +234,10 @@ enum tlsprof_stat {
 	/* Connections a target accepted or opened (accept/accept4/connect returning a socket or EINPROGRESS):
 	 * counted all the time, without a trap, to scale the handshakes seen in probe windows. */
 	STAT_CONNECTIONS = 10,
-	STAT_COUNT = 11,
+	/* Entries of handshake stages (key exchange, signature, verification, key schedule, resumption) outside
+	 * any handshake call or I/O call driving one: their handshakes are not counted (TARGET_UNFRAMED_WORK). */
+	STAT_UNFRAMED_WORK = 11,
+	STAT_COUNT = 12,
 };
 
 #endif

@@ -8,6 +8,7 @@ import signal
 import socket
 import ssl
 import sys
+import time
 
 LIMIT_S = 60
 
@@ -34,18 +35,23 @@ def abandon_one(ctx, host, port):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--count", type=int, help="this many connections")
+    ap.add_argument("--seconds", type=float, help="as many connections as fit in this time")
     ap.add_argument("--host", default="127.0.0.1")
     args = ap.parse_args()
+    if (args.count is None) == (args.seconds is None) or not 0 < (args.seconds or 1) < LIMIT_S:
+        ap.error(f"give --count, or --seconds below {LIMIT_S}")
 
     # Test servers use throwaway self-signed certificates. TLS 1.3: the client's Finished is its last flight.
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-    for _ in range(args.count):
+    done, end = 0, time.monotonic() + (args.seconds or LIMIT_S)
+    while (done < args.count) if args.count is not None else time.monotonic() < end:
         abandon_one(ctx, args.host, args.port)
-    print(json.dumps({"connections": args.count, "abandoned": args.count}))
+        done += 1
+    print(json.dumps({"connections": done, "abandoned": done}))
 
 
 def give_up(signum, frame):

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,8 +13,9 @@ use clap::{Parser, Subcommand};
 
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
-use tlsprof::model::{CallGraph, Recording};
-use tlsprof::output::{diff, flame, json, text};
+use tlsprof::model::untrusted::printable;
+use tlsprof::model::{file, CallGraph, Recording};
+use tlsprof::output::{diff, flame, json, text, Group};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
@@ -80,6 +80,9 @@ enum Command {
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// How the call tree groups what runs inside each stage function.
+        #[arg(long, value_enum, default_value = "stage")]
+        group: GroupArg,
     },
     /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
     Diff {
@@ -101,7 +104,29 @@ enum Command {
         /// Folded stacks (for inferno, FlameGraph, speedscope) instead of SVG.
         #[arg(long)]
         folded: bool,
+        /// How to group what runs inside each stage.
+        #[arg(long, value_enum, default_value = "stage")]
+        group: GroupArg,
     },
+}
+
+/// How the call tree and flame graph group what runs inside a stage (output::Group).
+#[derive(Clone, Copy, ValueEnum)]
+enum GroupArg {
+    /// By stage function: the call tree of probed functions, whole stacks in the flame graph.
+    Stage,
+    /// A cause under each stage (lookups, socket I/O, MACs, random numbers, ...), then the functions that
+    /// named it.
+    Cause,
+}
+
+impl From<GroupArg> for Group {
+    fn from(g: GroupArg) -> Group {
+        match g {
+            GroupArg::Stage => Group::Stage,
+            GroupArg::Cause => Group::Cause,
+        }
+    }
 }
 
 /// How to capture user stacks (model::CallGraph).
@@ -128,7 +153,8 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tlsprof: error: {}", one_line(&e));
+            // Errors quote paths and names that targets control: escaped, the message stays one line.
+            eprintln!("tlsprof: error: {}", printable(&one_line(&e)));
             ExitCode::FAILURE
         }
     }
@@ -176,9 +202,16 @@ fn run(cli: Cli) -> Result<()> {
                 d => d.map(Duration::from_secs_f64),
             };
             let procs = targets::resolve(&pids, &comms)?;
+            // Ctrl-C, SIGTERM or SIGHUP stops the recording; a second one also skips `openssl speed` below.
             let stop = Arc::new(AtomicBool::new(false));
-            let flag = stop.clone();
-            ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("install the Ctrl-C handler")?;
+            let hurry = Arc::new(AtomicBool::new(false));
+            let (flag, again) = (stop.clone(), hurry.clone());
+            ctrlc::set_handler(move || {
+                if flag.swap(true, Ordering::Relaxed) {
+                    again.store(true, Ordering::Relaxed);
+                }
+            })
+            .context("install the Ctrl-C and SIGTERM handler")?;
             if !(8..=MAX_STACK_BYTES).contains(&stack_bytes) || stack_bytes % 8 != 0 {
                 bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
             }
@@ -204,20 +237,30 @@ fn run(cli: Cli) -> Result<()> {
                 max_overhead_pct: max_overhead,
             };
             let mut rec = record::record(&procs, &opts, stop)?;
+            // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
+            // to find its data on disk.
+            rec.save(&output)?;
             // The alternatives advice will quote, measured once the recording is over so that the targets
             // did not compete with `openssl speed` for the CPU while recorded.
-            rec.openssl_speed = record::speed::measure(&advice::references_needed(&rec.handshakes));
-            rec.save(&output)?;
-            print!("{}", text::text(&summarize(&rec)));
+            let needed = advice::references_needed(&rec.handshakes);
+            rec.openssl_speed = record::speed::measure(&needed, || hurry.load(Ordering::Relaxed));
+            if !rec.openssl_speed.is_empty() {
+                rec.save(&output)?;
+            }
+            print!("{}", text::text(&summarize(&rec), Group::Stage));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
-        Command::Report { file, json: as_json } => {
+        Command::Report {
+            file,
+            json: as_json,
+            group,
+        } => {
             let summary = summarize(&Recording::load(&file)?);
             if as_json {
-                println!("{}", serde_json::to_string_pretty(&json::json(&summary))?);
+                println!("{}", json::to_string_pretty(&json::json(&summary)));
             } else {
-                print!("{}", text::text(&summary));
+                print!("{}", text::text(&summary, group.into()));
             }
             Ok(())
         }
@@ -230,33 +273,42 @@ fn run(cli: Cli) -> Result<()> {
             let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
             let (bs, as_) = (summarize(&b), summarize(&a));
             if json {
-                println!("{}", serde_json::to_string_pretty(&diff::json(&bs, &as_)?)?);
+                println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
             } else {
                 print!("{}", diff::text(&bs, &as_)?);
             }
             if let Some(p) = output {
-                let file = File::create(&p).with_context(|| format!("cannot create {}", p.display()))?;
-                diff::svg(&b, &a, BufWriter::new(file))?;
+                file::write_atomically(&p, |w| diff::svg(&b, &a, w))
+                    .with_context(|| format!("cannot write {}", p.display()))?;
             }
             Ok(())
         }
-        Command::Flamegraph { file, output, folded } => {
+        Command::Flamegraph {
+            file,
+            output,
+            folded,
+            group,
+        } => {
             let rec = Recording::load(&file)?;
-            let mut out: Box<dyn Write> = match &output {
-                Some(p) => Box::new(BufWriter::new(
-                    File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-                )),
-                None => Box::new(BufWriter::new(std::io::stdout().lock())),
-            };
-            if folded {
-                for line in flame::folded(&rec) {
-                    writeln!(out, "{line}")?;
+            let group: Group = group.into();
+            let draw = |out: &mut dyn Write| -> Result<()> {
+                if folded {
+                    for line in flame::folded(&rec, group) {
+                        writeln!(out, "{line}")?;
+                    }
+                    Ok(())
+                } else {
+                    flame::svg(&rec, group, out)
                 }
-            } else {
-                flame::svg(&rec, &mut out)?;
+            };
+            match &output {
+                Some(p) => file::write_atomically(p, draw).with_context(|| format!("cannot write {}", p.display())),
+                None => {
+                    let mut out = BufWriter::new(std::io::stdout().lock());
+                    draw(&mut out)?;
+                    Ok(out.flush()?)
+                }
             }
-            out.flush()?;
-            Ok(())
         }
     }
 }

@@ -137,3 +137,87 @@ fn kernel_without_uprobes() {
     let out = run(Command::new("unshare").args(["--mount", "sh", "-c", &script]));
     one_line_error(&out, "this kernel has no uprobe support");
 }
+
+/// Recordings that are not what they claim: each gets one line, quickly, whatever its size or shape.
+#[test]
+fn hostile_recordings() {
+    let scratch = Scratch::new("hostile-recordings");
+    let report = |path: &std::path::Path| run(tlsprof().arg("report").arg(path));
+
+    // Not regular files: neither a FIFO with no writer nor an endless device is waited on or read.
+    let fifo = scratch.path("fifo");
+    assert!(run(Command::new("mkfifo").arg(&fifo)).status.success());
+    one_line_error(&report(&fifo), "not a regular file");
+    one_line_error(&report(std::path::Path::new("/dev/zero")), "not a regular file");
+
+    // Larger than any recording: refused before it is read (sparse, so it costs no disk).
+    let huge = scratch.path("huge");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(tlsprof::model::MAX_RECORDING_BYTES + 1)
+        .unwrap();
+    one_line_error(&report(&huge), "more than a recording may be");
+
+    let header = r#"{"format":"tlsprof-recording","format_version":8"#;
+    let write = |name: &str, body: String| {
+        let path = scratch.path(name);
+        std::fs::write(&path, body).unwrap();
+        path
+    };
+    let deep = write("deep", format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000)));
+    one_line_error(&report(&deep), "is not a tlsprof recording or is damaged");
+    let deep_field = write(
+        "deep-field",
+        format!(r#"{header},"targets":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)),
+    );
+    one_line_error(&report(&deep_field), "damaged tlsprof recording");
+
+    // A whole recording with one figure made absurd.
+    let golden = std::fs::read_to_string(repo().join("tests/golden/before.tlsprof")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&golden).unwrap();
+    value["duration_s"] = serde_json::json!(1e308);
+    let absurd = write("absurd", value.to_string());
+    one_line_error(&report(&absurd), "(duration out of range)");
+
+    // A hostile string quoted by the error: escaped, still one line.
+    let quoted = write(
+        "quoted",
+        format!(r#"{header},"duration_s":"\u001b]0;x\u0007\n\u009b2J"}}"#),
+    );
+    let out = report(&quoted);
+    one_line_error(&out, "damaged tlsprof recording");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.trim_end().chars().any(char::is_control),
+        "raw control characters: {stderr:?}"
+    );
+    assert!(stderr.contains("]0;x"), "{stderr}");
+}
+
+/// Outputs are written whole or not at all: a disk that fills up half way leaves the file that was there.
+#[test]
+fn full_disk_leaves_the_previous_output() {
+    if !require_root("full_disk_leaves_the_previous_output") {
+        return;
+    }
+    let scratch = Scratch::new("full-disk");
+    let dir = scratch.path("small");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A 64 KiB tmpfs in a private mount namespace: the flame graph (over 100 KiB) does not fit.
+    let script = format!(
+        "mount -t tmpfs -o size=64k none {dir} && echo previous > {dir}/flame.svg && \
+         {bin} flamegraph {rec} -o {dir}/flame.svg; echo \"exit $?\"; cat {dir}/flame.svg; ls -A {dir}",
+        dir = dir.display(),
+        bin = env!("CARGO_BIN_EXE_tlsprof"),
+        rec = repo().join("tests/golden/before.tlsprof").display()
+    );
+    let out = run(Command::new("unshare").args(["--mount", "sh", "-c", &script]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "exit 1\nprevious\nflame.svg\n", "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("tlsprof: error: cannot write") && stderr.contains("No space left on device"),
+        "{stderr}"
+    );
+}

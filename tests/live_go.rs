@@ -83,7 +83,7 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
         );
         let go_abi = u64::from(tlsprof::catalogue::GO_ABI) << 32;
         assert!(cookies.iter().all(|c| c & go_abi != 0), "{cookies:?}");
-        assert!(cookies.iter().any(|c| c >> 48 == 1), "no exit site probed");
+        assert!(cookies.iter().any(|c| c >> 56 == 1), "no exit site probed");
     }
 
     let full = go_client(&client, &addr, &["-duration", "4s"], cpus.client);

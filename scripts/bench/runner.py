@@ -162,7 +162,7 @@ class Bench:
 
     # -- accuracy
     def fixture_run(self, rnd, derive_alg, sign_alg, as_speed):
-        """tlsprof on the ground-truth fixture; the fixture times each operation itself, unprobed and probed."""
+        """tlsprof on the ground-truth fixture; it times each operation itself, probed and in its unprobed twin in turn."""
         n, m = self.args.fixture_ops[(derive_alg, sign_alg)]
         fx = Child([self.fixture, "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
                     n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

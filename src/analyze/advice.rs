@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::causes::Cause;
 use super::summary::Basis;
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
@@ -26,6 +27,10 @@ const LOW_RESUMPTION: f64 = 0.5;
 /// A client making handshakes this often, spending this share of its CPU in them, opens connections per request.
 const BUSY_CLIENT_RATE: f64 = 1.0;
 const BUSY_CLIENT_SHARE: f64 = 0.05;
+/// Algorithm lookups above this share of TLS CPU are worth a library change.
+const LOOKUPS_HEAVY_SHARE: f64 = 0.10;
+/// Socket I/O above this share of TLS CPU, and the handshake's largest named cause, points at the flight.
+const SOCKET_IO_HEAVY_SHARE: f64 = 0.10;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Software {
@@ -242,6 +247,99 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
         }
     }
 
+    // What the probed stages' own CPU went to, from the samples below the stage frames.
+    let cause_in_stages = |cause: Cause| {
+        basis
+            .stages
+            .iter()
+            .filter(|st| !st.sampled)
+            .flat_map(move |st| st.causes.iter().filter(move |c| c.name == cause).map(move |c| (st, c)))
+    };
+    let cause_ns = |cause: Cause| -> f64 { cause_in_stages(cause).map(|(st, c)| st.self_ns as f64 * c.share).sum() };
+    let cause_samples = |cause: Cause| -> u64 { cause_in_stages(cause).map(|(_, c)| c.samples).sum() };
+    let top_frames = |cause: Cause| -> String {
+        let mut frames: Vec<(&str, u64)> = Vec::new();
+        for f in cause_in_stages(cause).flat_map(|(_, c)| &c.top_frames) {
+            match frames.iter_mut().find(|(n, _)| *n == f.name) {
+                Some((_, k)) => *k += f.samples,
+                None => frames.push((&f.name, f.samples)),
+            }
+        }
+        frames.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        frames.iter().take(3).map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    };
+    let lookups_ns = cause_ns(Cause::Lookups);
+    if tls_ns > 0.0 && lookups_ns / tls_ns >= LOOKUPS_HEAVY_SHARE {
+        let openssl3 = rec
+            .libraries
+            .iter()
+            .filter_map(|l| l.version.as_deref())
+            .find(|v| v.starts_with("OpenSSL 3."));
+        out.push(Advice {
+            id: "algorithm_lookups",
+            evidence: format!(
+                "algorithm lookups (fetches, name maps, parameters, EVP contexts) are {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples below the stage frames; most named by {}){}",
+                100.0 * lookups_ns / tls_ns,
+                ms(lookups_ns),
+                cause_samples(Cause::Lookups),
+                top_frames(Cause::Lookups),
+                openssl3.map_or(String::new(), |v| format!("; the library is {v}"))
+            ),
+            change: format!(
+                "This is the provider machinery of OpenSSL 3, which looks algorithms up by name, with locks, for each handshake's operations: not the cryptography, so keys, certificates and the protocol version do not change it. Later OpenSSL 3 releases cut this per-operation overhead (see their release notes), and libraries without run-time algorithm lookups (BoringSSL, AWS-LC) do none: {}.",
+                match sw {
+                    Software::Nginx => "build nginx against one of them (nginx supports BoringSSL and AWS-LC) and compare with `tlsprof diff`",
+                    Software::Node => "a newer Node.js release links a newer OpenSSL; compare with `tlsprof diff`",
+                    Software::Other => "link against one of them and compare with `tlsprof diff`",
+                }
+            ),
+            estimated_saving: format!(
+                "at most -{:.0}% TLS CPU, if lookups cost nothing; how much a given release or library saves is not measured here",
+                100.0 * lookups_ns / tls_ns
+            ),
+        });
+    }
+
+    // Socket I/O the largest cause in the handshake's own CPU.
+    let handshake_causes = basis
+        .stages
+        .iter()
+        .find(|st| st.name == Stage::Handshake && !st.sampled)
+        .map(|st| st.causes.as_slice())
+        .unwrap_or_default();
+    let largest_named = handshake_causes
+        .iter()
+        .find(|c| !matches!(c.name, Cause::Unattributed | Cause::Other));
+    let io_ns = cause_ns(Cause::SocketIo);
+    if tls_ns > 0.0
+        && io_ns / tls_ns >= SOCKET_IO_HEAVY_SHARE
+        && largest_named.is_some_and(|c| c.name == Cause::SocketIo)
+    {
+        out.push(Advice {
+            id: "handshake_flight_size",
+            evidence: format!(
+                "socket I/O (the BIO layer, system calls{}) is {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples; most named by {}), the largest named cause of the handshake's own CPU",
+                if rec.samples.iter().any(|s| !s.kernel.is_empty()) { " and the kernel's network stack" } else { "; add --kernel to see the kernel's part" },
+                100.0 * io_ns / tls_ns,
+                ms(io_ns),
+                cause_samples(Cause::SocketIo),
+                top_frames(Cause::SocketIo)
+            ),
+            change: format!(
+                "Send less per handshake: only the leaf certificate and the intermediates it needs (never the root or extra cross-signed certificates), and, with TLS 1.3, no more session tickets than clients use ({}). On loopback the kernel's part includes the receiver's network processing, so a benchmark over loopback overstates it.",
+                match sw {
+                    Software::Nginx => "`ssl_certificate` holds the chain nginx sends; each ticket OpenSSL sends after the handshake is another write",
+                    Software::Node => "the `cert` chain given to tls.createServer is what is sent; each ticket is another write",
+                    Software::Other => "SSL_CTX_set_num_tickets; each ticket is another write",
+                }
+            ),
+            estimated_saving: format!(
+                "at most -{:.0}% TLS CPU, if sending the flight cost nothing; a shorter chain saves in proportion to the bytes it removes",
+                100.0 * io_ns / tls_ns
+            ),
+        });
+    }
+
     // Clients that open a new connection (and a full handshake) for their requests.
     let client = handshakes(rec, Role::Client, None);
     let (client_total, client_ns) = (client.count, client.sum_ns);
@@ -296,6 +394,44 @@ mod tests {
         // 4 full handshakes signing 1105 µs each; ECDSA at 40 µs: 4 × 1065 µs of 5170 µs TLS CPU.
         assert!(ecdsa.estimated_saving.contains("about -82% TLS CPU"), "{ecdsa:?}");
         assert!(advice[1].change.contains("ssl_session_cache"), "{:?}", advice[1]);
+    }
+
+    #[test]
+    fn lookups_and_socket_io_are_advised_on_with_their_figures() {
+        let mut rec = sample_recording();
+        let sample = |leaf: &str, count| crate::model::Sample {
+            pid: 10,
+            path: vec![0],
+            frames: ["main", "SSL_do_handshake [handshake]", "libssl.so.3+0x1", leaf]
+                .map(String::from)
+                .to_vec(),
+            kernel: Vec::new(),
+            complete: true,
+            count,
+        };
+        // The handshake's own 0.65 ms of 5.17 ms TLS CPU: 80% lookups, 20% socket I/O.
+        rec.samples = vec![sample("EVP_MD_fetch", 8), sample("__GI___libc_write", 2)];
+        let advice = advise(&rec);
+        let lookups = advice
+            .iter()
+            .find(|a| a.id == "algorithm_lookups")
+            .expect("lookups advice");
+        assert!(lookups.evidence.contains("are 10% of TLS CPU"), "{lookups:?}");
+        assert!(lookups.evidence.contains("OpenSSL 3.0.19"), "{lookups:?}");
+        assert!(lookups.estimated_saving.contains("at most -10%"), "{lookups:?}");
+        assert!(
+            !ids(&rec).contains(&"handshake_flight_size"),
+            "socket I/O is not the largest cause"
+        );
+        rec.samples = vec![sample("EVP_MD_fetch", 2), sample("__GI___libc_write", 8)];
+        let advice = advise(&rec);
+        let flight = advice
+            .iter()
+            .find(|a| a.id == "handshake_flight_size")
+            .expect("flight advice");
+        assert!(flight.evidence.contains("is 10% of TLS CPU"), "{flight:?}");
+        assert!(flight.change.contains("ssl_certificate"), "{flight:?}");
+        assert!(!ids(&rec).contains(&"algorithm_lookups"));
     }
 
     #[test]

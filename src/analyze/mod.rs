@@ -3,11 +3,12 @@
 //! from them.
 
 pub mod advice;
+pub mod causes;
 mod estimate;
 mod summary;
 
 pub use estimate::Estimate;
 pub use summary::{
     summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
-    ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,
+    ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
 };

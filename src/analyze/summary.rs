@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::advice::{self, Advice};
+use super::causes::{self, Cause, CauseCounts, CauseSummary};
 use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::{
@@ -162,6 +163,12 @@ pub struct StageSummary {
     pub sampled: bool,
     /// Exact figures of the probe windows; None for a sampled stage.
     pub observed: Option<ObservedStage>,
+    /// What the self CPU went to, from the CPU samples whose innermost stage this is (analyze/causes.rs),
+    /// most samples first; `unattributed` holds the samples with no named frame below the stage frame.
+    pub causes: Vec<CauseSummary>,
+    /// The stage's samples in tlsprof's own uprobe traps (seen with --kernel): left out of the causes' shares,
+    /// as the probes' calibrated cost is out of the stage's CPU.
+    pub probe_samples: u64,
     /// What the probes saw, in ns.
     #[serde(skip)]
     pub cpu_ns: u64,
@@ -229,12 +236,27 @@ pub struct CallTree {
 pub struct CallTreeRow {
     /// 0: a process name; 1: an outermost stage function; deeper: called from the row above.
     pub depth: usize,
+    pub kind: RowKind,
     pub frame: String,
     pub stage: Option<Stage>,
     pub total_ms: f64,
     pub self_ms: Option<f64>,
     pub calls: Option<u64>,
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    Process,
+    /// A probed stage function.
+    Function,
+    /// A cause of the self CPU of the function row above (`--group cause`), estimated from its samples.
+    Cause(Cause),
+    /// A frame that named the cause row above.
+    CauseFrame,
+}
+
+/// Frames shown under each cause in the call tree.
+const TREE_CAUSE_FRAMES: usize = 3;
 
 /// Figures the rest of the summary and advice are built from.
 pub struct Basis {
@@ -286,6 +308,7 @@ pub fn summarize(rec: &Recording) -> Summary {
             stages.push(sampled_stage(stage, share * samples as f64, ms_per_sample));
         }
     }
+    add_causes(&mut stages, causes::by_stage(rec));
     let tls = windows
         .estimate(|w| w.stage_self_ns.values().sum::<u64>() as f64, observed_tls_ns as f64)
         .at_least(rel);
@@ -399,7 +422,9 @@ impl<'a> Windows<'a> {
             let connections: Vec<f64> = windows.iter().map(|w| w.connections as f64).collect();
             if connections.iter().sum::<f64>() > 0.0 && self.connections > 0.0 {
                 let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
-                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit);
+                // One handshake under way at each edge of each window.
+                let edges = 2.0 * windows.len() as f64;
+                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit, edges);
             }
         }
         self.estimate(per_window, observed)
@@ -412,11 +437,17 @@ impl<'a> Windows<'a> {
             return Estimate::exact(observed);
         };
         if let Some(merged) = &self.merged {
-            return estimate::ratio(&[observed], &[merged.own_cpu_ms], self.total_cpu_ms, Spread::Arrivals);
+            return estimate::ratio(
+                &[observed],
+                &[merged.own_cpu_ms],
+                self.total_cpu_ms,
+                Spread::Arrivals,
+                0.0,
+            );
         }
         let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
         let cpu: Vec<f64> = windows.iter().map(|w| w.own_cpu_ms).collect();
-        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals)
+        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals, 0.0)
     }
 }
 
@@ -437,8 +468,7 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
         cpu_share,
         windows: rec.probing.windows,
         peak_overhead: rec.probing.peak_overhead,
-        // A millisecond of slack for rounding: always-on probes cover the whole recording.
-        part_time: rec.probing.live_s < rec.duration_s - 1e-3,
+        part_time: rec.probed_part_time(),
     }
 }
 
@@ -483,6 +513,8 @@ fn probed_stages(rec: &Recording, windows: &Windows, rel: f64) -> Vec<StageSumma
                     self_ns as f64 / 1e3 / calls as f64
                 }),
                 sampled: false,
+                causes: Vec::new(),
+                probe_samples: 0,
                 observed: Some(ObservedStage {
                     calls,
                     cpu_ms: ms(cpu_ns),
@@ -510,8 +542,20 @@ fn sampled_stage(stage: Stage, samples: f64, ms_per_sample: f64) -> StageSummary
         cpu_us_per_call: None,
         sampled: true,
         observed: None,
+        causes: Vec::new(),
+        probe_samples: 0,
         cpu_ns: ns,
         self_ns: ns,
+    }
+}
+
+/// Each stage's causes: its self CPU (over the whole recording, with its interval) shared out by its samples.
+fn add_causes(stages: &mut [StageSummary], mut counts: std::collections::BTreeMap<Stage, CauseCounts>) {
+    for st in stages {
+        if let Some(c) = counts.remove(&st.name) {
+            st.causes = c.summaries(st.self_cpu_ms, st.self_cpu_ms_ci95);
+            st.probe_samples = c.probe_samples;
+        }
     }
 }
 
@@ -629,28 +673,21 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
 }
 
 /// Share of samples inside the record layer, found in the sampled stacks: SSL_read*, SSL_write*, outside
-/// every probed stage (Node.js handshakes run inside SSL_read: they are the handshake's, not the record
-/// layer's). Sampled, so available without probing those per-request functions.
+/// every probed stage, and outside every stage function the frames name (Node.js handshakes run inside
+/// SSL_read: they are the handshake's, not the record layer's). Sampled, so available without probing those
+/// per-request functions.
 fn record_layer_sampled(rec: &Recording, samples: u64) -> RecordLayerShares {
     let total = samples.max(1) as f64;
-    let share = |names: &[&str]| {
-        let n: u64 = rec
-            .samples
-            .iter()
-            .filter(|s| s.path.is_empty())
-            .filter(|s| {
-                s.frames
-                    .iter()
-                    .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
-            })
-            .map(|s| s.count)
-            .sum();
-        n as f64 / total
-    };
-    RecordLayerShares {
-        read: share(&["SSL_read", "SSL_read_ex", "SSL_peek"]),
-        write: share(&["SSL_write", "SSL_write_ex"]),
+    let stager = causes::Stager::new(rec);
+    let mut shares = RecordLayerShares::default();
+    for s in &rec.samples {
+        match stager.sampled_record_layer(s) {
+            Some(Stage::Read) => shares.read += s.count as f64 / total,
+            Some(Stage::Write) => shares.write += s.count as f64 / total,
+            _ => {}
+        }
     }
+    shares
 }
 
 #[derive(Default)]
@@ -658,6 +695,8 @@ struct Node {
     calls: u64,
     cpu_ns: u64,
     self_ns: u64,
+    /// The samples whose stage path ends here.
+    causes: CauseCounts,
     children: BTreeMap<u16, Node>,
 }
 
@@ -676,6 +715,22 @@ fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
         node.cpu_ns += n.cpu_ns;
         node.self_ns += n.self_ns;
     }
+    for s in &rec.samples {
+        let Some(sf) = causes::Stager::probed(rec, s) else {
+            continue;
+        };
+        let Some((_, root)) = roots.get_mut(rec.comm_of(s.pid)) else {
+            continue;
+        };
+        let mut node = Some(root);
+        for f in &s.path {
+            node = node.and_then(|n| n.children.get_mut(f));
+        }
+        if let Some(node) = node {
+            node.causes
+                .add(causes::attribute(&s.frames, &s.kernel, sf.index), s.count);
+        }
+    }
     let mut tree = CallTree {
         min_share: TREE_MIN_SHARE,
         ..CallTree::default()
@@ -684,6 +739,7 @@ fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
     for (comm, (cpu_ms, root)) in &roots {
         tree.rows.push(CallTreeRow {
             depth: 0,
+            kind: RowKind::Process,
             frame: comm.to_string(),
             stage: None,
             total_ms: *cpu_ms,
@@ -715,13 +771,43 @@ fn add_children(
         let stage = func.stage.map(|s| stage_within(s, enclosing));
         tree.rows.push(CallTreeRow {
             depth,
+            kind: RowKind::Function,
             frame: func.name.clone(),
             stage,
             total_ms: ms(n.cpu_ns),
             self_ms: Some(ms(n.self_ns)),
             calls: Some(n.calls),
         });
+        add_causes_rows(n, depth + 1, tree);
         add_children(rec, n, depth + 1, stage.or(enclosing), min_ns, tree);
+    }
+}
+
+/// The causes of a node's self CPU, each with the frames that named it: the rows `--group cause` shows.
+fn add_causes_rows(n: &Node, depth: usize, tree: &mut CallTree) {
+    let self_ms = ms(n.self_ns);
+    let per_sample = self_ms / n.causes.samples.max(1) as f64;
+    for c in n.causes.summaries(self_ms, [self_ms, self_ms]) {
+        tree.rows.push(CallTreeRow {
+            depth,
+            kind: RowKind::Cause(c.name),
+            frame: c.name.name().to_string(),
+            stage: None,
+            total_ms: c.cpu_ms,
+            self_ms: None,
+            calls: None,
+        });
+        for f in c.top_frames.iter().take(TREE_CAUSE_FRAMES) {
+            tree.rows.push(CallTreeRow {
+                depth: depth + 1,
+                kind: RowKind::CauseFrame,
+                frame: f.name.clone(),
+                stage: None,
+                total_ms: f.samples as f64 * per_sample,
+                self_ms: None,
+                calls: None,
+            });
+        }
     }
 }
 
@@ -804,6 +890,80 @@ mod tests {
     }
 
     #[test]
+    fn causes_share_out_each_stage_self_cpu_from_its_samples() {
+        let mut rec = sample_recording();
+        let sample = |path: Vec<u16>, frames: &[&str], count| crate::model::Sample {
+            pid: 10,
+            path,
+            frames: frames.iter().map(|s| s.to_string()).collect(),
+            kernel: Vec::new(),
+            complete: true,
+            count,
+        };
+        rec.samples.push(sample(
+            vec![0],
+            &[
+                "main",
+                "SSL_do_handshake [handshake]",
+                "libssl.so.3+0x1",
+                "EVP_MD_fetch",
+                "strcmp",
+            ],
+            3,
+        ));
+        // Taken while the probes were detached (they were, part of the time): placed by its frames.
+        rec.probing.live_s = 1.0;
+        rec.samples.push(sample(
+            vec![],
+            &["main", "SSL_do_handshake", "BIO_ctrl", "__GI___libc_write"],
+            1,
+        ));
+        rec.samples.push(sample(
+            vec![0],
+            &["main", "SSL_do_handshake [handshake]", "libssl.so.3+0x1"],
+            1,
+        ));
+        let s = summarize(&rec);
+        let handshake = s.stages.iter().find(|st| st.name == Stage::Handshake).unwrap();
+        let names: Vec<(Cause, u64)> = handshake.causes.iter().map(|c| (c.name, c.samples)).collect();
+        assert_eq!(
+            names,
+            vec![(Cause::Lookups, 3), (Cause::SocketIo, 1), (Cause::Unattributed, 1)]
+        );
+        let lookups = &handshake.causes[0];
+        assert!((lookups.cpu_ms - handshake.self_cpu_ms * 3.0 / 5.0).abs() < 1e-12);
+        let total: f64 = handshake.causes.iter().map(|c| c.cpu_ms).sum();
+        assert!(
+            (total - handshake.self_cpu_ms).abs() < 1e-9,
+            "the causes add up to the stage"
+        );
+        assert_eq!(handshake.causes[2].top_frames[0].name, "libssl.so.3+0x1");
+        // The sign samples (bn_mul_mont below EVP_DigestSign) are public-key arithmetic.
+        let sign = s.stages.iter().find(|st| st.name == Stage::Sign).unwrap();
+        assert_eq!(sign.causes[0].name, Cause::PublicKey);
+        assert_eq!(sign.causes[0].samples, 5);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["stages"][0]["causes"][0]["name"], "lookups");
+        assert_eq!(json["stages"][0]["causes"][2]["name"], "unattributed");
+    }
+
+    #[test]
+    fn call_tree_rows_by_cause_follow_their_function() {
+        let s = summarize(&sample_recording());
+        let rows: Vec<(usize, RowKind, &str)> = s
+            .call_tree
+            .rows
+            .iter()
+            .map(|r| (r.depth, r.kind, r.frame.as_str()))
+            .collect();
+        let sign = rows.iter().position(|r| r.2 == "EVP_DigestSign").unwrap();
+        assert_eq!(rows[sign + 1], (3, RowKind::Cause(Cause::PublicKey), "public_key"));
+        assert_eq!(rows[sign + 2], (4, RowKind::CauseFrame, "bn_mul_mont"));
+        let public_key = &s.call_tree.rows[sign + 1];
+        assert!((public_key.total_ms - s.call_tree.rows[sign].self_ms.unwrap()).abs() < 1e-12);
+    }
+
+    #[test]
     fn function_figures_count_every_call() {
         let s = summarize(&sample_recording());
         let fin = s.functions.iter().find(|f| f.name == "EVP_DigestSignFinal").unwrap();
@@ -814,7 +974,13 @@ mod tests {
     #[test]
     fn call_tree_rows_nest_under_their_process() {
         let s = summarize(&sample_recording());
-        let rows: Vec<(usize, &str)> = s.call_tree.rows.iter().map(|r| (r.depth, r.frame.as_str())).collect();
+        let rows: Vec<(usize, &str)> = s
+            .call_tree
+            .rows
+            .iter()
+            .filter(|r| matches!(r.kind, RowKind::Process | RowKind::Function))
+            .map(|r| (r.depth, r.frame.as_str()))
+            .collect();
         assert_eq!(
             rows,
             vec![

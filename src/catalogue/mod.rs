@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The stage catalogue: which function marks which stage, one table per TLS library family. Adding a
-//! library, version or function is adding rows.
+//! library, version or function is adding rows. The cause catalogue (causes.rs) names what a stage's CPU
+//! went to, from the frames below it.
 
+pub mod causes;
 pub mod go;
 pub mod openssl;
 
@@ -52,6 +54,8 @@ pub const SECRET_LEN_PTR: u32 = ff::FF_SECRET_LEN_PTR as u32;
 pub const STEPPED: u32 = ff::FF_STEPPED as u32;
 pub const CONN_END: u32 = ff::FF_CONN_END as u32;
 pub const SECRET_LEN_RET: u32 = ff::FF_SECRET_LEN_RET as u32;
+/// Set in the cookie only where the library's state machine is not probed (`cookie`).
+pub const IO_DRIVER: u32 = ff::FF_IO_DRIVER as u32;
 pub const GO_ABI: u32 = ff::FF_GO_ABI as u32;
 pub const G_RUN: u32 = ff::FF_G_RUN as u32;
 pub const G_STOP: u32 = ff::FF_G_STOP as u32;
@@ -87,7 +91,8 @@ pub struct Row {
     pub length_query_arg: u8,
     pub flags: u32,
     /// Called many times per handshake or on every request: each probe hit costs microseconds, so it is
-    /// attached only with --all-probes.
+    /// attached only with --all-probes, or (IO_DRIVER rows) once a process's handshakes are seen to run
+    /// inside them.
     pub frequent: bool,
 }
 
@@ -125,13 +130,13 @@ pub(crate) const fn fact(symbol: &'static str, flags: u32) -> Row {
     }
 }
 
-pub(crate) const fn frequent(symbol: &'static str, stage: Stage) -> Row {
+pub(crate) const fn frequent(symbol: &'static str, stage: Stage, flags: u32) -> Row {
     Row {
         symbol,
         stage: Some(stage),
         origin: Origin::Public,
         length_query_arg: 0,
-        flags: 0,
+        flags,
         frequent: true,
     }
 }
@@ -150,9 +155,14 @@ pub enum Site {
 }
 
 /// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*); `stepped`: see record/prologue.rs.
-pub fn cookie(func_id: u16, row: &Row, stepped: bool, at: Site) -> u64 {
+/// `state_machine_probed`: the library's internal handshake functions are probed (Node.js), so a handshake
+/// inside SSL_read/SSL_write is seen there, and those are plain record-layer calls.
+pub fn cookie(func_id: u16, row: &Row, stepped: bool, state_machine_probed: bool, at: Site) -> u64 {
     let stage = row.stage.map_or(0, |s| u64::from(s.id()));
-    let flags = row.flags | if stepped { STEPPED } else { 0 };
+    let mut flags = row.flags | if stepped { STEPPED } else { 0 };
+    if state_machine_probed {
+        flags &= !IO_DRIVER;
+    }
     let at = match at {
         Site::Entry => site::SITE_ENTRY,
         Site::Exit => site::SITE_EXIT,
@@ -200,17 +210,60 @@ mod tests {
     #[test]
     fn cookie_packs_the_header_layout() {
         let r = find("EVP_PKEY_decrypt").unwrap();
-        let c = cookie(513, r, false, Site::Entry);
+        let c = cookie(513, r, false, false, Site::Entry);
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(Stage::Derive.id()));
         assert_eq!((c >> 24) & 0xff, 2);
-        assert_eq!((c >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP));
-        assert_eq!(c >> 48, 0);
-        let stepped = cookie(513, r, true, Site::Entry);
-        assert_eq!((stepped >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | STEPPED));
-        let exit = cookie(7, find("crypto/ecdsa.(*PrivateKey).Sign").unwrap(), false, Site::Exit);
-        assert_eq!(exit >> 48, 1);
-        assert_eq!((exit >> 32) & 0xffff, u64::from(PRIVATE_KEY_OP | GO_ABI));
+        assert_eq!((c >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP));
+        assert_eq!(c >> 56, 0);
+        let stepped = cookie(513, r, true, false, Site::Entry);
+        assert_eq!((stepped >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP | STEPPED));
+        let exit = cookie(
+            7,
+            find("crypto/ecdsa.(*PrivateKey).Sign").unwrap(),
+            false,
+            false,
+            Site::Exit,
+        );
+        assert_eq!(exit >> 56, 1);
+        assert_eq!((exit >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP | GO_ABI));
+        let end = cookie(8, find("runtime.goexit1").unwrap(), false, false, Site::Entry);
+        assert_eq!((end >> 32) & 0xff_ffff, u64::from(G_END | GO_ABI));
+        assert_eq!(end >> 56, 0);
+    }
+
+    #[test]
+    fn function_flags_fit_the_cookie() {
+        let all = [
+            SSL_ARG,
+            SERVER,
+            CLIENT,
+            PRIVATE_KEY_OP,
+            PEER_CERT_CHECK,
+            CONN_START,
+            SIG_LEN_PTR,
+            SIG_LEN_ARG,
+            SECRET_LEN_PTR,
+            STEPPED,
+            CONN_END,
+            SECRET_LEN_RET,
+            IO_DRIVER,
+            GO_ABI,
+            G_RUN,
+            G_STOP,
+            G_END,
+        ];
+        let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
+        let mut seen = 0;
+        for flag in all {
+            assert_eq!(flag.count_ones(), 1);
+            assert_eq!(seen & flag, 0, "flag {flag:#x} used twice");
+            assert!(
+                u64::from(flag) < 1 << width,
+                "flag {flag:#x} past the cookie's flags field"
+            );
+            seen |= flag;
+        }
     }
 
     #[test]

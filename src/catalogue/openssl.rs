@@ -5,8 +5,8 @@
 use super::Origin::{App, Internal, Public};
 use super::Stage::*;
 use super::{
-    fact, frequent, op, row, Row, CLIENT, CONN_END, CONN_START, PEER_CERT_CHECK, PRIVATE_KEY_OP, SECRET_LEN_PTR,
-    SECRET_LEN_RET, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
+    fact, frequent, op, row, Row, CLIENT, CONN_END, CONN_START, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP,
+    SECRET_LEN_PTR, SECRET_LEN_RET, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
 };
 
 pub const ROWS: &[Row] = &[
@@ -73,7 +73,7 @@ pub const ROWS: &[Row] = &[
     row("tls_process_key_exchange", Verify, Internal, 0),
     // Key schedule: PRF/HKDF and switching cipher state.
     // About 20 calls per TLS 1.3 handshake: only with --all-probes.
-    frequent("EVP_KDF_derive", KeySchedule),
+    frequent("EVP_KDF_derive", KeySchedule, 0),
     row("tls13_change_cipher_state", KeySchedule, Internal, 0),
     row("tls1_change_cipher_state", KeySchedule, Internal, 0),
     row("tls13_generate_secret", KeySchedule, Internal, 0),
@@ -84,8 +84,8 @@ pub const ROWS: &[Row] = &[
     row("tls1_setup_key_block", KeySchedule, Internal, 0),
     // Resumption: session cache and tickets.
     // Session (de)serialization: several calls per handshake (nginx: ~8), so only with --all-probes.
-    frequent("d2i_SSL_SESSION", Resume),
-    frequent("i2d_SSL_SESSION", Resume),
+    frequent("d2i_SSL_SESSION", Resume, 0),
+    frequent("i2d_SSL_SESSION", Resume, 0),
     row("ssl_get_prev_session", Resume, Internal, 0),
     row("lookup_sess_in_cache", Resume, Internal, 0),
     row("tls_decrypt_ticket", Resume, Internal, 0),
@@ -93,9 +93,9 @@ pub const ROWS: &[Row] = &[
     row("ssl_update_cache", Resume, Internal, 0),
     row("ngx_ssl_new_session", Resume, App, 0),
     row("ngx_ssl_get_cached_session", Resume, App, 0),
-    // Record layer.
-    frequent("SSL_read", Read),
-    frequent("SSL_read_ex", Read),
-    frequent("SSL_write", Write),
-    frequent("SSL_write_ex", Write),
+    // Record layer. A handshake the application never drives itself runs inside the first of these.
+    frequent("SSL_read", Read, SSL_ARG | IO_DRIVER),
+    frequent("SSL_read_ex", Read, SSL_ARG | IO_DRIVER),
+    frequent("SSL_write", Write, SSL_ARG | IO_DRIVER),
+    frequent("SSL_write_ex", Write, SSL_ARG | IO_DRIVER),
 ];

@@ -16,6 +16,9 @@ pub struct CpuHistogram {
 const BUCKET_GROWTH: f64 = 1.01;
 
 impl CpuHistogram {
+    /// The bucket of u64::MAX ns: no value lands above it.
+    pub const MAX_BUCKET: u32 = 4458;
+
     pub fn add(&mut self, ns: u64) {
         self.count += 1;
         self.sum_ns += ns;
@@ -59,6 +62,16 @@ impl CpuHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn largest_value_lands_in_the_last_bucket() {
+        let mut h = CpuHistogram::default();
+        h.add(u64::MAX);
+        assert_eq!(
+            h.buckets.keys().copied().collect::<Vec<_>>(),
+            [CpuHistogram::MAX_BUCKET]
+        );
+    }
 
     #[test]
     fn histogram_quantiles_are_within_a_bucket() {

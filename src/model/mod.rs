@@ -2,14 +2,15 @@
 //! The profile model: what a recording holds and its file format. Pure data: nothing here touches the
 //! kernel, the targets or the command line.
 
+pub mod file;
 mod histogram;
 mod probe_cost;
+pub mod untrusted;
 
 pub use histogram::CpuHistogram;
 pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode};
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -66,6 +67,11 @@ pub struct Target {
     pub process_cpu_ms: f64,
     /// The part of it used while the stage probes were attached: what stage figures compare with.
     pub probed_cpu_ms: f64,
+    /// Seconds into the recording from which its SSL_read/SSL_write were probed as handshake drivers: its
+    /// handshake stages ran outside any handshake call (a public-API-only libssl, the handshake left to
+    /// SSL_read/SSL_write). None: not needed.
+    #[serde(default)]
+    pub io_driven_from_s: Option<f64>,
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -286,47 +292,68 @@ pub struct Lost {
     pub missed_returns: u64,
     pub threads: u64,
     pub connections: u64,
+    /// Handshake stage calls (key exchange, signature, ...) outside any handshake call, before their
+    /// process's SSL_read/SSL_write were probed as drivers (Target::io_driven_from_s): their handshakes
+    /// were not counted.
+    #[serde(default)]
+    pub unframed_work: u64,
+}
+
+/// Largest recording read: far above what a recording holds (aggregated samples, a call tree, histograms),
+/// so that a file that is not one is refused before it is parsed into memory.
+pub const MAX_RECORDING_BYTES: u64 = 256 << 20;
+
+/// Largest count or nanosecond figure a recording may hold, and largest sum of them: figures stay exact as
+/// f64 and no sum of them overflows.
+const MAX_FIGURE: u64 = 1 << 53;
+
+/// The two fields that say what a file is, read before the rest.
+#[derive(Deserialize)]
+struct Header {
+    #[serde(default)]
+    format: serde_json::Value,
+    #[serde(default)]
+    format_version: serde_json::Value,
 }
 
 impl Recording {
+    /// Writes the recording whole or not at all (file::write_atomically).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = serde_json::to_vec(self)?;
-        fs::write(path, text).with_context(|| format!("cannot write recording {}", path.display()))
+        file::write_atomically(path, |w| Ok(serde_json::to_writer(w, self)?))
+            .with_context(|| format!("cannot write recording {}", path.display()))
     }
 
+    /// Reads a recording, refusing anything that is not a whole, consistent one tlsprof wrote: the file may
+    /// come from anywhere.
     pub fn load(path: &Path) -> Result<Recording> {
-        let bytes = fs::read(path).with_context(|| format!("cannot read recording {}", path.display()))?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
+        Self::from_bytes(&file::read_bounded(path, MAX_RECORDING_BYTES, "recording")?)
+            .map_err(|e| anyhow::anyhow!("{} {e}", path.display()))
+    }
+
+    /// A recording from a file's bytes; errors complete a sentence that starts with the file's name.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Recording> {
+        let header: Header = serde_json::from_slice(bytes).map_err(|_| {
             anyhow::anyhow!(
-                "{} is not a tlsprof recording or is damaged (not valid JSON): record it again with `tlsprof record`",
-                path.display()
+                "is not a tlsprof recording or is damaged (not valid JSON): record it again with `tlsprof record`"
             )
         })?;
-        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-            bail!(
-                "{} is not a tlsprof recording: record one with `tlsprof record`",
-                path.display()
-            );
+        if header.format.as_str() != Some(FORMAT) {
+            bail!("is not a tlsprof recording: record one with `tlsprof record`");
         }
-        let version = value.get("format_version").and_then(|v| v.as_u64());
+        let version = header.format_version.as_u64();
         if version != Some(u64::from(FORMAT_VERSION)) {
             bail!(
-                "{} has recording format {}, this tlsprof reads format {FORMAT_VERSION}: use the tlsprof that wrote it",
-                path.display(),
+                "has recording format {}, this tlsprof reads format {FORMAT_VERSION}: use the tlsprof that wrote it",
                 version.map_or("(none)".to_string(), |v| v.to_string())
             );
         }
-        let rec: Recording = serde_json::from_value(value).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is a damaged tlsprof recording ({e}): record it again",
-                path.display()
-            )
-        })?;
+        let rec: Recording = serde_json::from_slice(bytes)
+            .map_err(|e| anyhow::anyhow!("is a damaged tlsprof recording ({e}): record it again"))?;
         rec.check()?;
         Ok(rec)
     }
 
-    /// Cross-references must hold, or derived figures would silently be wrong.
+    /// Cross-references must hold and figures be in range, or derived figures would silently be wrong.
     fn check(&self) -> Result<()> {
         let nfunc = self.functions.len();
         let bad_path = |p: &[u16]| p.iter().any(|&f| usize::from(f) >= nfunc);
@@ -334,7 +361,86 @@ impl Recording {
             || self.tree.iter().any(|n| n.path.is_empty() || bad_path(&n.path))
             || self.samples.iter().any(|s| bad_path(&s.path))
         {
-            bail!("the recording's function references are inconsistent (damaged file): record it again");
+            bail!("is a damaged tlsprof recording (inconsistent function references): record it again");
+        }
+        if let Err(what) = self.check_figures() {
+            bail!("is a damaged tlsprof recording ({what} out of range): record it again");
+        }
+        Ok(())
+    }
+
+    /// Every figure finite, not negative and within what a recording can hold; sums of counts too.
+    fn check_figures(&self) -> Result<(), &'static str> {
+        fn sum<'a>(what: &'static str, values: impl IntoIterator<Item = &'a u64>) -> Result<u64, &'static str> {
+            values
+                .into_iter()
+                .try_fold(0u64, |acc, &v| acc.checked_add(v).filter(|&s| s <= MAX_FIGURE))
+                .ok_or(what)
+        }
+        fn real<'a>(what: &'static str, values: impl IntoIterator<Item = &'a f64>) -> Result<(), &'static str> {
+            // A bit over a year in ms or ns, per figure: nothing a recording measures comes near.
+            let ok = |v: f64| v.is_finite() && (0.0..=1e18).contains(&v);
+            values.into_iter().all(|&v| ok(v)).then_some(()).ok_or(what)
+        }
+        real("duration", [&self.duration_s])?;
+        if !(1..=1_000_000).contains(&self.sample_freq_hz) {
+            return Err("sample frequency");
+        }
+        real(
+            "target CPU",
+            self.targets.iter().flat_map(|t| [&t.process_cpu_ms, &t.probed_cpu_ms]),
+        )?;
+        let c = &self.probe_cost;
+        real(
+            "probe cost",
+            [&c.hit_ns, &c.inside_ns, &c.cold_hit_ns, &c.step_ns, &c.cold_step_ns],
+        )?;
+        let p = &self.probing;
+        real("probing", [&p.max_overhead_pct, &p.live_s, &p.peak_overhead])?;
+        real("openssl speed", self.openssl_speed.values())?;
+        for w in &p.window_figures {
+            real("probe window", [&w.live_s, &w.own_cpu_ms])?;
+            sum("probe window", w.stage_self_ns.values())?;
+        }
+        sum(
+            "probe window connections",
+            p.window_figures.iter().map(|w| &w.connections),
+        )?;
+        sum(
+            "probe window handshakes",
+            p.window_figures.iter().map(|w| &w.handshakes.total),
+        )?;
+        sum("connections", [&p.connections])?;
+        sum("call tree calls", self.tree.iter().map(|n| &n.calls))?;
+        sum("call tree CPU", self.tree.iter().map(|n| &n.cpu_ns))?;
+        sum("call tree self CPU", self.tree.iter().map(|n| &n.self_ns))?;
+        sum("samples", self.samples.iter().map(|s| &s.count))?;
+        sum("probe hits", [&self.probe_hits, &self.probe_stepped_hits])?;
+        let l = &self.lost;
+        sum(
+            "lost counts",
+            [
+                &l.samples_taken,
+                &l.samples,
+                &l.unreadable_stacks,
+                &l.cut_stacks,
+                &l.handshake_events,
+                &l.tree_nodes,
+                &l.depth_overflow,
+                &l.missed_returns,
+                &l.threads,
+                &l.connections,
+            ],
+        )?;
+        sum("handshakes", self.handshakes.iter().map(|g| &g.cpu.count))?;
+        sum("handshake CPU", self.handshakes.iter().map(|g| &g.cpu.sum_ns))?;
+        for g in &self.handshakes {
+            let h = &g.cpu;
+            if sum("handshake histogram", h.buckets.values())? != h.count
+                || h.buckets.keys().any(|&b| b > CpuHistogram::MAX_BUCKET)
+            {
+                return Err("handshake histogram");
+            }
         }
         Ok(())
     }
@@ -344,6 +450,12 @@ impl Recording {
             .iter()
             .find(|t| t.pid == pid)
             .map_or("?", |t| t.comm.as_str())
+    }
+
+    /// The stage probes were detached for part of the recording (--max-overhead below 100): samples taken
+    /// then have no stage path. A millisecond of slack for rounding: always-on probes cover it all.
+    pub fn probed_part_time(&self) -> bool {
+        self.probing.live_s < self.duration_s - 1e-3
     }
 
     pub fn stage_of(&self, func: u16) -> Option<Stage> {
@@ -359,6 +471,7 @@ impl Recording {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::fs;
 
     /// nginx-like: SSL_do_handshake > EVP_DigestSign > EVP_DigestSignFinal, plus EVP_PKEY_derive.
     pub fn sample_recording() -> Recording {
@@ -401,6 +514,7 @@ pub(crate) mod tests {
                 comm: "nginx".into(),
                 process_cpu_ms: 10.0,
                 probed_cpu_ms: 10.0,
+                io_driven_from_s: None,
             }],
             libraries: vec![lib],
             functions: vec![
@@ -514,5 +628,56 @@ pub(crate) mod tests {
         let missing = Recording::load(&dir.join("missing")).unwrap_err();
         assert!(format!("{missing:#}").contains("cannot read recording"));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A recording's JSON with one field replaced.
+    fn with(field: &str, value: serde_json::Value) -> Vec<u8> {
+        let mut v = serde_json::to_value(sample_recording()).unwrap();
+        v[field] = value;
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    fn refused(bytes: &[u8]) -> String {
+        Recording::from_bytes(bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn hostile_recordings_are_refused_with_one_reason() {
+        use serde_json::json;
+        assert!(Recording::from_bytes(&with("format", json!(FORMAT))).is_ok());
+        assert!(refused(&with("format", json!(["tlsprof-recording"]))).contains("is not a tlsprof recording"));
+        assert!(refused(&with("duration_s", json!("1"))).contains("damaged tlsprof recording (invalid type"));
+        assert!(refused(&with("duration_s", json!(1e300))).contains("(duration out of range)"));
+        assert!(refused(&with("duration_s", json!(-1.0))).contains("(duration out of range)"));
+        assert!(refused(&with("sample_freq_hz", json!(0))).contains("(sample frequency out of range)"));
+        let mut v = serde_json::to_value(sample_recording()).unwrap();
+        v["tree"][0]["cpu_ns"] = json!(u64::MAX);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(call tree CPU out of range)"));
+        // Each below the limit, their sum above it.
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["samples"][0]["count"] = json!(MAX_FIGURE);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(samples out of range)"));
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["handshakes"][0]["cpu"]["count"] = json!(5);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(handshake histogram out of range)"));
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["handshakes"][0]["cpu"]["buckets"] = json!({"4000000000": 4});
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(handshake histogram out of range)"));
+        // Nesting far past serde_json's recursion limit: an error, not a stack overflow.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(refused(deep.as_bytes()).contains("not valid JSON"));
+        let mut nested = serde_json::to_value(sample_recording()).unwrap();
+        nested["extra"] = serde_json::from_str(&format!("{}1{}", "[".repeat(120), "]".repeat(120))).unwrap();
+        let deep_inside = serde_json::to_vec(&nested).unwrap();
+        assert!(Recording::from_bytes(&deep_inside).is_ok());
+        // In a field this tlsprof does not read, skipped without recursion: no limit is needed there.
+        let mut deeper = String::from_utf8(deep_inside).unwrap();
+        deeper.insert_str(1, &format!("\"x\":{}{},", "[".repeat(1_000_000), "]".repeat(1_000_000)));
+        assert!(Recording::from_bytes(deeper.as_bytes()).is_ok());
+        let mut v = serde_json::to_value(sample_recording()).unwrap();
+        v["samples"][0]["frames"] = serde_json::from_str(&format!("{}{}", "[".repeat(120), "]".repeat(120))).unwrap();
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("damaged tlsprof recording (invalid type"));
+        assert!(refused(b"").contains("not valid JSON"));
+        assert!(refused(b"null").contains("not valid JSON"));
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use inferno::{differential, flamegraph};
 use serde_json::{json, Value};
 
-use super::flame;
+use super::{flame, Group};
 use crate::analyze::{HandshakeSummary, Summary};
 use crate::catalogue::Stage;
 use crate::model::Recording;
@@ -145,7 +145,10 @@ pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
 /// Differential flame graph: the after profile's shape, coloured by the change from before (normalized to
 /// the same sample total, so different load levels compare).
 pub fn svg(before: &Recording, after: &Recording, out: impl Write) -> Result<()> {
-    let (b, a) = (flame::folded(before).join("\n"), flame::folded(after).join("\n"));
+    let (b, a) = (
+        flame::folded(before, Group::Stage).join("\n"),
+        flame::folded(after, Group::Stage).join("\n"),
+    );
     if b.is_empty() || a.is_empty() {
         bail!("a recording has no CPU samples, so there is no differential flame graph: record for longer");
     }

@@ -6,28 +6,41 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
+use super::Group;
+use crate::analyze::causes;
+use crate::model::untrusted::printable;
 use crate::model::Recording;
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
-pub fn folded(rec: &Recording) -> Vec<String> {
-    let clean = |s: &str| s.replace(';', ":");
-    let mut lines: Vec<String> = rec
-        .samples
-        .iter()
-        .map(|s| {
-            let mut frames = vec![clean(rec.comm_of(s.pid))];
-            frames.extend(s.frames.iter().map(|f| clean(f)));
-            frames.extend(s.kernel.iter().map(|k| format!("{}_[k]", clean(k))));
-            format!("{} {}", frames.join(";"), s.count)
-        })
-        .collect();
+/// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/causes.rs).
+pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
+    // Frames are separated by ';' and the count by the last space: a name keeps neither its ';' nor
+    // anything a terminal or an SVG viewer would act on.
+    let clean = |s: &str| printable(s).replace(';', ":");
+    let stager = causes::Stager::new(rec);
+    let mut lines = Vec::with_capacity(rec.samples.len());
+    for s in &rec.samples {
+        let mut frames = vec![clean(rec.comm_of(s.pid))];
+        frames.extend(s.frames.iter().map(|f| clean(f)));
+        if group == Group::Cause {
+            if let Some(sf) = stager.stage_frame(rec, s) {
+                let label = causes::attribute(&s.frames, &s.kernel, sf.index).map_or_else(
+                    || "[tlsprof's probe traps]".to_string(),
+                    |a| format!("[cause: {}]", a.cause.name()),
+                );
+                frames.insert(sf.index + 2, label);
+            }
+        }
+        frames.extend(s.kernel.iter().map(|k| format!("{}_[k]", clean(k))));
+        lines.push(format!("{} {}", frames.join(";"), s.count));
+    }
     lines.sort();
     lines
 }
 
-pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
-    let lines = folded(rec);
+pub fn svg(rec: &Recording, group: Group, out: impl Write) -> Result<()> {
+    let lines = folded(rec, group);
     if lines.is_empty() {
         bail!("the recording has no CPU samples, so there is no flame graph: record for longer or raise --freq");
     }
@@ -47,7 +60,7 @@ mod tests {
     #[test]
     fn folded_lines_join_process_frames_and_kernel_frames() {
         assert_eq!(
-            folded(&sample_recording()),
+            folded(&sample_recording(), Group::Stage),
             vec![
                 "nginx;[truncated];SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont;asm_sysvec_apic_timer_interrupt_[k] 2",
                 "nginx;main;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];bn_mul_mont 3",
@@ -56,9 +69,20 @@ mod tests {
     }
 
     #[test]
+    fn grouped_by_cause_a_cause_frame_follows_the_stage_frame() {
+        assert_eq!(
+            folded(&sample_recording(), Group::Cause),
+            vec![
+                "nginx;[truncated];SSL_do_handshake [handshake];EVP_DigestSign [sign];[cause: public_key];bn_mul_mont;asm_sysvec_apic_timer_interrupt_[k] 2",
+                "nginx;main;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];[cause: public_key];bn_mul_mont 3",
+            ]
+        );
+    }
+
+    #[test]
     fn svg_names_the_stage_functions() {
         let mut out = Vec::new();
-        svg(&sample_recording(), &mut out).unwrap();
+        svg(&sample_recording(), Group::Stage, &mut out).unwrap();
         let svg = String::from_utf8(out).unwrap();
         assert!(svg.contains("EVP_DigestSign [sign]"));
     }
@@ -67,7 +91,7 @@ mod tests {
     fn empty_recording_is_a_clear_error() {
         let mut rec = sample_recording();
         rec.samples.clear();
-        let err = svg(&rec, Vec::new()).unwrap_err().to_string();
+        let err = svg(&rec, Group::Stage, Vec::new()).unwrap_err().to_string();
         assert!(err.contains("no CPU samples"), "{err}");
     }
 }

@@ -1,12 +1,70 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The JSON report: the serialized form of the summary, keys sorted (its schema is analyze::Summary).
 
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
 use serde_json::Value;
 
 use crate::analyze::Summary;
+use crate::model::untrusted::breaks_text;
 
 pub fn json(s: &Summary) -> Value {
     serde_json::to_value(s).expect("a summary serializes")
+}
+
+/// Pretty JSON in which strings hold no character a terminal would act on: serde_json escapes C0 controls,
+/// this escapes DEL, C1 controls and bidirectional overrides as well (`\u009b`), which JSON allows for any
+/// character. A target's name parses back unchanged, and never reaches the operator's terminal raw.
+pub fn to_string_pretty(value: &impl Serialize) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, EscapingFormatter(PrettyFormatter::new()));
+    value.serialize(&mut ser).expect("serializes into memory");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+struct EscapingFormatter<'a>(PrettyFormatter<'a>);
+
+impl Formatter for EscapingFormatter<'_> {
+    fn write_string_fragment<W: ?Sized + Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, c)) = rest.char_indices().find(|&(_, c)| breaks_text(c)) {
+            writer.write_all(&rest.as_bytes()[..at])?;
+            // Every such character is in the Basic Multilingual Plane: one \u escape.
+            write!(writer, "\\u{:04x}", c as u32)?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_array(writer)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array(writer)
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array_value(writer)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object(writer)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object(writer)
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object_value(writer)
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +109,19 @@ mod tests {
             assert!(j["libraries"][0].get(field).is_some(), "missing libraries[].{field}");
         }
         assert_eq!(j["stages"][0]["name"], Stage::Handshake.name());
+    }
+
+    #[test]
+    fn hostile_names_stay_valid_json_without_raw_controls() {
+        let mut rec = sample_recording();
+        let name = "\x1b]0;pwned\x07\u{9b}2J\u{202e}x\n\"\\";
+        rec.targets[0].comm = name.into();
+        let text = to_string_pretty(&json(&summarize(&rec)));
+        assert!(!text.chars().any(|c| c != '\n' && breaks_text(c)), "{text}");
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["targets"][0]["comm"], name);
+        // The same document as serde_json's own pretty printer gives, read back the same way.
+        let plain = serde_json::to_string_pretty(&json(&summarize(&rec))).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(&plain).unwrap());
     }
 }

@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::analyze::{CpuStats, Summary};
+use super::Group;
+use crate::analyze::causes::{Cause, FrameCount};
+use crate::analyze::{CpuStats, RowKind, Summary};
 use crate::catalogue::Stage;
+use crate::model::untrusted::{printable_lines, Printable};
 use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols};
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -29,13 +32,13 @@ fn targets_line(s: &Summary) -> String {
         .iter()
         .map(|(comm, pids)| {
             let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("{comm} (pid {})", pids.join(", "))
+            format!("{} (pid {})", Printable(comm), pids.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")
 }
 
-pub fn text(s: &Summary) -> String {
+pub fn text(s: &Summary, group: Group) -> String {
     let mut out = String::new();
     let hs = &s.handshakes;
     let tls_ms = s.tls_cpu_ms;
@@ -57,8 +60,8 @@ pub fn text(s: &Summary) -> String {
         let _ = writeln!(
             out,
             "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
-            l.version.as_deref().unwrap_or("TLS code"),
-            l.path,
+            Printable(l.version.as_deref().unwrap_or("TLS code")),
+            Printable(&l.path),
             l.functions_found
         );
     }
@@ -217,12 +220,28 @@ pub fn text(s: &Summary) -> String {
         }
     }
 
+    causes_section(&mut out, s);
+
+    let by_cause = group == Group::Cause;
     let _ = writeln!(
         out,
-        "\nCall tree (CPU; % of process CPU)\n{:>11}{:>8}{:>11}{:>10}  frame",
-        "total ms", "%", "self ms", "calls"
+        "\nCall tree (CPU; % of process CPU{})\n{:>11}{:>8}{:>11}{:>10}  frame",
+        if by_cause {
+            "; [cause] rows and the frames that named them: the function's self CPU shared out by its CPU samples, estimated"
+        } else {
+            ""
+        },
+        "total ms",
+        "%",
+        "self ms",
+        "calls"
     );
     for row in &s.call_tree.rows {
+        let frame = match row.kind {
+            RowKind::Cause(_) | RowKind::CauseFrame if !by_cause => continue,
+            RowKind::Cause(c) => format!("{} [cause]", c.name()),
+            _ => row.frame.clone(),
+        };
         let dash = || "-".to_string();
         let stage = row.stage.map_or(String::new(), |st| format!(" [{}]", st.name()));
         let _ = writeln!(
@@ -233,7 +252,7 @@ pub fn text(s: &Summary) -> String {
             row.self_ms.map_or_else(dash, |v| format!("{v:.1}")),
             row.calls.map_or_else(dash, |v| v.to_string()),
             "  ".repeat(row.depth),
-            row.frame,
+            Printable(&frame),
             stage
         );
     }
@@ -245,7 +264,86 @@ pub fn text(s: &Summary) -> String {
             s.call_tree.min_share * 100.0
         );
     }
-    out
+    // Names were escaped where they were written; this catches any that a future line forgets.
+    printable_lines(&out).into_owned()
+}
+
+/// Under each stage with samples, what its self CPU went to.
+fn causes_section(out: &mut String, s: &Summary) {
+    if s.stages.iter().all(|st| st.causes.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nCauses within stages (from the CPU samples below each stage frame; CPU estimated: the stage's self CPU × the cause's share of its samples, 95% interval; the frames that named it):"
+    );
+    for st in s.stages.iter().filter(|st| !st.causes.is_empty()) {
+        let samples: u64 = st.causes.iter().map(|c| c.samples).sum();
+        let probes = if st.probe_samples > 0 {
+            format!(
+                ", {} more in tlsprof's probe traps left out (their cost is out of the stage's CPU)",
+                st.probe_samples
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {:.1} ms self, {} samples{probes}",
+            st.name.name(),
+            st.self_cpu_ms,
+            samples
+        );
+        for c in &st.causes {
+            let frames: Vec<String> = c
+                .top_frames
+                .iter()
+                .map(|f| format!("{} {}", f.name, f.samples))
+                .collect();
+            let _ = writeln!(
+                out,
+                "    {:<15}{:>6.1}%{:>10.1} ms [{:.1}–{:.1}]{:>6}  {}: {}",
+                c.name.name(),
+                100.0 * c.share,
+                c.cpu_ms,
+                c.cpu_ms_ci95[0],
+                c.cpu_ms_ci95[1],
+                c.samples,
+                c.name.describe(),
+                frames.join(", ")
+            );
+            if c.name == Cause::Unattributed {
+                let _ = writeln!(out, "{:>8}{}", "", naming_hint(&c.top_frames));
+            }
+        }
+    }
+}
+
+/// How to name the frames of unattributed samples.
+fn naming_hint(frames: &[FrameCount]) -> String {
+    let mut libraries: Vec<&str> = frames
+        .iter()
+        .filter_map(|f| f.name.split_once("+0x").map(|(lib, _)| lib))
+        .collect();
+    libraries.sort_unstable();
+    libraries.dedup();
+    let mut hints = Vec::new();
+    if !libraries.is_empty() {
+        hints.push(format!(
+            "code of {} without symbols: install their debug symbols (Debian: the -dbgsym packages), which tlsprof finds by build-id",
+            libraries.join(", ")
+        ));
+    }
+    if frames
+        .iter()
+        .any(|f| f.name == "[unwind gap]" || f.name == "[truncated]")
+    {
+        hints.push("[unwind gap]: frames the unwinder lost in assembly without unwind tables".to_string());
+    }
+    if frames.iter().any(|f| f.name == "[anon]") {
+        hints.push("[anon]: JIT code without a perf map (start Node.js with --perf-basic-prof)".to_string());
+    }
+    format!("(to name them: {})", hints.join("; "))
 }
 
 /// `value [lo–hi]` with `digits` decimals.
@@ -358,9 +456,25 @@ fn samples_line(s: &Summary) -> String {
         l.missed_returns,
         if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
     );
+    for t in &s.targets {
+        if let Some(from) = t.io_driven_from_s {
+            line.push_str(&format!(
+                "\n{} (pid {}) leaves its handshakes to SSL_read/SSL_write: probed there from {from:.1} s into the recording",
+                Printable(&t.comm),
+                t.pid
+            ));
+        }
+    }
+    if l.unframed_work > 0 {
+        line.push_str(&format!(
+            "\nHandshake work outside any handshake call: {} stage calls before SSL_read/SSL_write were probed; their handshakes are not counted",
+            l.unframed_work
+        ));
+    }
     for (pid, comm) in &st.unnamed_jit {
         line.push_str(&format!(
-            "\nJIT frames of {comm} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions"
+            "\nJIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
+            Printable(comm)
         ));
     }
     line
@@ -377,7 +491,7 @@ mod tests {
     use crate::model::{HandshakeCounts, ProbeWindow, Recording};
 
     fn report(rec: &Recording) -> String {
-        text(&summarize(rec))
+        text(&summarize(rec), Group::Stage)
     }
 
     #[test]
@@ -406,6 +520,28 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
+    }
+
+    #[test]
+    fn causes_show_under_each_stage_and_in_the_tree_grouped_by_cause() {
+        let s = summarize(&sample_recording());
+        let t = text(&s, Group::Stage);
+        assert!(t.contains("Causes within stages"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("    public_key") && l.contains("100.0%") && l.contains("bn_mul_mont 5")),
+            "{t}"
+        );
+        assert!(!t.contains("[cause]"), "{t}");
+        let grouped = text(&s, Group::Cause);
+        assert!(
+            grouped.lines().any(|l| l.ends_with("        public_key [cause]")),
+            "{grouped}"
+        );
+        assert!(
+            grouped.lines().any(|l| l.ends_with("          bn_mul_mont")),
+            "{grouped}"
+        );
     }
 
     #[test]

@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL or Go it is.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::gobin::{self, GoBinary};
 use super::prologue;
-use crate::catalogue::{self, go, Family, Origin, Row};
+use crate::catalogue::{go, Family, Origin, Row};
 use crate::model::{Flavor, Symbols};
 use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
 use blazesym::SymType;
 
-/// A catalogue function found in a file, at a file offset (what uprobes take).
+/// A catalogue function found in a file, and where its probes go, as a file offset (what uprobes take): its
+/// start or, past a first instruction that only reads, its second (prologue.rs).
 #[derive(Clone, Debug)]
 pub struct FoundFunction {
     pub row: &'static Row,
     pub file_offset: u64,
-    /// The kernel single-steps its first instruction: every entry costs a second trap.
+    /// The kernel single-steps the instruction there: every entry costs a second trap.
     pub stepped: bool,
     /// Go code: where calls leave it (file offsets of its return sites, and whether each is single-stepped),
     /// probed instead of its return.
@@ -36,7 +37,7 @@ pub struct TlsObject {
 /// Looks up every catalogue function in the file at `path`. None when it defines none of them.
 pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     if is_executable && gobin::is_go(path) {
-        let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let go_binary = GoBinary::parse(&data).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if let Some(bin) = go_binary {
             return Ok(inspect_go(&bin, &data));
@@ -57,16 +58,16 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
         if let Some(offset) = defined.and_then(|s| s.file_offset) {
             let mut code = [0u8; 16];
             let read = file.read_at(&mut code, offset).unwrap_or(0);
+            if read == 0 {
+                // A symbol that points past the end of the file: no code there to probe.
+                continue;
+            }
             let code = &code[..read];
-            // An entry-only probe on a pointer argument may skip a NULL check onto an emulated instruction.
-            let skip = match row.stage {
-                None if row.flags & catalogue::SSL_ARG != 0 => prologue::past_null_check(code).unwrap_or(0),
-                _ => 0,
-            };
+            let site = prologue::probe_site(code);
             functions.push(FoundFunction {
                 row,
-                file_offset: offset + skip as u64,
-                stepped: prologue::stepped(&code[skip..]),
+                file_offset: offset + site.offset as u64,
+                stepped: site.stepped,
                 exits: Vec::new(),
             });
         }
@@ -146,37 +147,131 @@ fn inspect_go(bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
     })
 }
 
+/// Longest version string looked for, after "OpenSSL ".
+const VERSION_MAX: usize = 64;
+/// The file is read in chunks this long, each overlapping the last by a whole version string: memory stays
+/// bounded whatever the size of a file a target maps (Node.js carries its OpenSSL in a 100 MB executable).
+const SCAN_CHUNK: usize = 1 << 20;
+
 /// The OpenSSL version string compiled into the file ("OpenSSL 3.0.19 27 Jan 2026"), if any.
 pub fn openssl_version(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
-    find_version(&bytes)
+    let file = File::open(path).ok()?;
+    let overlap = b"OpenSSL ".len() + VERSION_MAX;
+    let mut buf = vec![0u8; SCAN_CHUNK + overlap];
+    let (mut kept, mut offset) = (0, 0u64);
+    loop {
+        let read = file.read_at(&mut buf[kept..], offset).ok()?;
+        if read == 0 {
+            return None;
+        }
+        offset += read as u64;
+        let filled = kept + read;
+        if let Some(v) = find_version(&buf[..filled]) {
+            return Some(v);
+        }
+        kept = overlap.min(filled);
+        buf.copy_within(filled - kept..filled, 0);
+    }
 }
 
 fn find_version(bytes: &[u8]) -> Option<String> {
-    for at in memchr::memmem::find_iter(bytes, b"OpenSSL ") {
+    memchr::memmem::find_iter(bytes, b"OpenSSL ").find_map(|at| {
         let rest = &bytes[at + 8..];
-        let len = rest.iter().take(64).position(|&b| b == 0)?;
+        let len = rest.iter().take(VERSION_MAX).position(|&b| b == 0)?;
         let text = std::str::from_utf8(&rest[..len]).ok()?;
         // "3.0.19 27 Jan 2026": a dotted version, then the release date.
         let mut words = text.split(' ');
         let version = words.next()?;
         let dotted = version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
-        if dotted && words.count() == 3 {
-            return Some(format!("OpenSSL {text}"));
-        }
-    }
-    None
+        (dotted && words.count() == 3).then(|| format!("OpenSSL {text}"))
+    })
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use std::fs;
+    use std::path::PathBuf;
+
+    /// A copy of `original` with bytes overwritten at `edits` and cut at `keep`, in a file of its own.
+    pub fn damaged_copy(tag: &str, original: &Path, edits: &[(Index, u8)], keep: Index) -> PathBuf {
+        let mut bytes = fs::read(original).unwrap();
+        for (at, value) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *value;
+        }
+        // Whole most of the time: the damage inside matters more than the cut.
+        if keep.index(4) == 0 {
+            bytes.truncate(keep.index(bytes.len() + 1));
+        }
+        let dir = std::env::temp_dir().join(format!("tlsprof-fuzz-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{tag}-{n}-libssl.so.3"));
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4))]
+
+        /// A target maps whatever it likes under a TLS library's name: inspecting it gives functions or an
+        /// error, never a panic, and every function found lies inside the file.
+        #[test]
+        fn fuzz_inspect_damaged_objects(
+            edits in proptest::collection::vec((any::<Index>(), any::<u8>()), 1..64),
+            keep in any::<Index>(),
+        ) {
+            let path = damaged_copy("inspect", Path::new("/bin/true"), &edits, keep);
+            let len = fs::metadata(&path).unwrap().len();
+            if let Ok(Some(obj)) = inspect(&path, false) {
+                prop_assert!(obj.functions.iter().all(|f| f.file_offset < len));
+            }
+            openssl_version(&path);
+            fs::remove_file(&path).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        #[test]
+        fn fuzz_version_strings(bytes in proptest::collection::vec(any::<u8>(), 0..512), text in "(OpenSSL [0-9. a-zA-Z]{0,70}\\x00?){0,3}") {
+            find_version(&bytes);
+            let mut both = bytes.clone();
+            both.extend(text.as_bytes());
+            if let Some(v) = find_version(&both) {
+                prop_assert!(v.len() <= 8 + VERSION_MAX);
+            }
+        }
+    }
 
     #[test]
     fn version_string_is_found_among_other_text() {
         let blob = b"\0OpenSSL %s\0OpenSSL 3.0.19 27 Jan 2026\0more";
         assert_eq!(find_version(blob).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
         assert_eq!(find_version(b"OpenSSL support\0"), None);
+        // An earlier "OpenSSL " with no end in sight does not stop the search.
+        let mut blob = b"OpenSSL ".to_vec();
+        blob.extend([b'x'; 100]);
+        blob.extend(b"\0OpenSSL 3.0.2 15 Mar 2022\0");
+        assert_eq!(find_version(&blob).as_deref(), Some("OpenSSL 3.0.2 15 Mar 2022"));
+    }
+
+    #[test]
+    fn version_string_across_a_chunk_boundary_is_found() {
+        let dir = std::env::temp_dir().join(format!("tlsprof-version-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libcrypto.so.3");
+        let mut blob = vec![0u8; SCAN_CHUNK - 10];
+        blob.extend(b"OpenSSL 3.0.19 27 Jan 2026\0");
+        blob.extend(vec![0u8; 4096]);
+        fs::write(&path, &blob).unwrap();
+        assert_eq!(openssl_version(&path).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -193,16 +288,24 @@ mod tests {
         assert_eq!(obj.symbols, Symbols::Exported);
         assert!(obj.version.as_deref().unwrap_or("").starts_with("OpenSSL 3."));
         assert!(obj.functions.iter().any(|f| f.row.symbol == "EVP_PKEY_derive"));
-        // Its first instructions as Debian builds them: `push %rbx` and `cmpl $0x4,(%rdi)`.
-        let stepped = |name: &str| obj.functions.iter().find(|f| f.row.symbol == name).map(|f| f.stepped);
-        assert_eq!(stepped("EVP_PKEY_derive"), Some(false));
-        assert_eq!(stepped("EVP_PKEY_keygen"), Some(true));
+        // Its first instructions as Debian builds them: `push %rbx`, and `cmpl $0x4,(%rdi)` with a `jne` after
+        // it, where the probe goes.
+        let found = |name: &str| obj.functions.iter().find(|f| f.row.symbol == name).unwrap();
+        assert!(!found("EVP_PKEY_derive").stepped);
+        let keygen = found("EVP_PKEY_keygen");
+        assert!(!keygen.stepped, "{keygen:?}");
+        let mut code = [0u8; 2];
+        std::fs::File::open(path)
+            .unwrap()
+            .read_exact_at(&mut code, keygen.file_offset)
+            .unwrap();
+        assert_eq!(code[0], 0x75, "a jne rel8 at {keygen:?}");
         // libcrypto imports nothing from libssl: SSL_do_handshake must not appear.
         assert!(!obj.functions.iter().any(|f| f.row.symbol == "SSL_do_handshake"));
     }
 
     #[test]
-    fn debian_ssl_free_is_probed_past_its_null_check() {
+    fn debian_ssl_free_is_probed_on_an_emulated_instruction() {
         let path = Path::new("/usr/lib/x86_64-linux-gnu/libssl.so.3");
         if !path.exists() {
             eprintln!("skipped: {} not installed", path.display());

@@ -8,12 +8,15 @@ use std::collections::HashMap;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
+use super::bpf::types::tlsprof_target_flags as target_flags;
 use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
+use super::status;
 use super::targets::{self, Mapping, Process};
 use super::AttachOptions;
 use crate::catalogue::{self, Site};
-use crate::model::{Flavor, Function, Library};
+use crate::model::untrusted::Printable;
+use crate::model::{Flavor, Function, Library, Symbols};
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
 #[derive(Default)]
@@ -27,6 +30,9 @@ pub struct TargetSet {
     inspected: HashMap<(String, u64), Option<TlsObject>>,
     /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
     specs: Vec<ProbeSpec>,
+    /// SSL_read/SSL_write of libraries probed through their public API only, per process: attached once
+    /// that process's handshakes are seen to run inside them (`drive_from_io`).
+    io_drivers: Vec<ProbeSpec>,
     /// The stage probes' links: empty while they are paused.
     links: Vec<Link>,
     paused: bool,
@@ -58,13 +64,14 @@ impl TargetSet {
             bail!(
                 "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in) and no Go crypto/tls: profile the process that terminates TLS",
                 p.pid,
-                p.comm
+                Printable(&p.comm)
             );
         }
         for p in without_tls {
             eprintln!(
                 "tlsprof: skipping process {} ({}): no OpenSSL or Go TLS code",
-                p.pid, p.comm
+                p.pid,
+                Printable(&p.comm)
             );
         }
         Ok(set)
@@ -87,7 +94,15 @@ impl TargetSet {
         for m in targets::candidate_objects(&maps, exe) {
             let key = (m.dev.clone(), m.inode);
             if !self.inspected.contains_key(&key) {
-                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe)?;
+                // The target chose what it maps under these names: a file that does not parse is skipped,
+                // and the rest of the process (a real libssl beside it) is still profiled.
+                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe).unwrap_or_else(|e| {
+                    status::warn_once(
+                        &format!("{}:{}", m.dev, m.inode),
+                        &format!("skipping {} in process {} ({}): {e:#}", m.display_path(), p.pid, p.comm),
+                    );
+                    None
+                });
                 self.inspected.insert(key.clone(), obj);
             }
             let Some(obj) = self.inspected[&key].clone() else {
@@ -99,7 +114,11 @@ impl TargetSet {
         if found_any {
             skel.maps
                 .targets
-                .update(&p.pid.to_ne_bytes(), &[1], MapFlags::ANY)
+                .update(
+                    &p.pid.to_ne_bytes(),
+                    &[target_flags::TARGET_PROBED.0 as u8],
+                    MapFlags::ANY,
+                )
                 .context("add target")?;
             self.maps.insert(p.pid, maps);
             fill_library_versions(&mut self.libraries);
@@ -132,51 +151,104 @@ impl TargetSet {
         };
         self.libraries[lib].pids.push(p.pid);
 
-        let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
-        for f in obj.functions.iter().filter(|f| opts.all_probes || !f.row.frequent) {
-            let id = match self
-                .functions
-                .iter()
-                .position(|x| x.library == lib && x.name == f.row.symbol)
-            {
-                Some(i) => i,
-                None => {
-                    self.functions.push(Function {
-                        name: f.row.symbol.into(),
-                        library: lib,
-                        stage: f.row.stage,
-                    });
-                    self.functions.len() - 1
+        let state_machine_probed = obj.symbols == Symbols::Internal;
+        let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
+            let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
+            for f in obj.functions.iter().filter(|f| keep(f.row)) {
+                let id = set.function_id(lib, f.row)?;
+                let cookie = catalogue::cookie(id, f.row, f.stepped, state_machine_probed, Site::Entry);
+                if f.row.flags & catalogue::GO_ABI != 0 {
+                    go.push(f.file_offset, cookie);
+                    for &(offset, stepped) in &f.exits {
+                        go.push(
+                            offset,
+                            catalogue::cookie(id, f.row, stepped, state_machine_probed, Site::Exit),
+                        );
+                    }
+                    continue;
                 }
-            };
-            let id = u16::try_from(id).context("too many functions")?;
-            let cookie = catalogue::cookie(id, f.row, f.stepped, Site::Entry);
-            if f.row.flags & catalogue::GO_ABI != 0 {
-                go.push(f.file_offset, cookie);
-                for &(offset, stepped) in &f.exits {
-                    go.push(offset, catalogue::cookie(id, f.row, stepped, Site::Exit));
+                entry.push(f.file_offset, cookie);
+                if f.row.stage.is_some() {
+                    ret.push(f.file_offset, cookie);
                 }
-                continue;
             }
-            entry.push(f.file_offset, cookie);
-            if f.row.stage.is_some() {
-                ret.push(f.file_offset, cookie);
+            Ok(ProbeSpec {
+                process: p.clone(),
+                path: path.clone(),
+                open_path: m.open_path(p.pid),
+                entry,
+                ret,
+                go,
+            })
+        };
+        let probed = spec(self, &|r| opts.all_probes || !r.frequent)?;
+        if !opts.all_probes && !state_machine_probed {
+            let drivers = spec(self, &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0)?;
+            if !drivers.entry.offsets.is_empty() {
+                self.io_drivers.push(drivers);
             }
         }
-        self.probes += entry.offsets.len() + ret.offsets.len() + go.offsets.len();
-        let spec = ProbeSpec {
-            process: p.clone(),
-            path,
-            open_path: m.open_path(p.pid),
-            entry,
-            ret,
-            go,
+        self.start(skel, probed)
+    }
+
+    /// The function's id in the cookies and the recording's function table.
+    fn function_id(&mut self, lib: usize, row: &'static catalogue::Row) -> Result<u16> {
+        let id = match self
+            .functions
+            .iter()
+            .position(|x| x.library == lib && x.name == row.symbol)
+        {
+            Some(i) => i,
+            None => {
+                self.functions.push(Function {
+                    name: row.symbol.into(),
+                    library: lib,
+                    stage: row.stage,
+                });
+                self.functions.len() - 1
+            }
         };
+        u16::try_from(id).context("too many functions")
+    }
+
+    /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
+    fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
+        self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
         if !self.paused {
             self.links.extend(spec.attach(skel)?);
         }
         self.specs.push(spec);
         Ok(())
+    }
+
+    /// Processes whose handshake stages ran outside any handshake call (TARGET_UNFRAMED_WORK): the
+    /// application leaves its handshakes to SSL_read/SSL_write, so those are probed in it from now on, as
+    /// handshake drivers. Returns the processes that got them.
+    pub fn drive_from_io(&mut self, skel: &TlsprofSkel) -> Result<Vec<u32>> {
+        if self.io_drivers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let flagged: Vec<u32> = skel
+            .maps
+            .targets
+            .keys()
+            .filter_map(|k| Some(u32::from_ne_bytes(k.try_into().ok()?)))
+            .filter(|pid| {
+                let flags = skel.maps.targets.lookup(&pid.to_ne_bytes(), MapFlags::ANY);
+                matches!(flags, Ok(Some(v)) if v.first().is_some_and(|f| u32::from(*f) & target_flags::TARGET_UNFRAMED_WORK.0 != 0))
+            })
+            .collect();
+        let mut started = Vec::new();
+        for pid in flagged {
+            while let Some(i) = self.io_drivers.iter().position(|s| s.process.pid == pid) {
+                let spec = self.io_drivers.swap_remove(i);
+                self.start(skel, spec)?;
+                if !started.contains(&pid) {
+                    started.push(pid);
+                }
+            }
+        }
+        Ok(started)
     }
 
     /// Detaches the stage probes (not the sampler): a pause of the --max-overhead duty cycle. The window
@@ -235,7 +307,7 @@ impl ProbeSpec {
                     format!(
                         "attach {} uprobes in {} of process {}",
                         if retprobe { "return" } else { "entry" },
-                        self.path,
+                        Printable(&self.path),
                         self.process.pid
                     )
                 })?;

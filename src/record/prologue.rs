@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Which first instructions the kernel runs for a uprobe itself and which it single-steps. A uprobe replaces
-//! the instruction with a breakpoint; after the handler, x86 Linux emulates pushes, jumps, calls and `nop`,
-//! and executes anything else out of line with the trap flag set: a second trap, which in a VM costs several
-//! times the first. calibrate.rs measures both kinds; this tells which kind a probed function is.
+//! Where a probe on a function sits, and whether the kernel single-steps the instruction there. A uprobe
+//! replaces an instruction with a breakpoint; after the handler, x86 Linux emulates pushes, jumps, calls and
+//! `nop`, and executes anything else out of line with the trap flag set: a second trap, which in a VM costs
+//! several times the first. calibrate.rs measures both kinds.
 
-/// True if the kernel single-steps this first instruction (x86-64 machine code) rather than emulating it.
+use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess};
+
+/// True if the kernel single-steps this instruction (x86-64 machine code) rather than emulating it.
 /// Unknown or prefixed forms count as stepped: the dearer cost is the safe one to budget with.
 pub fn stepped(code: &[u8]) -> bool {
     !matches!(
@@ -22,33 +24,88 @@ pub fn stepped(code: &[u8]) -> bool {
     )
 }
 
-/// Where an entry-only probe on a function that takes a pointer in %rdi can sit instead of its first
-/// instruction: past a leading `test %rdi,%rdi; je ...` (SSL_free's NULL check in Debian's libssl), when the
-/// instruction there is emulated and the first one is not. %rdi and the stack are as at entry there, and a
-/// NULL call has nothing to report. Returns the offset from the function's start.
-pub fn past_null_check(code: &[u8]) -> Option<usize> {
-    let after = match code {
-        [0x48, 0x85, 0xff, 0x74, _, ..] => 5,
-        [0x48, 0x85, 0xff, 0x0f, 0x84, _, _, _, _, ..] => 9,
-        _ => return None,
+/// Where to probe a function whose code starts with `code`, as an offset from its start, and whether the
+/// instruction there is single-stepped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeSite {
+    pub offset: usize,
+    pub stepped: bool,
+}
+
+/// The first instruction, unless the kernel would single-step it and it only reads registers and memory
+/// and sets flags (`cmp`, `test`, `endbr64`, a long `nop`: Debian's EVP_PKEY_keygen opens with `cmpl`, every
+/// function of a CET build with `endbr64`) while the next one is emulated. There every call passes (the
+/// first instruction does not branch), and the registers and the stack are as at entry: an entry probe reads
+/// the same arguments, and a return probe finds the return address at the stack pointer. One trap instead of
+/// two.
+pub fn probe_site(code: &[u8]) -> ProbeSite {
+    let at_entry = ProbeSite {
+        offset: 0,
+        stepped: stepped(code),
     };
-    (stepped(code) && code.len() > after && !stepped(&code[after..])).then_some(after)
+    if !at_entry.stepped {
+        return at_entry;
+    }
+    let first = Decoder::new(64, code, DecoderOptions::NONE).decode();
+    let len = first.len();
+    if first.is_invalid() || first.flow_control() != FlowControl::Next || code.len() <= len {
+        return at_entry;
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let info = factory.info(&first);
+    let reads_only = |access: OpAccess| matches!(access, OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess);
+    let inert = info.used_registers().iter().all(|r| reads_only(r.access()))
+        && info.used_memory().iter().all(|m| reads_only(m.access()));
+    if inert && !stepped(&code[len..]) {
+        ProbeSite {
+            offset: len,
+            stepped: false,
+        }
+    } else {
+        at_entry
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn site(offset: usize, stepped: bool) -> ProbeSite {
+        ProbeSite { offset, stepped }
+    }
+
     #[test]
-    fn entry_probes_skip_a_null_check_only_onto_an_emulated_instruction() {
-        // Debian's OpenSSL 3.0 SSL_free: test %rdi,%rdi; je rel32; push %r13.
-        let ssl_free = [0x48, 0x85, 0xff, 0x0f, 0x84, 0x97, 0x03, 0x00, 0x00, 0x41, 0x55];
-        assert_eq!(past_null_check(&ssl_free), Some(9));
-        assert_eq!(past_null_check(&[0x48, 0x85, 0xff, 0x74, 0x16, 0x53]), Some(5));
-        // Node.js 16's: test; je rel8; mov $-1,%eax, stepped either way.
-        assert_eq!(past_null_check(&[0x48, 0x85, 0xff, 0x74, 0x16, 0xb8, 0xff]), None);
-        assert_eq!(past_null_check(&[0x53, 0x48, 0x85, 0xff]), None);
-        assert_eq!(past_null_check(&ssl_free[..9]), None);
+    fn a_stepped_first_instruction_that_only_reads_is_skipped_onto_an_emulated_one() {
+        // Debian's OpenSSL 3.0 EVP_PKEY_keygen: cmpl $0x4,(%rdi); jne rel8.
+        assert_eq!(probe_site(&[0x83, 0x3f, 0x04, 0x75, 0x0b]), site(3, false));
+        // Its SSL_free: test %rdi,%rdi; je rel32; and Node.js 16's: test; je rel8.
+        assert_eq!(
+            probe_site(&[0x48, 0x85, 0xff, 0x0f, 0x84, 0x97, 3, 0, 0]),
+            site(3, false)
+        );
+        assert_eq!(probe_site(&[0x48, 0x85, 0xff, 0x74, 0x16, 0xb8]), site(3, false));
+        // A CET build: endbr64; push %rbp.
+        assert_eq!(probe_site(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55]), site(4, false));
+    }
+
+    #[test]
+    fn the_probe_stays_on_the_first_instruction_otherwise() {
+        // Emulated already: push %rbx.
+        assert_eq!(probe_site(&[0x53, 0x48, 0x83, 0xec]), site(0, false));
+        // The first one moves the stack (sub $0x18,%rsp) or writes a register (mov %rdi,%rax).
+        assert_eq!(probe_site(&[0x48, 0x83, 0xec, 0x18, 0x53]), site(0, true));
+        assert_eq!(probe_site(&[0x48, 0x89, 0xf8, 0x53]), site(0, true));
+        // It writes memory: addl $1,(%rdi).
+        assert_eq!(probe_site(&[0x83, 0x07, 0x01, 0x53]), site(0, true));
+        // The next one is stepped too: test %rdi,%rdi; mov $-1,%eax.
+        assert_eq!(
+            probe_site(&[0x48, 0x85, 0xff, 0xb8, 0xff, 0xff, 0xff, 0xff]),
+            site(0, true)
+        );
+        // Nothing after it in the bytes read, or nothing decodable.
+        assert_eq!(probe_site(&[0x48, 0x85, 0xff]), site(0, true));
+        assert_eq!(probe_site(&[0x0f, 0xff]), site(0, true));
+        assert_eq!(probe_site(&[]), site(0, true));
     }
 
     #[test]

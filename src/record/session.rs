@@ -28,6 +28,7 @@ use super::status::StatusLine;
 use super::targets::Process;
 use super::windows::{Reading, WindowLog};
 use super::RecordOptions;
+use crate::model::untrusted::{printable, Printable};
 use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
@@ -98,6 +99,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
 
     let mut status = StatusLine::new();
     let mut last_rescan = Instant::now();
+    let mut io_driven = std::collections::HashMap::new();
     loop {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
@@ -127,6 +129,13 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             Action::Stay => {}
         }
         hello.update(&programs, governor.live(), handshakes.borrow().completed)?;
+        for pid in targets.drive_from_io(&programs.skel)? {
+            eprintln!(
+                "{}tlsprof: process {pid} runs its handshakes inside SSL_read/SSL_write: probing those too",
+                status.clear()
+            );
+            io_driven.insert(pid, elapsed.as_secs_f64());
+        }
         if !opts.comms.is_empty() && last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
             for p in targets.newcomers(&opts.comms) {
@@ -136,7 +145,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                             "{}tlsprof: attached to new process {} ({})",
                             status.clear(),
                             p.pid,
-                            p.comm
+                            Printable(&p.comm)
                         );
                         samples.borrow_mut().add_process(p.pid, targets.maps[&p.pid].clone());
                         cpu.start(p.pid);
@@ -144,10 +153,11 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                     }
                     Ok(false) => {}
                     Err(e) => eprintln!(
-                        "{}tlsprof: cannot attach to new process {} ({}): {e:#}",
+                        "{}tlsprof: cannot attach to new process {} ({}): {}",
                         status.clear(),
                         p.pid,
-                        p.comm
+                        Printable(&p.comm),
+                        printable(&format!("{e:#}"))
                     ),
                 }
             }
@@ -200,6 +210,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 comm: p.comm.clone(),
                 process_cpu_ms,
                 probed_cpu_ms,
+                io_driven_from_s: io_driven.get(&p.pid).copied(),
             }
         })
         .collect();
@@ -243,6 +254,7 @@ impl Finished<'_, '_> {
             missed_returns: programs.stat(tlsprof_stat::STAT_MISSED_RETURNS),
             threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
             connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
+            unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
         };
         Ok(Recording {
             format: model::FORMAT.into(),

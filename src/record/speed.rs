@@ -3,13 +3,15 @@
 //! cost here, measured rather than assumed, for advice.
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 pub use crate::model::speed_ops::{ECDSA_P256_SIGN, X25519_DERIVE};
 
 /// Runs `openssl speed -mr` for one second per test of the operations asked for; µs per operation by name.
-/// Missing on failure.
-pub fn measure(ops: &[&str]) -> BTreeMap<String, f64> {
+/// Missing on failure, or when `cancelled` turns true meanwhile (the run is then stopped).
+pub fn measure(ops: &[&str], cancelled: impl Fn() -> bool) -> BTreeMap<String, f64> {
     let algorithms: Vec<&str> = ops
         .iter()
         .filter_map(|&op| match op {
@@ -21,14 +23,30 @@ pub fn measure(ops: &[&str]) -> BTreeMap<String, f64> {
     if algorithms.is_empty() {
         return BTreeMap::new();
     }
-    let Ok(out) = Command::new("openssl")
+    let Ok(mut child) = Command::new("openssl")
         .args(["speed", "-seconds", "1", "-mr"])
         .args(&algorithms)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
     else {
         return BTreeMap::new();
     };
-    parse(&String::from_utf8_lossy(&out.stdout))
+    // Its few lines of output fit in the pipe: it never blocks on writing them while we poll.
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if !cancelled() => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return BTreeMap::new();
+            }
+        }
+    }
+    let mut text = String::new();
+    let _ = child.stdout.take().map(|mut o| o.read_to_string(&mut text));
+    parse(&text)
 }
 
 /// `-mr` lines: `+F4:<i>:<bits>:<sign/s>:<verify/s>` for ECDSA, `+F5:<i>:<bits>:<op/s>` for ECDH.

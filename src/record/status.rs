@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The live status line on a terminal: elapsed time, handshakes and samples so far.
+//! The live status line on a terminal (elapsed time, handshakes and samples so far), and the warnings
+//! printed over it.
 
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::model::untrusted::printable;
 
 const EVERY: Duration = Duration::from_millis(500);
 
@@ -43,5 +48,20 @@ impl StatusLine {
             samples
         );
         let _ = std::io::stderr().flush();
+    }
+}
+
+/// Prints a warning on its own line, once per subject for the whole run (a file that many processes map is
+/// named once), clearing the status line first when one may be showing.
+pub fn warn_once(subject: &str, message: &str) {
+    static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.insert(subject.to_string()) {
+        let clear = if std::io::stderr().is_terminal() {
+            "\r\x1b[K"
+        } else {
+            ""
+        };
+        eprintln!("{clear}tlsprof: warning: {}", printable(message));
     }
 }

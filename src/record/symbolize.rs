@@ -5,11 +5,14 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::PathBuf;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
 use super::gobin::{self, GoBinary};
+use super::status;
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
 
@@ -27,7 +30,7 @@ impl PerfMap {
                 let mut parts = l.splitn(3, ' ');
                 let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
                 let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
-                Some((start, start + size, parts.next()?.trim().to_string()))
+                Some((start, start.checked_add(size)?, parts.next()?.trim().to_string()))
             })
             .collect();
         entries.sort_by_key(|e| e.0);
@@ -41,23 +44,70 @@ impl PerfMap {
     }
 }
 
-/// The perf map a process wrote, looked up inside its own mount and pid namespace first.
+/// Largest perf map read: a JIT runtime appends to it for as long as it runs, and a bigger one is refused
+/// rather than held in memory.
+const PERF_MAP_LIMIT: u64 = 256 << 20;
+
+/// The perf map a process wrote, looked up inside its own mount and pid namespace first. A map that is there
+/// but not to be trusted is skipped with a warning (`open_perf_map`).
 fn read_perf_map(pid: u32) -> Option<PerfMap> {
-    let ns_pid = fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("NSpid:"))
-                .and_then(|v| v.split_whitespace().last().map(str::to_string))
-        })
-        .unwrap_or_else(|| pid.to_string());
-    [
+    let status = fs::read(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = String::from_utf8_lossy(&status);
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("");
+    let ns_pid = field("NSpid:")
+        .split_whitespace()
+        .last()
+        .map_or_else(|| pid.to_string(), str::to_string);
+    // Real, effective, saved and filesystem uid: any of them is the target's own user.
+    let owners: Vec<u32> = field("Uid:")
+        .split_whitespace()
+        .filter_map(|u| u.parse().ok())
+        .collect();
+    for path in [
         format!("/proc/{pid}/root/tmp/perf-{ns_pid}.map"),
         format!("/tmp/perf-{pid}.map"),
-    ]
-    .iter()
-    .find_map(|p| fs::read_to_string(p).ok())
-    .map(|t| PerfMap::parse(&t))
+    ] {
+        match open_perf_map(Path::new(&path), &owners, PERF_MAP_LIMIT) {
+            Ok(Some(text)) => return Some(PerfMap::parse(&text)),
+            Ok(None) => {}
+            Err(why) => status::warn_once(&path, &format!("skipping perf map {path} of process {pid}: {why}")),
+        }
+    }
+    None
+}
+
+/// Reads a perf map as perf does: a regular file, not reached through a symlink, owned by the target's user
+/// (`owners`) or root, at most `limit` bytes; a target must not make a root process read and print a file
+/// it could not read itself. Ok(None) when there is none; Err says why one is refused.
+fn open_perf_map(path: &Path, owners: &[u32], limit: u64) -> Result<Option<String>, String> {
+    // O_NONBLOCK: a FIFO planted under the name must not hang the recording before fstat refuses it.
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symbolic link".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.uid() != 0 && !owners.contains(&meta.uid()) {
+        return Err(format!(
+            "owned by uid {}, not by the process's user or root",
+            meta.uid()
+        ));
+    }
+    if meta.len() > limit {
+        return Err(format!("{} bytes, more than the {limit} read", meta.len()));
+    }
+    let mut bytes = Vec::new();
+    // It may grow between fstat and the read.
+    file.take(limit).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Ranges of the kernel's uprobe page (uretprobe trampoline, out-of-line single-step slots) in a process.
@@ -257,5 +307,70 @@ mod tests {
         assert_eq!(map.lookup(0x7f00001040), None);
         assert_eq!(map.lookup(0x7f00000105), Some("Builtin:ArgumentsAdaptorTrampoline"));
         assert_eq!(map.lookup(0x10), None);
+        let hostile = PerfMap::parse("ffffffffffffffff 10 wraps\n0x10 0x10 \x1b[2Jname\n");
+        assert_eq!(hostile.lookup(0x15), Some("\x1b[2Jname"));
+        assert_eq!(hostile.lookup(0x5), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// A perf map's lines are the target's to write.
+        #[test]
+        fn fuzz_perf_map(text in "([0-9a-fx]{0,18} [0-9a-fx]{0,18} \\PC{0,40}\n|\\PC{0,60}\n){0,20}", addrs in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..8)) {
+            let map = PerfMap::parse(&text);
+            proptest::prop_assert!(map.entries.iter().all(|(start, end, _)| start <= end));
+            for a in addrs.into_iter().chain(map.entries.iter().map(|e| e.0)) {
+                map.lookup(a);
+            }
+        }
+    }
+
+    /// Opened as perf opens it: a regular file of the target's user or root, never through a symlink, bounded.
+    #[test]
+    fn perf_map_is_refused_through_a_symlink_foreign_owner_fifo_or_size() {
+        let dir = std::env::temp_dir().join(format!("tlsprof-perfmap-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let me = fs::metadata(&dir).unwrap().uid();
+        let map = dir.join("perf-1.map");
+        fs::write(&map, "1000 10 JS:*handler\n").unwrap();
+        let read = |p: &Path, owners: &[u32], limit| open_perf_map(p, owners, limit);
+        assert_eq!(
+            read(&map, &[me], 1 << 20).unwrap().as_deref(),
+            Some("1000 10 JS:*handler\n")
+        );
+        assert_eq!(read(&dir.join("perf-2.map"), &[me], 1 << 20), Ok(None));
+
+        // A target pointing its map at a file it cannot read itself.
+        let secret = dir.join("secret");
+        fs::write(&secret, "root only\n").unwrap();
+        let link = dir.join("perf-3.map");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert_eq!(read(&link, &[me], 1 << 20), Err("it is a symbolic link".to_string()));
+
+        // Owned by someone else than the target's user: as root, hand it to nobody; otherwise the file is ours
+        // and the target is someone else.
+        let (owner, target) = if me == 0 {
+            std::os::unix::fs::chown(&map, Some(65534), Some(65534)).unwrap();
+            (65534, 4242)
+        } else {
+            (me, me + 1)
+        };
+        let err = read(&map, &[target], 1 << 20).unwrap_err();
+        assert_eq!(err, format!("owned by uid {owner}, not by the process's user or root"));
+        assert!(read(&map, &[owner], 1 << 20).unwrap().is_some());
+
+        let fifo = dir.join("perf-4.map");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(read(&fifo, &[me], 1 << 20), Err("not a regular file".to_string()));
+
+        assert_eq!(
+            read(&map, &[owner], 8),
+            Err("20 bytes, more than the 8 read".to_string())
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -59,8 +59,9 @@ struct Stat {
 }
 
 fn read_stat(pid: u32) -> Option<Stat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    // A target names itself: any bytes but NUL, not always UTF-8.
+    let bytes = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&String::from_utf8_lossy(&bytes))
 }
 
 fn parse_stat(text: &str) -> Option<Stat> {
@@ -95,9 +96,10 @@ impl Process {
     }
 
     pub fn maps(&self) -> Result<Vec<Mapping>> {
-        let text = fs::read_to_string(format!("/proc/{}/maps", self.pid))
+        let bytes = fs::read(format!("/proc/{}/maps", self.pid))
             .with_context(|| format!("cannot read /proc/{}/maps", self.pid))?;
-        Ok(parse_maps(&text))
+        // File names are any bytes: shown lossily, opened through map_files (Mapping::open_path).
+        Ok(parse_maps(&String::from_utf8_lossy(&bytes)))
     }
 }
 
@@ -232,6 +234,24 @@ mod tests {
             c[0].open_path(7).to_str().unwrap(),
             "/proc/7/map_files/55d0a0a00000-55d0a0a2c000"
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// /proc text a target shapes through its name and its mapped files' names.
+        #[test]
+        fn fuzz_proc_text(text in "\\PC*", comm in "\\PC{0,16}", maps_line in "[0-9a-f]{1,16}-[0-9a-f]{1,16} [rwxp-]{4} [0-9a-f]{1,16} [0-9a-f:]{5} [0-9]{1,20} +\\PC*") {
+            parse_maps(&text);
+            parse_stat(&text);
+            let stat = format!("42 ({comm}) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123456 0 0");
+            let s = parse_stat(&stat);
+            proptest::prop_assert!(s.is_some_and(|s| s.start_ticks == 123456 && s.comm == comm));
+            for m in parse_maps(&maps_line) {
+                mapping_for(std::slice::from_ref(&m), m.start);
+                candidate_objects(&[m], Some(0));
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ReadCache};
 
+use super::status;
 use super::targets::Mapping;
 
 /// Frames past this many are dropped (runaway frame-pointer chains).
@@ -27,12 +28,18 @@ struct UnwindSections {
     debug_frame: Option<Arc<[u8]>>,
 }
 
-fn read_sections(path: &std::path::Path) -> Option<UnwindSections> {
-    let file = File::open(path).ok()?;
+/// The unwind sections of a mapped file, or why it cannot be read as an object file.
+fn read_sections(path: &std::path::Path) -> Result<UnwindSections, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
     let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
+    let obj = object::File::parse(&cache).map_err(|e| e.to_string())?;
     let section = |name: &str| {
         let s = obj.section_by_name(name)?;
+        // A section header may claim any size: nothing larger than the file is read.
+        if s.size() > len {
+            return None;
+        }
         let data: Arc<[u8]> = Arc::from(s.data().ok()?);
         Some((s.address()..s.address() + s.size(), data))
     };
@@ -43,7 +50,7 @@ fn read_sections(path: &std::path::Path) -> Option<UnwindSections> {
             (offset..offset + size, s.address())
         })
         .collect();
-    Some(UnwindSections {
+    Ok(UnwindSections {
         segments,
         eh_frame: section(".eh_frame"),
         eh_frame_hdr: section(".eh_frame_hdr"),
@@ -108,7 +115,7 @@ impl SectionCache {
     pub fn function_start(&mut self, m: &Mapping, path: &std::path::Path, file_offset: u64) -> Option<u64> {
         self.files
             .entry((m.dev.clone(), m.inode))
-            .or_insert_with(|| read_sections(path))
+            .or_insert_with(|| read_sections(path).ok())
             .as_ref()?
             .function_start(file_offset)
     }
@@ -122,21 +129,37 @@ impl ProcessUnwinder {
         sections: &mut SectionCache,
     ) -> ProcessUnwinder {
         let mut unwinder = UnwinderX86_64::new();
-        let mut ranges: HashMap<(String, u64), (u64, u64, &Mapping)> = HashMap::new();
+        let mut ranges: HashMap<(String, u64), (u64, u64, &Mapping, bool)> = HashMap::new();
         for m in maps {
             let key = (m.dev.clone(), m.inode);
-            let e = ranges.entry(key).or_insert((m.start, m.end, m));
+            let e = ranges.entry(key).or_insert((m.start, m.end, m, false));
             e.0 = e.0.min(m.start);
             e.1 = e.1.max(m.end);
             if m.offset < e.2.offset {
                 e.2 = m;
             }
+            e.3 |= m.executable;
         }
-        for (key, (start, end, first)) in ranges {
+        for (key, (start, end, first, executable)) in ranges {
             let Some(s) = sections
                 .files
                 .entry(key)
-                .or_insert_with(|| read_sections(&open(first)))
+                .or_insert_with(|| match read_sections(&open(first)) {
+                    Ok(s) => Some(s),
+                    Err(why) => {
+                        // Data files are mapped too; only code that cannot be unwound through is worth a word.
+                        if executable {
+                            status::warn_once(
+                                &format!("{}:{}", first.dev, first.inode),
+                                &format!(
+                                    "cannot read unwind tables of {} ({why}): stacks through it end there",
+                                    first.display_path()
+                                ),
+                            );
+                        }
+                        None
+                    }
+                })
                 .clone()
             else {
                 continue;
@@ -166,8 +189,8 @@ impl ProcessUnwinder {
             if let Some(&(_, value)) = restored.iter().find(|(slot, _)| *slot == addr) {
                 return Ok(value);
             }
-            let off = addr.checked_sub(sp).ok_or(())? as usize;
-            let bytes = stack.get(off..off + 8).ok_or(())?;
+            let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
         let mut iter =
@@ -278,6 +301,47 @@ mod tests {
         let mut cache = SectionCache::default();
         assert_eq!(cache.function_start(m, &path, offset + 7), Some(offset));
         assert_eq!(cache.function_start(m, &path, offset), Some(offset));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(4))]
+
+        /// A target controls its stack's bytes and registers: unwinding any of them ends, within MAX_FRAMES.
+        #[test]
+        fn fuzz_unwinding_hostile_stacks(
+            ip_pick in 0usize..4, ip in proptest::prelude::any::<u64>(),
+            sp in proptest::prelude::any::<u64>(), bp_off in 0u64..4096,
+            stack in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096),
+            restored in proptest::collection::vec(proptest::prelude::any::<(u64, u64)>(), 0..4),
+        ) {
+            let me = Process::from_pid(std::process::id()).unwrap();
+            let maps = me.maps().unwrap();
+            let code: Vec<&Mapping> = maps.iter().filter(|m| m.executable).collect();
+            // An address inside this process's code half the time, anywhere otherwise.
+            let ip = match code.get(ip_pick) {
+                Some(m) if ip_pick % 2 == 0 => m.start + ip % (m.end - m.start),
+                _ => ip,
+            };
+            let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut SectionCache::default());
+            let u = unwinder.unwind(ip, sp, sp.wrapping_add(bp_off), &stack, &restored);
+            proptest::prop_assert!(u.addrs.len() <= MAX_FRAMES);
+            let ips: Vec<u64> = stack.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+            from_return_addresses(&ips);
+        }
+
+        /// Any bytes under a mapped file's name: its unwind tables are read or refused, never a panic.
+        #[test]
+        fn fuzz_unwind_tables_of_damaged_files(
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 1..64),
+            keep in proptest::prelude::any::<proptest::sample::Index>(),
+            offset in proptest::prelude::any::<u64>(),
+        ) {
+            let path = crate::record::objects::tests::damaged_copy("unwind", std::path::Path::new("/bin/true"), &edits, keep);
+            if let Ok(s) = read_sections(&path) {
+                s.function_start(offset % 65536);
+            }
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]

@@ -175,6 +175,22 @@ fn cipher_name(c: u16) -> String {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// Bytes off a target's socket: any of them, and handshake records with any body.
+        #[test]
+        fn fuzz_server_hello(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), body_only: bool) {
+            parse(&data, body_only);
+            let mut record = vec![22, 3, 3, (data.len() >> 8) as u8, data.len() as u8];
+            record.extend(&data);
+            parse(&record, false);
+            let mut message = vec![2, 0, (data.len() >> 8) as u8, data.len() as u8];
+            message.extend(&data);
+            parse(&message, true);
+        }
+    }
+
     /// A TLS 1.3 ServerHello record choosing TLS_AES_256_GCM_SHA384 and x25519 (key share truncated).
     fn tls13_server_hello(psk: bool) -> Vec<u8> {
         let mut exts = vec![

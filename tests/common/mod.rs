@@ -249,22 +249,19 @@ impl Recorder {
             stderr_lines,
             stderr: String::new(),
         };
-        rec.wait_live();
+        rec.wait_for("probes live");
         rec
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn wait_live(&mut self) {
+    /// Waits up to 30 s for tlsprof to print a line containing `text` on stderr.
+    pub fn wait_for(&mut self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             match self.stderr_lines.recv_timeout(Duration::from_millis(200)) {
                 Ok(line) => {
                     self.stderr.push_str(&line);
                     self.stderr.push('\n');
-                    if line.contains("probes live") {
+                    if line.contains(text) {
                         return;
                     }
                 }
@@ -273,7 +270,7 @@ impl Recorder {
             }
         }
         let _ = self.child.kill();
-        panic!("tlsprof did not attach:\n{}", self.stderr);
+        panic!("tlsprof did not print {text:?}:\n{}", self.stderr);
     }
 
     /// Stops the recording as Ctrl-C would, and returns the printed summary.
@@ -288,9 +285,45 @@ impl Recorder {
         self.wait_output()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `timeout` for tlsprof to write a line containing `text` on stderr; the line, if it came.
+    pub fn wait_for_line(&mut self, text: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_millis(100)) {
+                self.stderr.push_str(&line);
+                self.stderr.push('\n');
+                if line.contains(text) {
+                    return Some(line);
+                }
+            }
+        }
+        None
+    }
+
+    /// Sends `signal` and returns at once.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Kills tlsprof with SIGKILL, as an OOM killer or `kill -9` would, and reaps it.
+    pub fn kill(mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
     /// Waits for tlsprof to stop by itself (duration or every target exited).
     pub fn finish(self) -> String {
         self.wait_output().0
+    }
+
+    /// Like `finish`, also returning what tlsprof wrote on stderr.
+    pub fn finish_with_log(self) -> (String, String) {
+        self.wait_output()
     }
 
     fn wait_output(mut self) -> (String, String) {
