@@ -5,6 +5,10 @@ set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps)
+# go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  packages+=(golang-go)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

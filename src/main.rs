@@ -2,8 +2,8 @@
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::{CallGraph, Recording};
-use tlsprof::output::{diff, flame, json, text};
+use tlsprof::output::{diff, flame, json, pprof, text};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
@@ -102,6 +102,27 @@ enum Command {
         #[arg(long)]
         folded: bool,
     },
+    /// Write a recording for other tools: a pprof profile (go tool pprof, Pyroscope, Parca), folded stacks,
+    /// or the JSON report.
+    Export {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Write here instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum ExportFormat {
+    /// Gzipped profile.proto: CPU samples and CPU in ns (each stage's as the report gives it) per stack,
+    /// labelled with stage, library, role, process and pid.
+    Pprof,
+    /// One line per distinct stack with its sample count (as `flamegraph --folded`).
+    Folded,
+    /// The JSON report (as `report --json`).
+    Json,
 }
 
 /// How to capture user stacks (model::CallGraph).
@@ -242,12 +263,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Flamegraph { file, output, folded } => {
             let rec = Recording::load(&file)?;
-            let mut out: Box<dyn Write> = match &output {
-                Some(p) => Box::new(BufWriter::new(
-                    File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-                )),
-                None => Box::new(BufWriter::new(std::io::stdout().lock())),
-            };
+            let mut out = writer(output.as_deref())?;
             if folded {
                 for line in flame::folded(&rec) {
                     writeln!(out, "{line}")?;
@@ -258,5 +274,39 @@ fn run(cli: Cli) -> Result<()> {
             out.flush()?;
             Ok(())
         }
+        Command::Export { file, format, output } => {
+            if format == ExportFormat::Pprof && output.is_none() && std::io::stdout().is_terminal() {
+                bail!("a pprof profile is binary: give --output FILE or redirect standard output");
+            }
+            let rec = Recording::load(&file)?;
+            let mut out = writer(output.as_deref())?;
+            match format {
+                ExportFormat::Pprof => out.write_all(&pprof::pprof(&rec, &summarize(&rec)))?,
+                ExportFormat::Folded => {
+                    for line in flame::folded(&rec) {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                ExportFormat::Json => {
+                    writeln!(out, "{}", serde_json::to_string_pretty(&json::json(&summarize(&rec)))?)?
+                }
+            }
+            out.flush().with_context(|| {
+                format!(
+                    "cannot write {}",
+                    output.as_deref().unwrap_or(Path::new("standard output")).display()
+                )
+            })
+        }
     }
+}
+
+/// The file to write, or standard output.
+fn writer(output: Option<&Path>) -> Result<Box<dyn Write>> {
+    Ok(match output {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    })
 }

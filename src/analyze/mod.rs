@@ -8,6 +8,6 @@ mod summary;
 
 pub use estimate::Estimate;
 pub use summary::{
-    summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
-    ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,
+    sample_stage, summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
+    LibrarySummary, ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,
 };

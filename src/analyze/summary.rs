@@ -10,8 +10,8 @@ use super::advice::{self, Advice};
 use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::{
-    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Symbols,
-    Target,
+    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Sample,
+    Symbols, Target,
 };
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -628,28 +628,44 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
     }
 }
 
-/// Share of samples inside the record layer, found in the sampled stacks: SSL_read*, SSL_write*, outside
-/// every probed stage (Node.js handshakes run inside SSL_read: they are the handshake's, not the record
-/// layer's). Sampled, so available without probing those per-request functions.
+/// Share of samples inside the record layer, outside every probed stage (sample_stage).
 fn record_layer_sampled(rec: &Recording, samples: u64) -> RecordLayerShares {
     let total = samples.max(1) as f64;
-    let share = |names: &[&str]| {
+    let share = |stage: Stage| {
         let n: u64 = rec
             .samples
             .iter()
-            .filter(|s| s.path.is_empty())
-            .filter(|s| {
-                s.frames
-                    .iter()
-                    .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
-            })
+            .filter(|s| s.path.is_empty() && sample_stage(rec, s) == Some(stage))
             .map(|s| s.count)
             .sum();
         n as f64 / total
     };
     RecordLayerShares {
-        read: share(&["SSL_read", "SSL_read_ex", "SSL_peek"]),
-        write: share(&["SSL_write", "SSL_write_ex"]),
+        read: share(Stage::Read),
+        write: share(Stage::Write),
+    }
+}
+
+/// The stage a CPU sample's time counts in: the innermost probed stage it was taken in, as the call tree
+/// counts self CPU; outside every probed stage, the record layer when an SSL_read*/SSL_write* frame is on its
+/// stack (Node.js handshakes run inside SSL_read: they are the handshake's, not the record layer's), found in
+/// the sampled stacks so it is known without probing those per-request functions.
+pub fn sample_stage(rec: &Recording, sample: &Sample) -> Option<Stage> {
+    if !sample.path.is_empty() {
+        return rec.path_stages(&sample.path).last().copied().flatten();
+    }
+    let has = |names: &[&str]| {
+        sample
+            .frames
+            .iter()
+            .any(|f| names.iter().any(|n| f.split(' ').next() == Some(*n)))
+    };
+    if has(&["SSL_read", "SSL_read_ex", "SSL_peek"]) {
+        Some(Stage::Read)
+    } else if has(&["SSL_write", "SSL_write_ex"]) {
+        Some(Stage::Write)
+    } else {
+        None
     }
 }
 

@@ -44,6 +44,10 @@ pub struct Recording {
     pub functions: Vec<Function>,
     pub tree: Vec<TreeNode>,
     pub samples: Vec<Sample>,
+    /// The file each user frame name was found in (the target's path for it): for outputs that name files.
+    /// Empty in recordings made before it was kept.
+    #[serde(default)]
+    pub frame_files: BTreeMap<String, String>,
     pub handshakes: Vec<HandshakeGroup>,
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
@@ -447,6 +451,14 @@ pub(crate) mod tests {
                     count: 2,
                 },
             ],
+            frame_files: BTreeMap::from([
+                ("main".to_string(), "/usr/sbin/nginx".to_string()),
+                ("ngx_ssl_handshake".to_string(), "/usr/sbin/nginx".to_string()),
+                (
+                    "bn_mul_mont".to_string(),
+                    "/usr/lib/x86_64-linux-gnu/libcrypto.so.3".to_string(),
+                ),
+            ]),
             handshakes: vec![HandshakeGroup {
                 kind: HandshakeKind {
                     role: Role::Server,

@@ -6,25 +6,32 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
-use crate::model::Recording;
+use crate::model::{Recording, Sample};
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
 pub fn folded(rec: &Recording) -> Vec<String> {
-    let clean = |s: &str| s.replace(';', ":");
     let mut lines: Vec<String> = rec
         .samples
         .iter()
-        .map(|s| {
-            let mut frames = vec![clean(rec.comm_of(s.pid))];
-            frames.extend(s.frames.iter().map(|f| clean(f)));
-            frames.extend(s.kernel.iter().map(|k| format!("{}_[k]", clean(k))));
-            format!("{} {}", frames.join(";"), s.count)
-        })
+        .map(|s| format!("{} {}", stack(rec, s).join(";"), s.count))
         .collect();
     lines.sort();
     lines
 }
+
+/// A sample's frames as every profile output draws them, outermost first: the process name, the user frames,
+/// then the kernel frames marked `_[k]`; `;` (the folded format's separator) written `:`.
+pub fn stack(rec: &Recording, s: &Sample) -> Vec<String> {
+    let clean = |s: &str| s.replace(';', ":");
+    let mut frames = vec![clean(rec.comm_of(s.pid))];
+    frames.extend(s.frames.iter().map(|f| clean(f)));
+    frames.extend(s.kernel.iter().map(|k| format!("{}{KERNEL_SUFFIX}", clean(k))));
+    frames
+}
+
+/// Marks a kernel frame, as perf's stackcollapse scripts do.
+pub const KERNEL_SUFFIX: &str = "_[k]";
 
 pub fn svg(rec: &Recording, out: impl Write) -> Result<()> {
     let lines = folded(rec);

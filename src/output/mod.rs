@@ -4,4 +4,5 @@
 pub mod diff;
 pub mod flame;
 pub mod json;
+pub mod pprof;
 pub mod text;

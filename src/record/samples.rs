@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! CPU samples: each unwound as it arrives, identical stacks counted together, named every half minute.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::bpf::types::{stack_sample, tlsprof_call_graph};
@@ -273,9 +273,11 @@ impl SampleAggregator {
                 .cmp(&a.count)
                 .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
         });
+        let (unnamed_jit_pids, files) = self.symbolizer.map(|s| (s.unnamed_jit, s.files)).unwrap_or_default();
         NamedSamples {
             samples,
-            unnamed_jit_pids: self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default(),
+            unnamed_jit_pids,
+            frame_files: files.into_iter().collect(),
             unreadable: self.unreadable,
             cut: self.named.cut_samples,
         }
@@ -286,6 +288,8 @@ pub struct NamedSamples {
     pub samples: Vec<Sample>,
     /// Processes whose JIT code had no names.
     pub unnamed_jit_pids: Vec<u32>,
+    /// The file each frame name was found in.
+    pub frame_files: BTreeMap<String, String>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
     pub unreadable: u64,
     /// Samples whose stack was cut at the limit of the stacks' tree.

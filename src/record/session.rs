@@ -259,6 +259,7 @@ impl Finished<'_, '_> {
             functions: self.targets.functions.clone(),
             tree,
             samples: named.samples,
+            frame_files: named.frame_files,
             handshakes: self.handshakes.into_groups(),
             lost,
             probe_cost: programs.probe_cost,

@@ -81,6 +81,8 @@ pub struct FrameSymbolizer {
     cache: HashMap<(u32, u64), Vec<String>>,
     /// Processes with code outside files but no perf map: their JIT frames have no names.
     pub unnamed_jit: Vec<u32>,
+    /// The file each name given to a frame in a file was found in.
+    pub files: HashMap<String, String>,
 }
 
 impl FrameSymbolizer {
@@ -104,6 +106,7 @@ impl FrameSymbolizer {
             symbolizer: Symbolizer::new(),
             cache: HashMap::new(),
             unnamed_jit: Vec::new(),
+            files: HashMap::new(),
         }
     }
 
@@ -197,7 +200,7 @@ impl FrameSymbolizer {
             .symbolize_single(&src, Input::FileOffset(file_offset))
             .ok()
             .and_then(|s| s.into_sym());
-        match sym {
+        let names = match sym {
             Some(sym) => {
                 let mut names = vec![sym.name.to_string()];
                 names.extend(sym.inlined.iter().map(|f| f.name.to_string()));
@@ -211,7 +214,13 @@ impl FrameSymbolizer {
                     None => vec![format!("[{base}]")],
                 }
             }
+        };
+        for name in &names {
+            if !self.files.contains_key(name) {
+                self.files.insert(name.clone(), m.display_path().to_string());
+            }
         }
+        names
     }
 }
 
