@@ -9,5 +9,5 @@ mod summary;
 pub use estimate::Estimate;
 pub use summary::{
     sample_stage, summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary,
+    LibrarySummary, ProbingSummary, RecordLayerShares, StackSummary, StageSummary, Summary, UnnamedFileSummary,
 };

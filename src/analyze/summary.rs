@@ -11,7 +11,7 @@ use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::{
     CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Sample,
-    Symbols, Target,
+    Symbols, Target, UnnamedFile,
 };
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -51,6 +51,11 @@ pub struct Summary {
     /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
     pub probe_overhead_ms: f64,
     pub record_layer_sampled: RecordLayerShares,
+    /// Files some sampled frames have no names in (stripped, their debug information not found), and how
+    /// many samples have such a frame.
+    pub unnamed_files: Vec<UnnamedFileSummary>,
+    /// Stripped files named from separate debug information: path -> where it was found.
+    pub debug_files: BTreeMap<String, String>,
     pub advice: Vec<Advice>,
     /// Figures only the text report shows so far.
     #[serde(skip)]
@@ -198,6 +203,13 @@ pub struct LibrarySummary {
     pub functions_found: usize,
 }
 
+#[derive(Clone, Debug, Serialize)]
+pub struct UnnamedFileSummary {
+    #[serde(flatten)]
+    pub file: UnnamedFile,
+    pub samples: u64,
+}
+
 /// Shares of the CPU samples inside the record layer, outside every probed stage.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct RecordLayerShares {
@@ -337,6 +349,8 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
         record_layer_sampled: record_layer,
+        unnamed_files: unnamed_files(rec),
+        debug_files: rec.debug_files.clone(),
         advice,
         stacks: StackSummary {
             in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
@@ -626,6 +640,29 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
         cpu,
         abandoned_cpu,
     }
+}
+
+/// The files frames stayed unnamed in, with the samples that have such a frame (`file+0xOFFSET` or `[file]`).
+fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
+    rec.unnamed_files
+        .iter()
+        .map(|f| {
+            let base = f.path.rsplit('/').next().unwrap_or(&f.path);
+            let (offset, whole) = (format!("{base}+0x"), format!("[{base}]"));
+            let unnamed = |frame: &String| {
+                (frame.starts_with(&offset) || *frame == whole) && rec.frame_files.get(frame) == Some(&f.path)
+            };
+            UnnamedFileSummary {
+                file: f.clone(),
+                samples: rec
+                    .samples
+                    .iter()
+                    .filter(|s| s.frames.iter().any(unnamed))
+                    .map(|s| s.count)
+                    .sum(),
+            }
+        })
+        .collect()
 }
 
 /// Share of samples inside the record layer, outside every probed stage (sample_stage).

@@ -260,6 +260,8 @@ impl Finished<'_, '_> {
             tree,
             samples: named.samples,
             frame_files: named.frame_files,
+            unnamed_files: named.unnamed_files,
+            debug_files: named.debug_files,
             handshakes: self.handshakes.into_groups(),
             lost,
             probe_cost: programs.probe_cost,
