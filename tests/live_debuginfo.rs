@@ -150,6 +150,16 @@ fn unnamed<'a>(report: &'a serde_json::Value, file: &str) -> Option<&'a serde_js
         .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(file)))
 }
 
+/// Where the names of the file ending in `file` came from, when from debug information.
+fn debug_source(report: &serde_json::Value, file: &str) -> Option<String> {
+    report["debug_files"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(p, _)| p.ends_with(file))
+        .map(|(_, s)| s.as_str().unwrap().to_string())
+}
+
 #[test]
 fn stripped_library_is_named_from_debuginfod_and_minidebuginfo() {
     if !require_root("stripped_library_is_named_from_debuginfod_and_minidebuginfo") {
@@ -189,12 +199,7 @@ fn stripped_library_is_named_from_debuginfod_and_minidebuginfo() {
     assert!(folded.contains(INTERNAL), "{folded}");
     assert!(!folded.contains("libspin.so+0x"), "{folded}");
     assert!(unnamed(&report, "/libspin.so").is_none(), "{report:#}");
-    let source = report["debug_files"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(p, _)| p.ends_with("/libspin.so"))
-        .map(|(_, s)| s.as_str().unwrap().to_string());
+    let source = debug_source(&report, "/libspin.so");
     assert!(source.is_some_and(|s| s.starts_with(&url)), "{report:#}");
     assert!(text.contains("from its debug information"), "{text}");
 
@@ -218,12 +223,10 @@ fn stripped_library_is_named_from_debuginfod_and_minidebuginfo() {
     let target = start_target(&mini_program, 10);
     let (folded, report, _, _) = record(&scratch, "mini", target.0.id(), 2, &none);
     assert!(folded.contains(&format!(";spin;{INTERNAL} ")), "{folded}");
-    let source = report["debug_files"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(p, _)| p.ends_with("/libspin-mini.so"))
-        .map(|(_, s)| s.as_str().unwrap().to_string());
-    assert_eq!(source.as_deref(), Some(".gnu_debugdata"), "{report:#}");
+    assert_eq!(
+        debug_source(&report, "/libspin-mini.so").as_deref(),
+        Some(".gnu_debugdata"),
+        "{report:#}"
+    );
     drop(target);
 }
