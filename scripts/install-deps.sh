@@ -4,7 +4,11 @@
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
-          nginx-light nodejs wrk python3 procps)
+          nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl)
+# go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  packages+=(golang-go)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -46,7 +50,9 @@ if ! go_ok "$go_bin"; then
   go_ok /usr/local/bin/go || { echo "install-deps: could not install Go 1.21 or later" >&2; exit 1; }
 fi
 
-# Debian's nginx package starts a service on port 80; tlsprof's examples run their own instances.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
-  systemctl stop nginx || true
-fi
+# Debian's nginx and debuginfod packages start services; tlsprof's examples and tests run their own instances.
+for service in nginx debuginfod; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
+    systemctl stop "$service" || true
+  fi
+done

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
-use tlsprof::output::{diff, flame, json, text, Group};
+use tlsprof::output::{diff, flame, json, pprof, text, Group};
 use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 
 #[derive(Parser)]
@@ -108,6 +108,27 @@ enum Command {
         #[arg(long, value_enum, default_value = "stage")]
         group: GroupArg,
     },
+    /// Write a recording for other tools: a pprof profile (go tool pprof, Pyroscope, Parca), folded stacks,
+    /// or the JSON report.
+    Export {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Write here instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum ExportFormat {
+    /// Gzipped profile.proto: CPU samples and CPU in ns (each stage's as the report gives it) per stack,
+    /// labelled with stage, library, role, process and pid.
+    Pprof,
+    /// One line per distinct stack with its sample count (as `flamegraph --folded`).
+    Folded,
+    /// The JSON report (as `report --json`).
+    Json,
 }
 
 /// How the call tree and flame graph group what runs inside a stage (output::Group).
@@ -291,7 +312,7 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let rec = Recording::load(&file)?;
             let group: Group = group.into();
-            let draw = |out: &mut dyn Write| -> Result<()> {
+            emit(output.as_deref(), |out| {
                 if folded {
                     for line in flame::folded(&rec, group) {
                         writeln!(out, "{line}")?;
@@ -300,15 +321,38 @@ fn run(cli: Cli) -> Result<()> {
                 } else {
                     flame::svg(&rec, group, out)
                 }
-            };
-            match &output {
-                Some(p) => file::write_atomically(p, draw).with_context(|| format!("cannot write {}", p.display())),
-                None => {
-                    let mut out = BufWriter::new(std::io::stdout().lock());
-                    draw(&mut out)?;
-                    Ok(out.flush()?)
-                }
+            })
+        }
+        Command::Export { file, format, output } => {
+            if format == ExportFormat::Pprof && output.is_none() && std::io::stdout().is_terminal() {
+                bail!("a pprof profile is binary: give --output FILE or redirect standard output");
             }
+            let rec = Recording::load(&file)?;
+            let summary = summarize(&rec);
+            emit(output.as_deref(), |out| {
+                match format {
+                    ExportFormat::Pprof => out.write_all(&pprof::pprof(&rec, &summary))?,
+                    ExportFormat::Folded => {
+                        for line in flame::folded(&rec, Group::Stage) {
+                            writeln!(out, "{line}")?;
+                        }
+                    }
+                    ExportFormat::Json => writeln!(out, "{}", json::to_string_pretty(&json::json(&summary)))?,
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// Writes to the file (atomically: a temporary file renamed into place) or to standard output.
+fn emit(output: Option<&Path>, draw: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    match output {
+        Some(p) => file::write_atomically(p, draw).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            draw(&mut out)?;
+            out.flush().context("cannot write standard output")
         }
     }
 }

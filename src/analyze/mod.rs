@@ -9,6 +9,7 @@ mod summary;
 
 pub use estimate::Estimate;
 pub use summary::{
-    summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
-    ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
+    sample_stages, summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
+    LibrarySummary, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
+    UnnamedFileSummary,
 };

@@ -12,7 +12,7 @@ use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::{
     CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Symbols,
-    Target,
+    Target, UnnamedFile,
 };
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -52,6 +52,11 @@ pub struct Summary {
     /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
     pub probe_overhead_ms: f64,
     pub record_layer_sampled: RecordLayerShares,
+    /// Files some sampled frames have no names in (stripped, their debug information not found), and how
+    /// many samples have such a frame.
+    pub unnamed_files: Vec<UnnamedFileSummary>,
+    /// Stripped files named from separate debug information: path -> where it was found.
+    pub debug_files: BTreeMap<String, String>,
     pub advice: Vec<Advice>,
     /// Figures only the text report shows so far.
     #[serde(skip)]
@@ -203,6 +208,13 @@ pub struct LibrarySummary {
     pub pids: Vec<u32>,
     #[serde(skip)]
     pub functions_found: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UnnamedFileSummary {
+    #[serde(flatten)]
+    pub file: UnnamedFile,
+    pub samples: u64,
 }
 
 /// Shares of the CPU samples inside the record layer, outside every probed stage.
@@ -360,6 +372,8 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
         record_layer_sampled: record_layer,
+        unnamed_files: unnamed_files(rec),
+        debug_files: rec.debug_files.clone(),
         advice,
         stacks: StackSummary {
             in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
@@ -670,6 +684,46 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
         cpu,
         abandoned_cpu,
     }
+}
+
+/// The files frames stayed unnamed in, with the samples that have such a frame (`file+0xOFFSET` or `[file]`).
+fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
+    rec.unnamed_files
+        .iter()
+        .map(|f| {
+            let base = f.path.rsplit('/').next().unwrap_or(&f.path);
+            let (offset, whole) = (format!("{base}+0x"), format!("[{base}]"));
+            let unnamed = |frame: &String| {
+                (frame.starts_with(&offset) || *frame == whole) && rec.frame_files.get(frame) == Some(&f.path)
+            };
+            UnnamedFileSummary {
+                file: f.clone(),
+                samples: rec
+                    .samples
+                    .iter()
+                    .filter(|s| s.frames.iter().any(unnamed))
+                    .map(|s| s.count)
+                    .sum(),
+            }
+        })
+        .collect()
+}
+
+/// The stage each CPU sample's time counts in, in `rec.samples` order: the innermost probed stage it was
+/// taken in, as the call tree counts self CPU; for a sample the probes did not place, the stage its frames
+/// name, or the record layer's (causes::Stager).
+pub fn sample_stages(rec: &Recording) -> Vec<Option<Stage>> {
+    let stager = causes::Stager::new(rec);
+    rec.samples
+        .iter()
+        .map(|s| {
+            if s.path.is_empty() {
+                stager.stage_frame(rec, s).map(|sf| sf.stage)
+            } else {
+                rec.path_stages(&s.path).last().copied().flatten()
+            }
+        })
+        .collect()
 }
 
 /// Share of samples inside the record layer, found in the sampled stacks: SSL_read*, SSL_write*, outside

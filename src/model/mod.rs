@@ -45,6 +45,17 @@ pub struct Recording {
     pub functions: Vec<Function>,
     pub tree: Vec<TreeNode>,
     pub samples: Vec<Sample>,
+    /// The file each user frame name was found in (the target's path for it): for outputs that name files.
+    /// Empty in recordings made before it was kept.
+    #[serde(default)]
+    pub frame_files: BTreeMap<String, String>,
+    /// Files some sampled frames had no names in, and why. Empty in recordings made before it was kept.
+    #[serde(default)]
+    pub unnamed_files: Vec<UnnamedFile>,
+    /// Stripped files named from separate debug information: path -> where it was found (a debug
+    /// directory, ".gnu_debugdata", a debuginfod server's URL).
+    #[serde(default)]
+    pub debug_files: BTreeMap<String, String>,
     pub handshakes: Vec<HandshakeGroup>,
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
@@ -274,6 +285,30 @@ pub struct HandshakeGroup {
     #[serde(flatten)]
     pub kind: HandshakeKind,
     pub cpu: CpuHistogram,
+}
+
+/// A file that sampled frames had no names in: a stripped file whose debug information was not found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnnamedFile {
+    /// The target's path for it.
+    pub path: String,
+    pub build_id: Option<String>,
+    /// The distribution package that installed it, whose debug symbols would name it.
+    pub package: Option<String>,
+    pub reason: UnnamedReason,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnnamedReason {
+    /// Stripped; no debug file under the debug directories, no MiniDebugInfo, no debuginfod server set.
+    NoDebugInfo,
+    /// Stripped; the debuginfod servers had none or did not answer.
+    NotOnServers,
+    /// The lookup was still under way when the recording ended.
+    LookupUnfinished,
+    /// Its symbols (or its debug file's) do not cover the frames' code.
+    NotCovered,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -563,6 +598,16 @@ pub(crate) mod tests {
                     count: 2,
                 },
             ],
+            unnamed_files: Vec::new(),
+            debug_files: BTreeMap::new(),
+            frame_files: BTreeMap::from([
+                ("main".to_string(), "/usr/sbin/nginx".to_string()),
+                ("ngx_ssl_handshake".to_string(), "/usr/sbin/nginx".to_string()),
+                (
+                    "bn_mul_mont".to_string(),
+                    "/usr/lib/x86_64-linux-gnu/libcrypto.so.3".to_string(),
+                ),
+            ]),
             handshakes: vec![HandshakeGroup {
                 kind: HandshakeKind {
                     role: Role::Server,

@@ -9,35 +9,46 @@ use inferno::flamegraph::{self, Options};
 use super::Group;
 use crate::analyze::causes;
 use crate::model::untrusted::printable;
-use crate::model::Recording;
+use crate::model::{Recording, Sample};
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
 /// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/causes.rs).
 pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
-    // Frames are separated by ';' and the count by the last space: a name keeps neither its ';' nor
-    // anything a terminal or an SVG viewer would act on.
-    let clean = |s: &str| printable(s).replace(';', ":");
     let stager = causes::Stager::new(rec);
     let mut lines = Vec::with_capacity(rec.samples.len());
     for s in &rec.samples {
-        let mut frames = vec![clean(rec.comm_of(s.pid))];
-        frames.extend(s.frames.iter().map(|f| clean(f)));
+        let mut frames = stack(rec, s);
         if group == Group::Cause {
             if let Some(sf) = stager.stage_frame(rec, s) {
                 let label = causes::attribute(&s.frames, &s.kernel, sf.index).map_or_else(
                     || "[tlsprof's probe traps]".to_string(),
                     |a| format!("[cause: {}]", a.cause.name()),
                 );
+                // After the process name and the frames up to the stage frame.
                 frames.insert(sf.index + 2, label);
             }
         }
-        frames.extend(s.kernel.iter().map(|k| format!("{}_[k]", clean(k))));
         lines.push(format!("{} {}", frames.join(";"), s.count));
     }
     lines.sort();
     lines
 }
+
+/// A sample's frames as every profile output draws them, outermost first: the process name, the user frames,
+/// then the kernel frames marked `_[k]`. Frames are separated by `;` in the folded format and the count by
+/// the last space: a name keeps neither its `;` (written `:`) nor anything a terminal or an SVG viewer
+/// would act on.
+pub fn stack(rec: &Recording, s: &Sample) -> Vec<String> {
+    let clean = |s: &str| printable(s).replace(';', ":");
+    let mut frames = vec![clean(rec.comm_of(s.pid))];
+    frames.extend(s.frames.iter().map(|f| clean(f)));
+    frames.extend(s.kernel.iter().map(|k| format!("{}{KERNEL_SUFFIX}", clean(k))));
+    frames
+}
+
+/// Marks a kernel frame, as perf's stackcollapse scripts do.
+pub const KERNEL_SUFFIX: &str = "_[k]";
 
 pub fn svg(rec: &Recording, group: Group, out: impl Write) -> Result<()> {
     let lines = folded(rec, group);

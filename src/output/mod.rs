@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod flame;
 pub mod json;
+pub mod pprof;
 pub mod text;
 
 /// How the call tree and the flame graph group what runs inside a stage.

@@ -6,10 +6,10 @@ use std::fmt::Write;
 
 use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
-use crate::analyze::{CpuStats, RowKind, Summary};
+use crate::analyze::{CpuStats, RowKind, Summary, UnnamedFileSummary};
 use crate::catalogue::Stage;
 use crate::model::untrusted::{printable_lines, Printable};
-use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols};
+use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -471,6 +471,16 @@ fn samples_line(s: &Summary) -> String {
             l.unframed_work
         ));
     }
+    for (path, source) in &s.debug_files {
+        line.push_str(&format!(
+            "\nNames in {} from its debug information ({})",
+            Printable(path),
+            Printable(source)
+        ));
+    }
+    for u in &s.unnamed_files {
+        line.push_str(&format!("\n{}", unnamed_file_line(u, total)));
+    }
     for (pid, comm) in &st.unnamed_jit {
         line.push_str(&format!(
             "\nJIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
@@ -478,6 +488,37 @@ fn samples_line(s: &Summary) -> String {
         ));
     }
     line
+}
+
+/// A file frames stayed unnamed in: how many samples it leaves unnamed, why, and what would name them.
+fn unnamed_file_line(u: &UnnamedFileSummary, samples: u64) -> String {
+    let f = &u.file;
+    let build_id = f
+        .build_id
+        .as_deref()
+        .map_or(String::new(), |id| format!(", build id {id}"));
+    let install = match &f.package {
+        Some(p) => {
+            format!("install {p}-dbgsym (Debian's debian-debug archive) or its distribution's debug symbols for it")
+        }
+        None => "install its debug symbols under /usr/lib/debug".to_string(),
+    };
+    let why = match f.reason {
+        UnnamedReason::NoDebugInfo => format!(
+            "stripped, and no debug information was found: {install}, or set DEBUGINFOD_URLS to a debuginfod server (https://debuginfod.debian.net, https://debuginfod.fedoraproject.org)"
+        ),
+        UnnamedReason::NotOnServers => format!(
+            "stripped; the debuginfod servers (DEBUGINFOD_URLS) had no debug information for it or did not answer: {install}"
+        ),
+        UnnamedReason::LookupUnfinished => "its debug information was still being fetched when the recording ended: record again (what was fetched is cached) or raise DEBUGINFOD_TIMEOUT".to_string(),
+        UnnamedReason::NotCovered => "its symbols do not cover that code".to_string(),
+    };
+    format!(
+        "Unnamed frames in {}{build_id}: {} samples ({:.1}%) show it as file+offset; {why}",
+        Printable(&f.path),
+        u.samples,
+        pct(u.samples as f64, samples as f64)
+    )
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod anatomy;
 mod bpf;
 mod calibrate;
 mod cpu;
+mod debuginfo;
 mod gobin;
 mod governor;
 mod handshakes;

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //! CPU samples: each unwound as it arrives, identical stacks counted together, named every half minute.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::bpf::types::{stack_sample, tlsprof_call_graph};
+use super::debuginfo::DebugFinder;
 use super::stack_tree::{self, StackTree};
 use super::symbolize::FrameSymbolizer;
 use super::targets::Mapping;
 use super::unwind::{self, ProcessUnwinder, SectionCache};
-use crate::model::{Function, Sample};
+use crate::model::{Function, Sample, UnnamedFile};
 
 /// (pid, stage path, whole stack): a root of the named stacks' tree. Below it, frames are indexes into the
 /// frame names, the user frames then the kernel ones: thousands of distinct stacks of a few hundred names.
@@ -105,6 +106,8 @@ pub struct SampleAggregator {
     named: StackTree<StackRoot>,
     frame_names: FrameNames,
     symbolizer: Option<FrameSymbolizer>,
+    /// Looks up debug information for the targets' stripped files until the symbolizer takes it.
+    debug: Option<DebugFinder>,
     last_named: Instant,
     /// The header of the record being taken, reused: a stack_sample is 66 KiB.
     header: Box<stack_sample>,
@@ -114,7 +117,12 @@ pub struct SampleAggregator {
 
 impl SampleAggregator {
     pub fn new(call_graph: tlsprof_call_graph, maps: HashMap<u32, Vec<Mapping>>) -> Self {
+        let mut debug = DebugFinder::start();
+        for (&pid, maps) in &maps {
+            ask_for_files(&mut debug, pid, maps);
+        }
         SampleAggregator {
+            debug: Some(debug),
             call_graph,
             maps,
             unwinders: HashMap::new(),
@@ -131,6 +139,9 @@ impl SampleAggregator {
 
     /// A process that joined the recording: its mappings, to unwind and name its samples.
     pub fn add_process(&mut self, pid: u32, maps: Vec<Mapping>) {
+        if let Some(d) = self.finder() {
+            ask_for_files(d, pid, &maps);
+        }
         if let Some(sym) = &mut self.symbolizer {
             sym.add_process(pid, maps.clone());
         }
@@ -211,8 +222,21 @@ impl SampleAggregator {
         *self.stacks.entry(key).or_default() += 1;
     }
 
-    /// Names and merges the stacks held so far when due: memory stays flat over long recordings.
+    /// The debug information finder, wherever it is now.
+    fn finder(&mut self) -> Option<&mut DebugFinder> {
+        match &mut self.symbolizer {
+            Some(sym) => sym.debug.as_mut(),
+            None => self.debug.as_mut(),
+        }
+    }
+
+    /// Names and merges the stacks held so far when due: memory stays flat over long recordings. Not while
+    /// debug information is still being looked up (for a bounded time): names would change from one batch
+    /// to the next.
     pub fn name_when_due(&mut self, functions: &[Function]) {
+        if self.finder().is_some_and(|d| d.busy()) {
+            return;
+        }
         if self.stacks.len() >= NAME_AFTER || (!self.stacks.is_empty() && self.last_named.elapsed() >= NAME_EVERY) {
             self.name_stacks(functions);
         }
@@ -220,7 +244,12 @@ impl SampleAggregator {
 
     fn name_stacks(&mut self, functions: &[Function]) {
         self.last_named = Instant::now();
-        let sym = self.symbolizer.get_or_insert_with(|| FrameSymbolizer::new(&self.maps));
+        let debug = &mut self.debug;
+        let sym = self.symbolizer.get_or_insert_with(|| {
+            let mut sym = FrameSymbolizer::new(&self.maps);
+            sym.debug = debug.take();
+            sym
+        });
         // Names of one batch's addresses only: new instruction addresses keep coming, so a cache kept across
         // batches would grow with the recording.
         sym.forget_addresses();
@@ -251,6 +280,9 @@ impl SampleAggregator {
 
     /// Names every frame: the samples, heaviest first, and what could not be named or kept.
     pub fn finish(mut self, functions: &[Function]) -> NamedSamples {
+        if let Some(d) = self.finder() {
+            d.wait();
+        }
         self.name_stacks(functions);
         let names = &self.frame_names;
         let mut samples: Vec<Sample> = self
@@ -273,9 +305,23 @@ impl SampleAggregator {
                 .cmp(&a.count)
                 .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
         });
+        let (unnamed_jit_pids, files, unnamed_files, debug_files) = self
+            .symbolizer
+            .map(|mut s| {
+                (
+                    s.unnamed_jit.clone(),
+                    std::mem::take(&mut s.files),
+                    s.unnamed_files(),
+                    std::mem::take(&mut s.debug_files),
+                )
+            })
+            .unwrap_or_default();
         NamedSamples {
             samples,
-            unnamed_jit_pids: self.symbolizer.map(|s| s.unnamed_jit).unwrap_or_default(),
+            unnamed_jit_pids,
+            frame_files: files.into_iter().collect(),
+            unnamed_files,
+            debug_files,
             unreadable: self.unreadable,
             cut: self.named.cut_samples,
         }
@@ -286,10 +332,23 @@ pub struct NamedSamples {
     pub samples: Vec<Sample>,
     /// Processes whose JIT code had no names.
     pub unnamed_jit_pids: Vec<u32>,
+    /// The file each frame name was found in.
+    pub frame_files: BTreeMap<String, String>,
+    /// Files some frames had no name in, and why.
+    pub unnamed_files: Vec<UnnamedFile>,
+    /// Files named from separate debug information, and where it was found.
+    pub debug_files: BTreeMap<String, String>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
     pub unreadable: u64,
     /// Samples whose stack was cut at the limit of the stacks' tree.
     pub cut: u64,
+}
+
+/// Asks for the debug information of each file a process runs code from.
+fn ask_for_files(debug: &mut DebugFinder, pid: u32, maps: &[Mapping]) {
+    for m in maps.iter().filter(|m| m.executable) {
+        debug.ask(m.display_path(), m.open_path(pid));
+    }
 }
 
 fn maps_contain(maps: &[Mapping], addr: u64) -> bool {

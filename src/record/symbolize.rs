@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames), Go's
-//! own function table for Go executables without a symbol table (stripped), the /tmp/perf-PID.map that JIT
-//! runtimes write (Node.js --perf-basic-prof) for code outside files.
+//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames; for a
+//! stripped file, the debug file debuginfo found for it), Go's own function table for Go executables without
+//! a symbol table (stripped), the /tmp/perf-PID.map that JIT runtimes write (Node.js --perf-basic-prof) for
+//! code outside files.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -11,10 +12,12 @@ use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
+use super::debuginfo::{DebugFinder, Lookup};
 use super::gobin::{self, GoBinary};
 use super::status;
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
+use crate::model::{UnnamedFile, UnnamedReason};
 
 /// Names for code outside any file, as a JIT runtime published them.
 struct PerfMap {
@@ -135,6 +138,14 @@ pub struct FrameSymbolizer {
     go_tables: HashMap<(String, u64), Option<GoBinary>>,
     /// Processes with code outside files but no perf map: their JIT frames have no names.
     pub unnamed_jit: Vec<u32>,
+    /// The file each name given to a frame in a file was found in.
+    pub files: HashMap<String, String>,
+    /// Debug information for stripped files, looked up since attach.
+    pub debug: Option<DebugFinder>,
+    /// Files some frames had no name in.
+    unnamed: BTreeSet<String>,
+    /// Files named from separate debug information, and where it was found.
+    pub debug_files: BTreeMap<String, String>,
 }
 
 impl FrameSymbolizer {
@@ -159,6 +170,10 @@ impl FrameSymbolizer {
             cache: HashMap::new(),
             go_tables: HashMap::new(),
             unnamed_jit: Vec::new(),
+            files: HashMap::new(),
+            debug: None,
+            unnamed: BTreeSet::new(),
+            debug_files: BTreeMap::new(),
         }
     }
 
@@ -246,13 +261,40 @@ impl FrameSymbolizer {
         } else {
             m.display_path().into()
         };
-        let src = Source::Elf(Elf::new(path.clone()));
-        let sym = self
-            .symbolizer
-            .symbolize_single(&src, Input::FileOffset(file_offset))
-            .ok()
-            .and_then(|s| s.into_sym());
-        match sym {
+        let debug_file = match self.debug.as_mut().and_then(|d| d.get(m.display_path())) {
+            Some(Lookup::Found(f)) => f.address(file_offset).map(|a| (f.path.clone(), f.source.clone(), a)),
+            _ => None,
+        };
+        let from_debug_file = debug_file.and_then(|(debug_path, source, addr)| {
+            let src = Source::Elf(Elf::new(debug_path));
+            let sym = self
+                .symbolizer
+                .symbolize_single(&src, Input::VirtOffset(addr))
+                .ok()?
+                .into_sym()?;
+            if !self.debug_files.contains_key(m.display_path()) {
+                self.debug_files.insert(m.display_path().to_string(), source);
+            }
+            Some(sym)
+        });
+        let sym = from_debug_file.or_else(|| {
+            let src = Source::Elf(Elf::new(path.clone()));
+            let sym = self
+                .symbolizer
+                .symbolize_single(&src, Input::FileOffset(file_offset))
+                .ok()?
+                .into_sym()?;
+            let mini = matches!(
+                self.debug.as_mut().and_then(|d| d.get(m.display_path())),
+                Some(Lookup::MiniDebugInfo)
+            );
+            if mini && !self.debug_files.contains_key(m.display_path()) {
+                self.debug_files
+                    .insert(m.display_path().to_string(), ".gnu_debugdata".to_string());
+            }
+            Some(sym)
+        });
+        let names = match sym {
             Some(sym) => {
                 let mut names = vec![sym.name.to_string()];
                 names.extend(sym.inlined.iter().map(|f| f.name.to_string()));
@@ -263,17 +305,61 @@ impl FrameSymbolizer {
                     let data = gobin::is_go(&path).then(|| fs::read(&path).ok()).flatten()?;
                     GoBinary::parse(&data).ok().flatten()
                 });
-                if let Some(f) = go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
-                    return vec![f.name.clone()];
-                }
-                // Per function, not per instruction: one flame-graph frame, and a bounded set of names.
-                let base = m.display_path().rsplit('/').next().unwrap_or("?");
-                match sections.function_start(&m, &path, file_offset) {
-                    Some(start) => vec![format!("{base}+{start:#x}")],
-                    None => vec![format!("[{base}]")],
+                match go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
+                    Some(f) => vec![f.name.clone()],
+                    None => {
+                        self.unnamed.insert(m.display_path().to_string());
+                        // Per function, not per instruction: one flame-graph frame, and a bounded set of names.
+                        let base = m.display_path().rsplit('/').next().unwrap_or("?");
+                        match sections.function_start(&m, &path, file_offset) {
+                            Some(start) => vec![format!("{base}+{start:#x}")],
+                            None => vec![format!("[{base}]")],
+                        }
+                    }
                 }
             }
+        };
+        for name in &names {
+            if !self.files.contains_key(name) {
+                self.files.insert(name.clone(), m.display_path().to_string());
+            }
         }
+        names
+    }
+}
+
+impl FrameSymbolizer {
+    /// The files some frames had no name in, and why.
+    pub fn unnamed_files(&mut self) -> Vec<UnnamedFile> {
+        let unnamed = std::mem::take(&mut self.unnamed);
+        unnamed
+            .into_iter()
+            .map(|path| {
+                let (build_id, reason) = match self.debug.as_mut().and_then(|d| d.get(&path)) {
+                    Some(Lookup::Missing {
+                        build_id,
+                        asked_servers,
+                    }) => (
+                        build_id.clone(),
+                        if *asked_servers {
+                            UnnamedReason::NotOnServers
+                        } else {
+                            UnnamedReason::NoDebugInfo
+                        },
+                    ),
+                    Some(Lookup::Found(_) | Lookup::Symbols | Lookup::MiniDebugInfo) => {
+                        (None, UnnamedReason::NotCovered)
+                    }
+                    None => (None, UnnamedReason::LookupUnfinished),
+                };
+                UnnamedFile {
+                    package: super::debuginfo::package_of(&path),
+                    path,
+                    build_id,
+                    reason,
+                }
+            })
+            .collect()
     }
 }
 
