@@ -51,6 +51,9 @@ impl std::fmt::Display for GoError {
 impl std::error::Error for GoError {}
 
 /// pclntab header magics: Go 1.18-1.19 and Go 1.20 and later share the layout read here.
+/// Largest Go executable read whole (it is the target's file: a bound, not a guess at its size; Kubernetes'
+/// largest binaries are a few hundred MB).
+pub const MAX_EXECUTABLE_BYTES: u64 = 1 << 30;
 const MAGIC_GO118: u32 = 0xffff_fff0;
 const MAGIC_GO120: u32 = 0xffff_fff1;
 const BUILDINFO_MAGIC: &[u8] = b"\xff Go buildinf:";

@@ -37,7 +37,7 @@ pub struct TlsObject {
 /// Looks up every catalogue function in the file at `path`. None when it defines none of them.
 pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     if is_executable && gobin::is_go(path) {
-        let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let data = crate::model::file::read_bounded(path, gobin::MAX_EXECUTABLE_BYTES, "Go executable")?;
         let go_binary = GoBinary::parse(&data).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if let Some(bin) = go_binary {
             return Ok(inspect_go(&bin, &data));

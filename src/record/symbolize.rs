@@ -17,7 +17,7 @@ use super::gobin::{self, GoBinary};
 use super::status;
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
-use crate::model::{UnnamedFile, UnnamedReason};
+use crate::model::{file, UnnamedFile, UnnamedReason};
 
 /// Names for code outside any file, as a JIT runtime published them.
 struct PerfMap {
@@ -302,7 +302,9 @@ impl FrameSymbolizer {
             }
             None => {
                 let go = self.go_tables.entry((m.dev.clone(), m.inode)).or_insert_with(|| {
-                    let data = gobin::is_go(&path).then(|| fs::read(&path).ok()).flatten()?;
+                    let data = gobin::is_go(&path)
+                        .then(|| file::read_bounded(&path, gobin::MAX_EXECUTABLE_BYTES, "Go executable").ok())
+                        .flatten()?;
                     GoBinary::parse(&data).ok().flatten()
                 });
                 match go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
