@@ -6,7 +6,9 @@
 mod common;
 
 use std::fs;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use common::*;
 
@@ -53,6 +55,18 @@ fn program_name(id: u64) -> String {
 
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Handshakes of a role in the mix by certificate key ("none" where it names none), full or resumed.
+fn certificate_keys(r: &serde_json::Value, role: &str, resumed: bool) -> std::collections::BTreeMap<String, u64> {
+    let mut keys = std::collections::BTreeMap::new();
+    for k in r["handshakes"]["kinds"].as_array().unwrap() {
+        if k["role"] == role && k["resumed"] == resumed {
+            let key = k["certificate_key"].as_str().unwrap_or("none").to_string();
+            *keys.entry(key).or_default() += n(&k["count"]);
+        }
+    }
+    keys
 }
 
 #[test]
@@ -148,6 +162,19 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     for s in ["keygen", "derive", "resume", "key_schedule"] {
         assert!(f(&stage(&r, s)["calls"]) >= f(&hs["full"]), "{s}: {}", stage(&r, s));
     }
+    // The certificate key, from the length of each signature the probed signer made; the server's clocked
+    // signatures (not probed, as a KMS signer's) name none.
+    let full_keys = certificate_keys(&r, "server", false);
+    assert_eq!(
+        full_keys.get("ECDSA P-256").map(|&c| c as f64),
+        Some(f(&sign["calls"])),
+        "{summary}"
+    );
+    assert_eq!(full_keys.len(), 2, "{full_keys:?}");
+    assert!(
+        certificate_keys(&r, "server", true).keys().all(|k| k == "none"),
+        "{summary}"
+    );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
 
@@ -227,6 +254,8 @@ fn stripped_oldest_go_is_profiled_with_names() {
     );
     assert!(within(f(&hs["total"]), connections as f64, 0.02), "{summary}");
     assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+    let full_keys = certificate_keys(&r, "server", false);
+    assert_eq!(full_keys.keys().collect::<Vec<_>>(), ["RSA-2048"], "{summary}");
     for name in [
         "crypto/tls.(*Conn).serverHandshake",
         "crypto/rsa.(*PrivateKey).Sign",
@@ -285,5 +314,118 @@ fn a_parked_handshake_is_not_charged_for_the_goroutine_that_ran_meanwhile() {
     assert!(within(total, f(&load["connections"]), 0.02), "{summary}");
     assert!(per_handshake_ms < 20.0 / 4.0, "{summary}");
     assert!(handshake_ms < process_ms / 4.0, "{summary}");
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+/// A Go client started held (-hold), so that tlsprof attaches before its first connection.
+struct HeldClient {
+    child: std::process::Child,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl HeldClient {
+    fn start(client: &Path, addr: &str, args: &[&str], cpu: Option<usize>) -> HeldClient {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", &cpu.map_or("0-1023".to_string(), |c| c.to_string())])
+            .arg(client)
+            .args(["-addr", addr, "-hold"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        HeldClient { child, stdout }
+    }
+
+    /// Lets it run its connections; what it saw.
+    fn run(&mut self) -> serde_json::Value {
+        writeln!(self.child.stdin.as_mut().unwrap(), "go").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("client said {line:?}: {e}"))
+    }
+
+    /// Lets it exit.
+    fn close(mut self) {
+        drop(self.child.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn go_client_counts_full_and_resumed_handshakes_as_it_does() {
+    if !require_root("go_client_counts_full_and_resumed_handshakes_as_it_does") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-client");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa"]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    for version in ["1.3", "1.2"] {
+        // One client makes full handshakes only, the other resumes from its session cache.
+        let mut held = [&[][..], &["-resume"][..]].map(|extra| {
+            let mut args = vec!["-n", "300", "-workers", "2", "-version", version];
+            args.extend_from_slice(extra);
+            HeldClient::start(&client, &addr, &args, cpus.client)
+        });
+        let recording = scratch.path(&format!("client-{version}.tlsprof"));
+        let pids = held.each_ref().map(|h| h.child.id().to_string());
+        let rec = Recorder::start(&[
+            "--pid",
+            &pids[0],
+            "--pid",
+            &pids[1],
+            "--hello-capture",
+            "always",
+            "-o",
+            recording.to_str().unwrap(),
+        ]);
+        let seen = held.each_mut().map(|h| h.run());
+        let summary = rec.interrupt();
+        for h in held {
+            h.close();
+        }
+        eprintln!("{summary}");
+        for s in &seen {
+            assert_eq!((n(&s["errors"]), n(&s["wrong_answers"])), (0, 0), "{s}");
+        }
+        let connections: u64 = seen.iter().map(|s| n(&s["connections"])).sum();
+        let resumed = n(&seen[1]["resumed"]);
+        let r = report_json(&recording);
+        let hs = &r["handshakes"];
+        eprintln!(
+            "TLS {version} clients: {connections} connections, {resumed} resumed; tlsprof: {} handshakes, {} full, {} resumed, {} client",
+            hs["total"], hs["full"], hs["resumed"], hs["client"]
+        );
+        assert!(resumed > 0, "{seen:?}");
+        assert_eq!(f(&hs["total"]), connections as f64, "{summary}");
+        assert_eq!(f(&hs["client"]), f(&hs["total"]), "{summary}");
+        assert_eq!(f(&hs["resumed"]), resumed as f64, "{summary}");
+        // The server's key, from the length of the handshake signature the client checked; full handshakes
+        // verify the server's chain and signature, resumed ones neither.
+        let full = f(&hs["full"]);
+        assert_eq!(
+            certificate_keys(&r, "client", false)
+                .get("ECDSA P-256")
+                .map(|&c| c as f64),
+            Some(full),
+            "{summary}"
+        );
+        assert_eq!(f(&stage(&r, "verify")["calls"]), 2.0 * full, "{summary}");
+        let version_name = format!("TLSv{version}");
+        assert!(
+            r["handshakes"]["kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| k["version"] == version_name.as_str()),
+            "{summary}"
+        );
+    }
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }

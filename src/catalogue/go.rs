@@ -6,7 +6,10 @@
 
 use super::Origin::Go;
 use super::Stage::*;
-use super::{Row, CLIENT, CONN_START, GO_ABI, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SSL_ARG};
+use super::{
+    Row, CLIENT, CONN_START, GO_ABI, GO_SIG_RESULT, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK,
+    PRIVATE_KEY_OP, SERVER, SSL_ARG,
+};
 
 const fn go(symbol: &'static str, stage: super::Stage, flags: u32) -> Row {
     Row {
@@ -80,14 +83,20 @@ pub const ROWS: &[Row] = &[
         0,
     ),
     go("crypto/rsa.DecryptPKCS1v15SessionKey", Derive, PRIVATE_KEY_OP),
-    // Signatures through crypto.Signer: ServerKeyExchange (TLS 1.2) and CertificateVerify.
-    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP),
-    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP),
-    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP),
+    // Signatures through crypto.Signer: ServerKeyExchange (TLS 1.2) and CertificateVerify. The signature's
+    // length names the certificate key.
+    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
+    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
+    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
     // The peer's certificate chain and handshake signature.
     go("crypto/tls.(*Conn).verifyServerCertificate", Verify, PEER_CERT_CHECK),
     go("crypto/tls.(*Conn).processCertsFromClient", Verify, PEER_CERT_CHECK),
-    go("crypto/tls.verifyHandshakeSignature", Verify, PEER_CERT_CHECK),
+    // (sigType, pubkey, hashFunc, signed, sig): sig is the argument past the registers.
+    go(
+        "crypto/tls.verifyHandshakeSignature",
+        Verify,
+        PEER_CERT_CHECK | GO_SIG_STACK_ARG,
+    ),
     // Key schedule: TLS 1.2's master secret and keys, TLS 1.3's HKDF extractions.
     go("crypto/tls.masterFromPreMasterSecret", KeySchedule, 0),
     go("crypto/tls.extMasterFromPreMasterSecret", KeySchedule, 0),
