@@ -5,7 +5,6 @@
 //! handshakes alive and correct afterwards.
 mod common;
 
-use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,41 +16,6 @@ const OLDEST_GO: &str = "go1.21.13";
 
 /// Deep enough that every handshake's goroutine grows (and so moves) its stack in GetCertificate.
 const RECURSE: &str = "3000";
-
-/// The uprobe links tlsprof holds, from its file descriptors: (program id, probed path, cookies).
-fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
-    let mut links = Vec::new();
-    for fd in fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
-        let Ok(text) = fs::read_to_string(fd.path()) else {
-            continue;
-        };
-        if !text.contains("link_type:\tuprobe_multi") {
-            continue;
-        }
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.trim().to_string())
-                .unwrap_or_default()
-        };
-        let cookies = text
-            .lines()
-            .skip_while(|l| !l.starts_with("cookie"))
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-            .collect();
-        links.push((field("prog_id:").parse().unwrap(), field("path:"), cookies));
-    }
-    links
-}
-
-/// The BPF program names by id, from the kernel's program list.
-fn program_name(id: u64) -> String {
-    libbpf_rs::query::ProgInfoIter::default()
-        .find(|p| u64::from(p.id) == id)
-        .map(|p| p.name.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
