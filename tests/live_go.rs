@@ -288,8 +288,9 @@ struct HeldClient {
 }
 
 impl HeldClient {
-    fn start(client: &Path, addr: &str, args: &[&str], cpu: Option<usize>) -> HeldClient {
+    fn start(client: &Path, addr: &str, args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> HeldClient {
         let mut cmd = Command::new("taskset");
+        cmd.envs(env.iter().copied());
         cmd.args(["-c", &cpu.map_or("0-1023".to_string(), |c| c.to_string())])
             .arg(client)
             .args(["-addr", addr, "-hold"])
@@ -335,7 +336,7 @@ fn go_client_counts_full_and_resumed_handshakes_as_it_does() {
         let mut held = [&[][..], &["-resume"][..]].map(|extra| {
             let mut args = vec!["-n", "300", "-workers", "2", "-version", version];
             args.extend_from_slice(extra);
-            HeldClient::start(&client, &addr, &args, cpus.client)
+            HeldClient::start(&client, &addr, &args, &[], cpus.client)
         });
         let recording = scratch.path(&format!("client-{version}.tlsprof"));
         let pids = held.each_ref().map(|h| h.child.id().to_string());
@@ -390,6 +391,63 @@ fn go_client_counts_full_and_resumed_handshakes_as_it_does() {
                 .all(|k| k["version"] == version_name.as_str()),
             "{summary}"
         );
+    }
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+#[test]
+fn newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_derive() {
+    if !require_root("newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_derive") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-mlkem");
+    // examples/go declares go 1.21 so that the oldest release builds it, and so takes Go 1.21's default
+    // GODEBUG settings; a module declaring go 1.24 or later has tlsmlkem=1 by default.
+    let hybrid = [("GODEBUG", "tlsmlkem=1")];
+    let mut cmd = Command::new(&server_bin);
+    cmd.envs(hybrid).args(["-key", "ecdsa"]);
+    let (mut server, addr) = start_go_server_cmd(cmd);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let mut held = HeldClient::start(&client, &addr, &["-n", "300", "-workers", "2"], &hybrid, cpus.client);
+    let recording = scratch.path("mlkem.tlsprof");
+    let rec = Recorder::start(&[
+        "--pid",
+        &server.pid().to_string(),
+        "--pid",
+        &held.child.id().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let seen = held.run();
+    let summary = rec.interrupt();
+    held.close();
+    eprintln!("{summary}");
+    assert_eq!((n(&seen["errors"]), n(&seen["connections"])), (0, 300), "{seen}");
+    let r = report_json(&recording);
+    for k in r["handshakes"]["kinds"].as_array().unwrap() {
+        assert_eq!(k["key_exchange"], "X25519MLKEM768", "{summary}");
+    }
+    let hs = &r["handshakes"];
+    assert_eq!((f(&hs["server"]), f(&hs["client"])), (300.0, 300.0), "{summary}");
+    // The server parses the client's ML-KEM key and encapsulates to it (derive); the client makes its key
+    // (keygen) and decapsulates (derive): once per handshake each, in the stage beside X25519's.
+    let calls = |name: &str, stage: &str| {
+        let func = function(&r, name).unwrap_or_else(|| panic!("{name} not in the call tree\n{summary}"));
+        assert_eq!(func["stage"], stage, "{func}");
+        f(&func["calls"])
+    };
+    for (name, stage) in [
+        ("crypto/internal/fips140/mlkem.parseEK", "derive"),
+        ("crypto/mlkem.(*EncapsulationKey768).Encapsulate", "derive"),
+        ("crypto/internal/fips140/mlkem.kemKeyGen", "keygen"),
+        ("crypto/mlkem.(*DecapsulationKey768).Decapsulate", "derive"),
+    ] {
+        assert_eq!(calls(name, stage), 300.0, "{name}\n{summary}");
     }
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }

@@ -60,7 +60,7 @@ pub const ROWS: &[Row] = &[
         PRIVATE_KEY_OP,
     ),
     go("crypto/tls.(*certificateMsgTLS13).marshal", Handshake, PRIVATE_KEY_OP),
-    // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM-768 (client side).
+    // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM (client side).
     go("crypto/ecdh.(*x25519Curve).GenerateKey", Keygen, 0),
     go("crypto/ecdh.(*nistCurve).GenerateKey", Keygen, 0),
     // Go 1.21 to 1.23 compute the public key on its first use, after GenerateKey has returned.
@@ -68,7 +68,14 @@ pub const ROWS: &[Row] = &[
     go("crypto/ecdh.(*nistCurve).privateKeyToPublicKey", Keygen, 0),
     go("crypto/mlkem.GenerateKey768", Keygen, 0),
     go("crypto/internal/fips140/mlkem.GenerateKey768", Keygen, 0),
+    // Go 1.26 makes the client's ML-KEM key from a seed (NewDecapsulationKey768, inlined): the key generation
+    // beneath both paths, ML-KEM-768 and ML-KEM-1024 (SecP384r1MLKEM1024).
+    go("crypto/internal/fips140/mlkem.kemKeyGen", Keygen, 0),
+    go("crypto/internal/fips140/mlkem.kemKeyGen1024", Keygen, 0),
     // Shared secrets: ECDH, ML-KEM encapsulation (server) and decapsulation (client), RSA key transport.
+    // Encapsulation starts with the client's key parsed, its matrix expanded: most of its cost.
+    go("crypto/internal/fips140/mlkem.parseEK", Derive, 0),
+    go("crypto/internal/fips140/mlkem.parseEK1024", Derive, 0),
     go("crypto/ecdh.(*PrivateKey).ECDH", Derive, 0),
     go("crypto/mlkem.(*EncapsulationKey768).Encapsulate", Derive, 0),
     go("crypto/mlkem.(*DecapsulationKey768).Decapsulate", Derive, 0),
@@ -79,6 +86,16 @@ pub const ROWS: &[Row] = &[
     ),
     go(
         "crypto/internal/fips140/mlkem.(*DecapsulationKey768).Decapsulate",
+        Derive,
+        0,
+    ),
+    go(
+        "crypto/internal/fips140/mlkem.(*EncapsulationKey1024).Encapsulate",
+        Derive,
+        0,
+    ),
+    go(
+        "crypto/internal/fips140/mlkem.(*DecapsulationKey1024).Decapsulate",
         Derive,
         0,
     ),
