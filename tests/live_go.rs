@@ -17,6 +17,16 @@ const OLDEST_GO: &str = "go1.21.13";
 /// Deep enough that every handshake's goroutine grows (and so moves) its stack in GetCertificate.
 const RECURSE: &str = "3000";
 
+/// The advice of this id, with its text.
+fn advice<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    r["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} advice: {:#}", r["advice"]))
+}
+
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
@@ -138,6 +148,12 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     assert!(
         certificate_keys(&r, "server", true).keys().all(|k| k == "none"),
         "{summary}"
+    );
+    // Few resumed: advice in Go's terms.
+    let resume = advice(&r, "session_resumption");
+    assert!(
+        resume["change"].as_str().unwrap().contains("SetSessionTicketKeys"),
+        "{resume}"
     );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
@@ -382,6 +398,11 @@ fn go_client_counts_full_and_resumed_handshakes_as_it_does() {
             "{summary}"
         );
         assert_eq!(f(&stage(&r, "verify")["calls"]), 2.0 * full, "{summary}");
+        let reuse = advice(&r, "client_connection_reuse");
+        assert!(
+            reuse["change"].as_str().unwrap().contains("MaxIdleConnsPerHost"),
+            "{reuse}"
+        );
         let version_name = format!("TLSv{version}");
         assert!(
             r["handshakes"]["kinds"]
@@ -449,5 +470,20 @@ fn newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_deriv
     ] {
         assert_eq!(calls(name, stage), 300.0, "{name}\n{summary}");
     }
+    // The hybrid's cost split into its ML-KEM and X25519 halves: together, the key exchange stages' CPU.
+    let hybrid = advice(&r, "hybrid_key_exchange");
+    let evidence = hybrid["evidence"].as_str().unwrap();
+    let figure = |after: &str| -> f64 {
+        let rest = &evidence[evidence.find(after).unwrap_or_else(|| panic!("{evidence}")) + after.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let (mlkem_us, x25519_us) = (figure("of which ML-KEM "), figure(" and X25519 "));
+    let kx_us = (f(&stage(&r, "keygen")["self_cpu_ms"]) + f(&stage(&r, "derive")["self_cpu_ms"])) * 1e3 / 600.0;
+    eprintln!("hybrid: ML-KEM {mlkem_us} µs + X25519 {x25519_us} µs per handshake; keygen + derive {kx_us:.1} µs");
+    assert!(mlkem_us > 0.0 && x25519_us > 0.0, "{evidence}");
+    assert!(
+        (mlkem_us + x25519_us - kx_us).abs() <= 1.5,
+        "{evidence} vs {kx_us:.1} µs"
+    );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
