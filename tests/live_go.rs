@@ -487,3 +487,91 @@ fn newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_deriv
     );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
+
+/// examples/go/server built as `name` in target/go-examples with extra `go build` arguments and environment.
+fn go_build_server_variant(name: &str, args: &[&str], env: &[(&str, &str)]) -> std::path::PathBuf {
+    let out = repo().join("target/go-examples").join(name);
+    let built = run(Command::new(go_tool())
+        .current_dir(repo().join("examples/go"))
+        .envs(env.iter().copied())
+        .args(["build", "-o"])
+        .arg(&out)
+        .args(args)
+        .arg("./server"));
+    assert!(
+        built.status.success(),
+        "go build {name}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
+#[test]
+fn go_built_as_pie_and_with_cgo_is_profiled() {
+    if !require_root("go_built_as_pie_and_with_cgo_is_profiled") {
+        return;
+    }
+    let client = go_build("client", None, false);
+    let variants = [
+        // Loaded at a random base: every address tlsprof takes from the file is moved by it.
+        (go_build_server_variant("server-pie", &["-buildmode=pie"], &[]), "pie"),
+        // Linked with libc (net's cgo resolver): threads made by pthread_create.
+        (
+            go_build_server_variant("server-cgo", &[], &[("CGO_ENABLED", "1")]),
+            "cgo",
+        ),
+    ];
+    for (server_bin, kind) in variants {
+        let elf = fs_read_head(&server_bin);
+        let (ty, interp) = (
+            u16::from_le_bytes([elf[16], elf[17]]),
+            elf.windows(8).any(|w| w == b"ld-linux"),
+        );
+        assert!(
+            if kind == "pie" { ty == 3 } else { ty == 2 && interp },
+            "{kind}: ELF type {ty}"
+        );
+        let scratch = Scratch::new(&format!("go-{kind}"));
+        let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa"]);
+        let cpus = cpus();
+        pin(server.pid(), cpus.server);
+        let recording = scratch.path("go.tlsprof");
+        let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+        let full = go_client(&client, &addr, &["-n", "300", "-workers", "2"], cpus.client);
+        let resumed = go_client(&client, &addr, &["-n", "200", "-resume", "-workers", "2"], cpus.client);
+        let summary = rec.interrupt();
+        eprintln!("{summary}");
+        let r = report_json(&recording);
+        let hs = &r["handshakes"];
+        let connections = n(&full["connections"]) + n(&resumed["connections"]);
+        eprintln!(
+            "{kind}: clients {connections} connections, {} resumed; tlsprof {} handshakes, {} resumed",
+            resumed["resumed"], hs["total"], hs["resumed"]
+        );
+        assert_eq!(f(&hs["total"]), connections as f64, "{summary}");
+        assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+        assert_eq!(f(&stage(&r, "sign")["calls"]), f(&hs["full"]), "{summary}");
+        assert_eq!(
+            certificate_keys(&r, "server", false).keys().collect::<Vec<_>>(),
+            ["ECDSA P-256"],
+            "{summary}"
+        );
+        let folded = run(tlsprof().args(["flamegraph", "--folded"]).arg(&recording));
+        let folded = String::from_utf8_lossy(&folded.stdout);
+        assert!(
+            folded.lines().any(
+                |l| l.contains("runtime.goexit;") && l.contains(";crypto/tls.(*Conn).serverHandshake [handshake];")
+            ),
+            "{kind}: no named Go stack through the handshake:\n{folded}"
+        );
+        assert!(server.0.try_wait().unwrap().is_none(), "the {kind} server died");
+    }
+}
+
+/// The first bytes of a file: its ELF header and, in an executable, the interpreter's path soon after.
+fn fs_read_head(path: &Path) -> Vec<u8> {
+    let mut head = vec![0u8; 4096];
+    let n = std::io::Read::read(&mut std::fs::File::open(path).unwrap(), &mut head).unwrap();
+    head.truncate(n);
+    head
+}
