@@ -68,12 +68,13 @@ pub const ROWS: &[Row] = &[
     go("crypto/ecdh.(*nistCurve).privateKeyToPublicKey", Keygen, 0),
     go("crypto/mlkem.GenerateKey768", Keygen, 0),
     go("crypto/internal/fips140/mlkem.GenerateKey768", Keygen, 0),
-    // Go 1.26 makes the client's ML-KEM key from a seed (NewDecapsulationKey768, inlined): the key generation
-    // beneath both paths, ML-KEM-768 and ML-KEM-1024 (SecP384r1MLKEM1024).
+    // Go 1.26 makes the client's ML-KEM key from a seed (NewDecapsulationKey768), not GenerateKey768:
+    // kemKeyGen is the key generation beneath both, for ML-KEM-768 and ML-KEM-1024 (SecP384r1MLKEM1024).
     go("crypto/internal/fips140/mlkem.kemKeyGen", Keygen, 0),
     go("crypto/internal/fips140/mlkem.kemKeyGen1024", Keygen, 0),
     // Shared secrets: ECDH, ML-KEM encapsulation (server) and decapsulation (client), RSA key transport.
-    // Encapsulation starts with the client's key parsed, its matrix expanded: most of its cost.
+    // Encapsulation starts with parsing the client's key, which expands its matrix: a part of its cost that
+    // Encapsulate does not hold.
     go("crypto/internal/fips140/mlkem.parseEK", Derive, 0),
     go("crypto/internal/fips140/mlkem.parseEK1024", Derive, 0),
     go("crypto/ecdh.(*PrivateKey).ECDH", Derive, 0),
