@@ -463,6 +463,9 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	f->entry_ip = PT_REGS_IP(ctx);
 	f->entry_bp = PT_REGS_FP(ctx);
 	f->arg3 = PT_REGS_PARM3(ctx);
+	if ((flags & FF_GO_SIG_STACK_ARG) &&
+	    bpf_probe_read_user(&f->arg3, sizeof(f->arg3), (void *)(PT_REGS_SP(ctx) + 16)))
+		f->arg3 = 0;
 	f->start_cpu_ns = task_cpu_now(ts, now);
 	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
@@ -610,7 +613,7 @@ static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u32 flags, __u
 		c->secret_len = len;
 	} else {
 		c->sig_len = len;
-		c->sig_made = flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG);
+		c->sig_made = (flags & (FF_SIG_LEN_PTR | FF_GO_SIG_RESULT)) ? FF_SIG_LEN_PTR : FF_SIG_LEN_ARG;
 	}
 }
 
@@ -671,8 +674,10 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	}
 
 	/* A derive that took another stage (DERIVE_ABSORBED_BY) made no key-exchange secret. */
-	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG)))
+	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG | FF_GO_SIG_STACK_ARG)))
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, 0);
+	if (ts->ssl && (flags & FF_GO_SIG_RESULT))
+		note_lengths(tgid, ts->ssl, flags, ctx->bx, 0);
 	if (ts->ssl && (flags & (FF_SECRET_LEN_PTR | FF_SECRET_LEN_RET)) && ts->frames[found].stage == STAGE_DERIVE)
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&

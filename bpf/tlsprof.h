@@ -63,6 +63,11 @@ enum tlsprof_func_flags {
 	FF_G_RUN = 1 << 14,
 	FF_G_STOP = 1 << 15,
 	FF_G_END = 1 << 16,
+	/* Go: the signature made is the function's []byte result, its length in RBX at an exit site. */
+	FF_GO_SIG_RESULT = 1 << 17,
+	/* Go: the signature checked is the first argument passed on the stack (a []byte past the nine integer
+	 * registers of the register ABI): its length is at 16(SP) at entry. */
+	FF_GO_SIG_STACK_ARG = 1 << 18,
 };
 
 /* Values of the targets map: the process is a target, and what its probes saw. */

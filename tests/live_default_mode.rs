@@ -192,3 +192,46 @@ fn node_default_mode_30s_totals_within_5_percent() {
     }
     node_default_mode(30, 0.05, "default-node-30s");
 }
+
+/// A Go HTTPS server (examples/go) under full-handshake load from Go clients, recorded at the default budget:
+/// totals within the same bounds, and only entry-style probes on the Go executable whenever they are attached.
+#[test]
+fn go_default_mode_10s_totals_within_10_percent_without_return_probes() {
+    if !require_root("go_default_mode_10s_totals_within_10_percent_without_return_probes") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("default-go-10s");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa"]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go.tlsprof");
+    let rec = start(&record_args(&[server.pid()], &recording, false));
+    let on_go = |rec: &Recorder| -> Vec<String> {
+        uprobe_links(rec.pid())
+            .into_iter()
+            .filter(|(_, path, _)| Path::new(path) == server_bin)
+            .map(|(prog, _, _)| program_name(prog))
+            .collect()
+    };
+    assert!(!on_go(&rec).is_empty(), "no probe on the Go executable once live");
+    let client_cpu = cpus.client;
+    let load = thread::spawn(move || go_client(&client, &addr, &["-duration", "10s", "-workers", "4"], client_cpu));
+    while !load.is_finished() {
+        let programs = on_go(&rec);
+        assert!(programs.iter().all(|p| p == "go_probe"), "{programs:?}");
+        thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let seen = load.join().unwrap();
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+    assert_eq!(seen["errors"].as_u64(), Some(0), "{seen}");
+    check_totals(
+        &report_json(&recording),
+        seen["connections"].as_u64().unwrap(),
+        0.10,
+        &summary,
+    );
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}

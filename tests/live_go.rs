@@ -5,8 +5,9 @@
 //! handshakes alive and correct afterwards.
 mod common;
 
-use std::fs;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use common::*;
 
@@ -16,43 +17,30 @@ const OLDEST_GO: &str = "go1.21.13";
 /// Deep enough that every handshake's goroutine grows (and so moves) its stack in GetCertificate.
 const RECURSE: &str = "3000";
 
-/// The uprobe links tlsprof holds, from its file descriptors: (program id, probed path, cookies).
-fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
-    let mut links = Vec::new();
-    for fd in fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
-        let Ok(text) = fs::read_to_string(fd.path()) else {
-            continue;
-        };
-        if !text.contains("link_type:\tuprobe_multi") {
-            continue;
-        }
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.trim().to_string())
-                .unwrap_or_default()
-        };
-        let cookies = text
-            .lines()
-            .skip_while(|l| !l.starts_with("cookie"))
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-            .collect();
-        links.push((field("prog_id:").parse().unwrap(), field("path:"), cookies));
-    }
-    links
-}
-
-/// The BPF program names by id, from the kernel's program list.
-fn program_name(id: u64) -> String {
-    libbpf_rs::query::ProgInfoIter::default()
-        .find(|p| u64::from(p.id) == id)
-        .map(|p| p.name.to_string_lossy().into_owned())
-        .unwrap_or_default()
+/// The advice of this id, with its text.
+fn advice<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    r["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} advice: {:#}", r["advice"]))
 }
 
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Handshakes of a role in the mix by certificate key ("none" where it names none), full or resumed.
+fn certificate_keys(r: &serde_json::Value, role: &str, resumed: bool) -> std::collections::BTreeMap<String, u64> {
+    let mut keys = std::collections::BTreeMap::new();
+    for k in r["handshakes"]["kinds"].as_array().unwrap() {
+        if k["role"] == role && k["resumed"] == resumed {
+            let key = k["certificate_key"].as_str().unwrap_or("none").to_string();
+            *keys.entry(key).or_default() += n(&k["count"]);
+        }
+    }
+    keys
 }
 
 #[test]
@@ -148,6 +136,25 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     for s in ["keygen", "derive", "resume", "key_schedule"] {
         assert!(f(&stage(&r, s)["calls"]) >= f(&hs["full"]), "{s}: {}", stage(&r, s));
     }
+    // The certificate key, from the length of each signature the probed signer made; the server's clocked
+    // signatures (not probed, as a KMS signer's) name none.
+    let full_keys = certificate_keys(&r, "server", false);
+    assert_eq!(
+        full_keys.get("ECDSA P-256").map(|&c| c as f64),
+        Some(f(&sign["calls"])),
+        "{summary}"
+    );
+    assert_eq!(full_keys.len(), 2, "{full_keys:?}");
+    assert!(
+        certificate_keys(&r, "server", true).keys().all(|k| k == "none"),
+        "{summary}"
+    );
+    // Few resumed: advice in Go's terms.
+    let resume = advice(&r, "session_resumption");
+    assert!(
+        resume["change"].as_str().unwrap().contains("SetSessionTicketKeys"),
+        "{resume}"
+    );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
 
@@ -227,6 +234,8 @@ fn stripped_oldest_go_is_profiled_with_names() {
     );
     assert!(within(f(&hs["total"]), connections as f64, 0.02), "{summary}");
     assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+    let full_keys = certificate_keys(&r, "server", false);
+    assert_eq!(full_keys.keys().collect::<Vec<_>>(), ["RSA-2048"], "{summary}");
     for name in [
         "crypto/tls.(*Conn).serverHandshake",
         "crypto/rsa.(*PrivateKey).Sign",
@@ -286,4 +295,283 @@ fn a_parked_handshake_is_not_charged_for_the_goroutine_that_ran_meanwhile() {
     assert!(per_handshake_ms < 20.0 / 4.0, "{summary}");
     assert!(handshake_ms < process_ms / 4.0, "{summary}");
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+/// A Go client started held (-hold), so that tlsprof attaches before its first connection.
+struct HeldClient {
+    child: std::process::Child,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl HeldClient {
+    fn start(client: &Path, addr: &str, args: &[&str], env: &[(&str, &str)], cpu: Option<usize>) -> HeldClient {
+        let mut cmd = Command::new("taskset");
+        cmd.envs(env.iter().copied());
+        cmd.args(["-c", &cpu.map_or("0-1023".to_string(), |c| c.to_string())])
+            .arg(client)
+            .args(["-addr", addr, "-hold"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        HeldClient { child, stdout }
+    }
+
+    /// Lets it run its connections; what it saw.
+    fn run(&mut self) -> serde_json::Value {
+        writeln!(self.child.stdin.as_mut().unwrap(), "go").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("client said {line:?}: {e}"))
+    }
+
+    /// Lets it exit.
+    fn close(mut self) {
+        drop(self.child.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn go_client_counts_full_and_resumed_handshakes_as_it_does() {
+    if !require_root("go_client_counts_full_and_resumed_handshakes_as_it_does") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-client");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa"]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    for version in ["1.3", "1.2"] {
+        // One client makes full handshakes only, the other resumes from its session cache.
+        let mut held = [&[][..], &["-resume"][..]].map(|extra| {
+            let mut args = vec!["-n", "300", "-workers", "2", "-version", version];
+            args.extend_from_slice(extra);
+            HeldClient::start(&client, &addr, &args, &[], cpus.client)
+        });
+        let recording = scratch.path(&format!("client-{version}.tlsprof"));
+        let pids = held.each_ref().map(|h| h.child.id().to_string());
+        let rec = Recorder::start(&[
+            "--pid",
+            &pids[0],
+            "--pid",
+            &pids[1],
+            "--hello-capture",
+            "always",
+            "-o",
+            recording.to_str().unwrap(),
+        ]);
+        let seen = held.each_mut().map(|h| h.run());
+        let summary = rec.interrupt();
+        for h in held {
+            h.close();
+        }
+        eprintln!("{summary}");
+        for s in &seen {
+            assert_eq!((n(&s["errors"]), n(&s["wrong_answers"])), (0, 0), "{s}");
+        }
+        let connections: u64 = seen.iter().map(|s| n(&s["connections"])).sum();
+        let resumed = n(&seen[1]["resumed"]);
+        let r = report_json(&recording);
+        let hs = &r["handshakes"];
+        eprintln!(
+            "TLS {version} clients: {connections} connections, {resumed} resumed; tlsprof: {} handshakes, {} full, {} resumed, {} client",
+            hs["total"], hs["full"], hs["resumed"], hs["client"]
+        );
+        assert!(resumed > 0, "{seen:?}");
+        assert_eq!(f(&hs["total"]), connections as f64, "{summary}");
+        assert_eq!(f(&hs["client"]), f(&hs["total"]), "{summary}");
+        assert_eq!(f(&hs["resumed"]), resumed as f64, "{summary}");
+        // The server's key, from the length of the handshake signature the client checked; full handshakes
+        // verify the server's chain and signature, resumed ones neither.
+        let full = f(&hs["full"]);
+        assert_eq!(
+            certificate_keys(&r, "client", false)
+                .get("ECDSA P-256")
+                .map(|&c| c as f64),
+            Some(full),
+            "{summary}"
+        );
+        assert_eq!(f(&stage(&r, "verify")["calls"]), 2.0 * full, "{summary}");
+        let reuse = advice(&r, "client_connection_reuse");
+        assert!(
+            reuse["change"].as_str().unwrap().contains("MaxIdleConnsPerHost"),
+            "{reuse}"
+        );
+        let version_name = format!("TLSv{version}");
+        assert!(
+            r["handshakes"]["kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| k["version"] == version_name.as_str()),
+            "{summary}"
+        );
+    }
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+#[test]
+fn newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_derive() {
+    if !require_root("newest_go_negotiates_the_hybrid_group_and_its_ml_kem_work_is_keygen_and_derive") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-mlkem");
+    // examples/go declares go 1.21 so that the oldest release builds it, and so takes Go 1.21's default
+    // GODEBUG settings; a module declaring go 1.24 or later has tlsmlkem=1 by default.
+    let hybrid = [("GODEBUG", "tlsmlkem=1")];
+    let mut cmd = Command::new(&server_bin);
+    cmd.envs(hybrid).args(["-key", "ecdsa"]);
+    let (mut server, addr) = start_go_server_cmd(cmd);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let mut held = HeldClient::start(&client, &addr, &["-n", "300", "-workers", "2"], &hybrid, cpus.client);
+    let recording = scratch.path("mlkem.tlsprof");
+    let rec = Recorder::start(&[
+        "--pid",
+        &server.pid().to_string(),
+        "--pid",
+        &held.child.id().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let seen = held.run();
+    let summary = rec.interrupt();
+    held.close();
+    eprintln!("{summary}");
+    assert_eq!((n(&seen["errors"]), n(&seen["connections"])), (0, 300), "{seen}");
+    let r = report_json(&recording);
+    for k in r["handshakes"]["kinds"].as_array().unwrap() {
+        assert_eq!(k["key_exchange"], "X25519MLKEM768", "{summary}");
+    }
+    let hs = &r["handshakes"];
+    assert_eq!((f(&hs["server"]), f(&hs["client"])), (300.0, 300.0), "{summary}");
+    // The server parses the client's ML-KEM key and encapsulates to it (derive); the client makes its key
+    // (keygen) and decapsulates (derive): once per handshake each, in the stage beside X25519's.
+    let calls = |name: &str, stage: &str| {
+        let func = function(&r, name).unwrap_or_else(|| panic!("{name} not in the call tree\n{summary}"));
+        assert_eq!(func["stage"], stage, "{func}");
+        f(&func["calls"])
+    };
+    for (name, stage) in [
+        ("crypto/internal/fips140/mlkem.parseEK", "derive"),
+        ("crypto/mlkem.(*EncapsulationKey768).Encapsulate", "derive"),
+        ("crypto/internal/fips140/mlkem.kemKeyGen", "keygen"),
+        ("crypto/mlkem.(*DecapsulationKey768).Decapsulate", "derive"),
+    ] {
+        assert_eq!(calls(name, stage), 300.0, "{name}\n{summary}");
+    }
+    // The hybrid's cost split into its ML-KEM and X25519 halves: together, the key exchange stages' CPU.
+    let hybrid = advice(&r, "hybrid_key_exchange");
+    let evidence = hybrid["evidence"].as_str().unwrap();
+    let figure = |after: &str| -> f64 {
+        let rest = &evidence[evidence.find(after).unwrap_or_else(|| panic!("{evidence}")) + after.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let (mlkem_us, x25519_us) = (figure("of which ML-KEM "), figure(" and X25519 "));
+    let kx_us = (f(&stage(&r, "keygen")["self_cpu_ms"]) + f(&stage(&r, "derive")["self_cpu_ms"])) * 1e3 / 600.0;
+    eprintln!("hybrid: ML-KEM {mlkem_us} µs + X25519 {x25519_us} µs per handshake; keygen + derive {kx_us:.1} µs");
+    assert!(mlkem_us > 0.0 && x25519_us > 0.0, "{evidence}");
+    assert!(
+        (mlkem_us + x25519_us - kx_us).abs() <= 1.5,
+        "{evidence} vs {kx_us:.1} µs"
+    );
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
+/// examples/go/server built as `name` in target/go-examples with extra `go build` arguments and environment.
+fn go_build_server_variant(name: &str, args: &[&str], env: &[(&str, &str)]) -> std::path::PathBuf {
+    let out = repo().join("target/go-examples").join(name);
+    let built = run(Command::new(go_tool())
+        .current_dir(repo().join("examples/go"))
+        .envs(env.iter().copied())
+        .args(["build", "-o"])
+        .arg(&out)
+        .args(args)
+        .arg("./server"));
+    assert!(
+        built.status.success(),
+        "go build {name}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
+#[test]
+fn go_built_as_pie_and_with_cgo_is_profiled() {
+    if !require_root("go_built_as_pie_and_with_cgo_is_profiled") {
+        return;
+    }
+    let client = go_build("client", None, false);
+    let variants = [
+        // Loaded at a random base: every address tlsprof takes from the file is moved by it.
+        (go_build_server_variant("server-pie", &["-buildmode=pie"], &[]), "pie"),
+        // Linked with libc (net's cgo resolver): threads made by pthread_create.
+        (
+            go_build_server_variant("server-cgo", &[], &[("CGO_ENABLED", "1")]),
+            "cgo",
+        ),
+    ];
+    for (server_bin, kind) in variants {
+        let elf = fs_read_head(&server_bin);
+        let (ty, interp) = (
+            u16::from_le_bytes([elf[16], elf[17]]),
+            elf.windows(8).any(|w| w == b"ld-linux"),
+        );
+        assert!(
+            if kind == "pie" { ty == 3 } else { ty == 2 && interp },
+            "{kind}: ELF type {ty}"
+        );
+        let scratch = Scratch::new(&format!("go-{kind}"));
+        let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa"]);
+        let cpus = cpus();
+        pin(server.pid(), cpus.server);
+        let recording = scratch.path("go.tlsprof");
+        let rec = Recorder::start(&["--pid", &server.pid().to_string(), "-o", recording.to_str().unwrap()]);
+        let full = go_client(&client, &addr, &["-n", "300", "-workers", "2"], cpus.client);
+        let resumed = go_client(&client, &addr, &["-n", "200", "-resume", "-workers", "2"], cpus.client);
+        let summary = rec.interrupt();
+        eprintln!("{summary}");
+        let r = report_json(&recording);
+        let hs = &r["handshakes"];
+        let connections = n(&full["connections"]) + n(&resumed["connections"]);
+        eprintln!(
+            "{kind}: clients {connections} connections, {} resumed; tlsprof {} handshakes, {} resumed",
+            resumed["resumed"], hs["total"], hs["resumed"]
+        );
+        assert_eq!(f(&hs["total"]), connections as f64, "{summary}");
+        assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+        assert_eq!(f(&stage(&r, "sign")["calls"]), f(&hs["full"]), "{summary}");
+        assert_eq!(
+            certificate_keys(&r, "server", false).keys().collect::<Vec<_>>(),
+            ["ECDSA P-256"],
+            "{summary}"
+        );
+        let folded = run(tlsprof().args(["flamegraph", "--folded"]).arg(&recording));
+        let folded = String::from_utf8_lossy(&folded.stdout);
+        assert!(
+            folded.lines().any(
+                |l| l.contains("runtime.goexit;") && l.contains(";crypto/tls.(*Conn).serverHandshake [handshake];")
+            ),
+            "{kind}: no named Go stack through the handshake:\n{folded}"
+        );
+        assert!(server.0.try_wait().unwrap().is_none(), "the {kind} server died");
+    }
+}
+
+/// The first bytes of a file: its ELF header and, in an executable, the interpreter's path soon after.
+fn fs_read_head(path: &Path) -> Vec<u8> {
+    let mut head = vec![0u8; 4096];
+    let n = std::io::Read::read(&mut std::fs::File::open(path).unwrap(), &mut head).unwrap();
+    head.truncate(n);
+    head
 }

@@ -41,6 +41,9 @@ def parse_args(argv):
     p.add_argument("--from-raw", metavar="JSON", help="render the tables from a --raw file; measure nothing")
     p.add_argument("--rss-interval", type=float, default=5.0, help="seconds between RSS samples (long recording)")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (recordings, logs)")
+    p.add_argument("--go", action="store_true",
+                   help="also measure two Go servers (examples/go, built with the machine's go) under full handshakes "
+                        "from examples/go/client: the go_full workload")
     p.add_argument("--smoke", action="store_true",
                    help="test-sized run: 1 round, 2 s per run, no long recording; skips bpftrace/perf if absent")
     args = p.parse_args(argv)

@@ -148,10 +148,11 @@ def ignore_stop_signals():
         signal.signal(sig, signal.SIG_IGN)
 
 
-def run_text(argv, timeout=60, env=None):
+def run_text(argv, timeout=60, env=None, cwd=None):
     """A short command to completion, its output as text."""
     try:
-        return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=cwd)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise BenchError(f"{argv[0]}: {e}") from None
 

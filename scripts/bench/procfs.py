@@ -11,10 +11,22 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def tasks(pid):
+    """The process's threads (an nginx worker has one, a Go server several)."""
+    return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+
+
 def schedstat_ns(pid):
-    """On-CPU ns of the process's main thread (nginx workers have one thread): finer than the ticks of stat."""
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0])
+    """On-CPU ns of the process's live threads, summed: finer than the ticks of stat. A thread that exits takes
+    its share with it (Go keeps its threads)."""
+    total = 0
+    for tid in tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def status_kb(pid, key):
@@ -30,8 +42,13 @@ def status_kb(pid, key):
 
 
 def ctx_switches(pid):
-    """(voluntary, involuntary) context switches: each one runs every sched_switch program on the machine."""
-    return (status_kb(pid, "voluntary_ctxt_switches") or 0), (status_kb(pid, "nonvoluntary_ctxt_switches") or 0)
+    """(voluntary, involuntary) context switches of the process's live threads: each one runs every sched_switch
+    program on the machine."""
+    vol = invol = 0
+    for tid in tasks(pid):
+        vol += status_kb(f"{pid}/task/{tid}", "voluntary_ctxt_switches") or 0
+        invol += status_kb(f"{pid}/task/{tid}", "nonvoluntary_ctxt_switches") or 0
+    return vol, invol
 
 
 def _cpu_line():

@@ -54,7 +54,7 @@ def unwrap(text):
 
 
 def overhead_table(data, workload):
-    unit = "handshake" if workload == "full" else "request"
+    unit = "handshake" if workload in ("full", "go_full") else "request"
     rows = []
     for c in data["settings"]["conditions"]:
         rs = runs_of(data, workload, c)
@@ -273,6 +273,8 @@ def render(data, template=None):
         "budget_table": table(["Budget line", "Measured (medians)", "Result"], budget_lines(data)),
         "overhead_full_table": overhead_table(data, "full"),
         "overhead_keepalive_table": overhead_table(data, "keepalive"),
+        "go": bool(runs_of(data, "go_full", "none")),
+        "overhead_go_table": overhead_table(data, "go_full"),
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),

@@ -21,8 +21,8 @@ from .processes import Child, LineWatcher, run_text
 from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, status_kb
 from .profilers import Session
 from .settings import settings_of
-from .twins import Nginx, paired_overhead, pin_twins, twin_figures, worker_counters
-from .workloads import WORKLOADS, parse_loads, run_load, start_full, wait_clients
+from .twins import GoServer, Nginx, build_go, go_tool, paired_overhead, pin_twins, twin_figures, worker_counters
+from .workloads import GO_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full, wait_clients
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
 # ECDSA): the ops/s column is exact, so that is the one read.
@@ -53,6 +53,8 @@ class Bench:
         self.tlsprof = args.tlsprof
         self.scratch = tempfile.mkdtemp(prefix="tlsprof-bench.")
         self.twins = []
+        # --go: two Go servers, the twins of the Go workloads.
+        self.go_twins = []
         self.fixture = None
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
@@ -74,6 +76,8 @@ class Bench:
         for tool in ("openssl", "wrk", "cc", "/usr/sbin/nginx"):
             if not shutil.which(tool):
                 raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
+        if self.args.go and not go_tool():
+            raise BenchError("go is not installed (scripts/install-deps.sh installs it), and --go needs it")
         conds = []
         for c in self.args.conditions:
             if c in ("bpftrace", "perf") and not shutil.which(c):
@@ -96,9 +100,10 @@ class Bench:
     def overhead_run(self, rnd, workload, condition, profiled):
         """The profiler on twin `profiled`, the same load on both twins at once; the other twin is the control."""
         a = self.args
-        for twin in self.twins:
+        twins = self.go_twins if workload in GO_WORKLOADS else self.twins
+        for twin in twins:
             twin.check_worker()
-        target = self.twins[profiled]
+        target = twins[profiled]
         sess = self.session(condition, f"r{rnd}-{workload}-{condition}", timed_report=True)
         # The connection counter's programs run in every tlsprof mode: timed by the kernel's BPF statistics,
         # switched on once the probes are live (attach and calibration as usual) and off again as tlsprof stops.
@@ -114,10 +119,10 @@ class Bench:
                 time.sleep(0.2)
                 # Always A, then B: the profiled twin's clients do not always start first.
                 k0 = counter.read() if counter else None
-                c0, b0 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+                c0, b0 = [worker_counters(t.worker) for t in twins], busy_ticks()
                 p0 = cpu_ticks(sess.pid) if sess.pid else None
-                loads = run_load(workload, self.twins, a.seconds, self.scratch, a.full_clients)
-                c1, b1 = [worker_counters(t.worker) for t in self.twins], busy_ticks()
+                loads = run_load(workload, twins, a.seconds, self.scratch, a.full_clients)
+                c1, b1 = [worker_counters(t.worker) for t in twins], busy_ticks()
                 p1 = cpu_ticks(sess.pid) if sess.pid else None
                 # Right before tlsprof stops: its programs go when it exits.
                 k1 = counter.read() if counter else None
@@ -300,11 +305,18 @@ class Bench:
             for twin in self.twins:
                 twin.start()
             self.data["worker_cpu"] = pin_twins(self.twins)
+            if a.go:
+                server, _client = build_go(self.scratch)
+                self.go_twins = [GoServer(self.scratch, "A", server), GoServer(self.scratch, "B", server)]
+                for twin in self.go_twins:
+                    twin.start()
+                pin_twins(self.go_twins)
+            workloads = [w for w in WORKLOADS if a.go or w not in GO_WORKLOADS]
             for rnd in range(1, a.rounds + 1):
                 # Each round starts one condition later: no condition always runs first or after the same one.
                 shift = (rnd - 1) % len(self.conditions)
                 order = self.conditions[shift:] + self.conditions[:shift]
-                for w, workload in enumerate(WORKLOADS):
+                for w, workload in enumerate(workloads):
                     for cond in order:
                         # The profiled twin alternates from round to round (and between neighbouring runs), so that
                         # every condition runs about as often on each twin and a difference between them cancels.
@@ -321,7 +333,7 @@ class Bench:
             if a.long_minutes > 0:
                 self.long_run()
         finally:
-            for twin in self.twins:
+            for twin in self.twins + self.go_twins:
                 twin.stop()
         self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()

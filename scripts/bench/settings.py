@@ -12,15 +12,17 @@ SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "speed_seconds": 1, "accu
 def settings_of(args):
     return {
         **{key: getattr(args, key) for key in DEFAULTS}, "conditions": list(args.conditions), "smoke": args.smoke,
+        "go": args.go,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
     }
 
 
 def reproduce_command(s):
     """The command that repeats this run: `python3 scripts/bench.py` plus whatever differs from the defaults."""
+    go = " --go" if s.get("go") else ""
     if s["smoke"]:
-        return "sudo python3 scripts/bench.py --smoke"
-    parts = ["sudo python3 scripts/bench.py"]
+        return "sudo python3 scripts/bench.py --smoke" + go
+    parts = ["sudo python3 scripts/bench.py" + go]
     for key, default in DEFAULTS.items():
         if s.get(key, default) != default:
             parts.append(f"--{key.replace('_', '-')} {s[key]}")

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The twins: two identical nginx targets whose workers share one CPU, and the figures a run compares between them."""
+"""The twins: two identical targets (nginx, or with --go the Go server of examples/go) whose serving processes share
+one CPU, and the figures a run compares between them."""
 
 import os
 import re
@@ -9,8 +10,8 @@ import subprocess
 import time
 
 from .common import CLK_TCK, REPO, BenchError, log
-from .procfs import children_of, cpu_ticks, ctx_switches, mapped_library, schedstat_ns
-from .processes import run_text
+from .procfs import children_of, cpu_ticks, ctx_switches, mapped_library, schedstat_ns, tasks
+from .processes import Child, run_text
 
 NGINX_TARGET = os.path.join(REPO, "scripts/nginx-target.sh")
 
@@ -78,6 +79,64 @@ class Nginx:
                        timeout=60)
 
 
+def go_tool():
+    """The machine's go (scripts/install-deps.sh installs one), or None."""
+    return shutil.which("go") or next((p for p in ["/usr/local/go/bin/go"] if os.access(p, os.X_OK)), None)
+
+
+def build_go(scratch):
+    """examples/go's server and client built with the machine's go into scratch: (server, client)."""
+    go = go_tool()
+    if not go:
+        raise BenchError("go is not installed (scripts/install-deps.sh installs it)")
+    out = []
+    for program in ("server", "client"):
+        path = os.path.join(scratch, f"go-{program}")
+        built = run_text([go, "build", "-o", path, f"./{program}"], cwd=os.path.join(REPO, "examples/go"),
+                         timeout=300)
+        if built.returncode != 0:
+            raise BenchError(f"go build {program}: {built.stderr.strip()[-300:]}")
+        out.append(path)
+    return tuple(out)
+
+
+class GoServer:
+    """A Go twin: examples/go/server, loopback, RSA-2048, TLS 1.3, no session tickets (every handshake is full, as
+    nginx's twins under `s_time -new`). Its one process serves (`worker`, as nginx's worker)."""
+
+    def __init__(self, scratch, name, binary):
+        self.name = name
+        self.binary = binary
+        self.log = os.path.join(scratch, f"go-server-{name}.out")
+        self.child = None
+        self.port = None
+        self.master = self.worker = None
+
+    def start(self):
+        self.child = Child([self.binary, "-key", "rsa", "-no-tickets"], stdout=self.log)
+        for _ in range(100):
+            with open(self.log) as f:
+                line = f.readline()
+            if line.startswith("listening ") and line.endswith("\n"):
+                self.port = int(line.split()[1].rsplit(":", 1)[1])
+                break
+            if self.child.poll() is not None:
+                break
+            time.sleep(0.05)
+        if self.port is None:
+            raise BenchError(f"the Go server {self.name} did not start (see {self.log})")
+        self.master = self.worker = self.child.pid
+        log(f"Go server {self.name}: pid {self.worker} on 127.0.0.1:{self.port}")
+
+    def check_worker(self):
+        if self.child.poll() is not None:
+            raise BenchError(f"the Go server {self.name} is gone (exit {self.child.status}, see {self.log})")
+
+    def stop(self):
+        if self.child:
+            self.child.stop(grace=10)
+
+
 def pin_twins(twins):
     """Both workers get the last CPU, which they share; this process, and so the clients and profilers it starts,
     get the others. On one CPU the twins see the same CPU speed and the same neighbours. Pinning also keeps the
@@ -87,9 +146,12 @@ def pin_twins(twins):
     if len(cpus) < 2:
         return None
     for twin in twins:
-        os.sched_setaffinity(twin.worker, {cpus[-1]})
+        # Every thread: a Go server's threads made later inherit the mask of the thread that makes them.
+        for tid in tasks(twin.worker):
+            os.sched_setaffinity(tid, {cpus[-1]})
     os.sched_setaffinity(0, set(cpus[:-1]))
-    log(f"nginx workers pinned to CPU {cpus[-1]}; clients and profilers on CPU {','.join(map(str, cpus[:-1]))}")
+    log(f"{', '.join(t.name for t in twins)} pinned to CPU {cpus[-1]}; clients and profilers on CPU "
+        f"{','.join(map(str, cpus[:-1]))}")
     return cpus[-1]
 
 

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The two bounded loads, each from clients of its own per twin, and what their clients report.
+"""The bounded loads, each from clients of its own per twin, and what their clients report.
 
 full: `openssl s_time -new` (full handshakes only: no tickets, no cache); keepalive: `wrk -t1 -c4` (GET / over
-four kept-alive connections). A load's result counts only if its clients finished cleanly: a wrk run with socket
-errors or non-2xx responses is an error, not a figure.
+four kept-alive connections); go_full (--go, on the Go twins): examples/go/client, a new connection and a full
+handshake per request, from 2 goroutines per `--full-clients`. A load's result counts only if its clients finished
+cleanly: a wrk run with socket errors or non-2xx responses, or a Go client's errors, is an error, not a figure.
 """
 
+import json
 import os
 import re
 import signal
@@ -18,7 +20,10 @@ from .processes import Child
 WORKLOADS = {
     "full": "full handshakes",
     "keepalive": "keep-alive requests",
+    "go_full": "full handshakes, Go server",
 }
+# The workloads that run on the Go twins (--go).
+GO_WORKLOADS = ("go_full",)
 
 
 def start_full(scratch, port, seconds, tag, clients):
@@ -95,7 +100,32 @@ def parse_keepalive(clients):
     return {**res, "wall_s": c.ended - c.started, "client_cpu_s": c.cpu_ms() / 1e3}
 
 
-WORKLOAD_RUN = {"full": (start_full, parse_full), "keepalive": (start_keepalive, parse_keepalive)}
+def start_go_full(scratch, port, seconds, tag, clients):
+    out = os.path.join(scratch, f"go-client.{tag}.out")
+    client = os.path.join(scratch, "go-client")
+    return [(Child([client, "-addr", f"127.0.0.1:{port}", "-duration", f"{seconds}s", "-workers", str(2 * clients)],
+                   stdout=out, stderr=subprocess.STDOUT), out)]
+
+
+def parse_go_full(clients):
+    [(c, out)] = clients
+    with open(out) as f:
+        text = f.read()
+    try:
+        res = json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        res = None
+    if c.status != 0 or res is None:
+        raise BenchError(f"the Go client failed (exit {c.status}): {text.strip()[-200:]}")
+    if res["errors"] or res["wrong_answers"]:
+        raise BenchError(f"the Go client saw {res['errors']} errors ({res.get('first_error')}) and "
+                         f"{res['wrong_answers']} wrong answers: the run cannot be compared")
+    return {"requests": res["connections"], "wall_s": c.ended - c.started, "rate": res["connections"] /
+            (c.ended - c.started), "client_cpu_s": c.cpu_ms() / 1e3}
+
+
+WORKLOAD_RUN = {"full": (start_full, parse_full), "keepalive": (start_keepalive, parse_keepalive),
+                "go_full": (start_go_full, parse_go_full)}
 
 
 def wait_clients(started, deadline, workload):

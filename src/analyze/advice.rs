@@ -8,7 +8,7 @@ use super::causes::Cause;
 use super::summary::Basis;
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
-use crate::model::{CpuHistogram, HandshakeGroup, Recording, Role};
+use crate::model::{CpuHistogram, Flavor, Function, HandshakeGroup, Recording, Role};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
@@ -36,15 +36,37 @@ const SOCKET_IO_HEAVY_SHARE: f64 = 0.10;
 enum Software {
     Nginx,
     Node,
+    /// A Go program: crypto/tls, configured through tls.Config.
+    Go,
     Other,
 }
 
 fn software(rec: &Recording) -> Software {
+    if rec.libraries.iter().any(|l| l.flavor == Flavor::Go) {
+        return Software::Go;
+    }
     match rec.targets.first().map(|t| t.comm.as_str()) {
         Some("nginx") => Software::Nginx,
         Some("node") => Software::Node,
         _ => Software::Other,
     }
+}
+
+/// Go's hybrid post-quantum group, the default from Go 1.24.
+const GO_HYBRID_GROUP: &str = "X25519MLKEM768";
+
+/// Self CPU of the call-tree nodes whose innermost function `leaf` accepts, in ns as the probes saw it.
+fn tree_self_ns(rec: &Recording, leaf: impl Fn(&Function) -> bool) -> u64 {
+    rec.tree
+        .iter()
+        .filter(|n| {
+            n.path
+                .last()
+                .and_then(|&id| rec.functions.get(usize::from(id)))
+                .is_some_and(&leaf)
+        })
+        .map(|n| n.self_ns)
+        .sum()
 }
 
 fn ms(ns: f64) -> f64 {
@@ -149,7 +171,8 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 Some(&ecdsa_us) => {
                     let saved = (sign_us - ecdsa_us).max(0.0) * server_full as f64 * 1e3;
                     format!(
-                        "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed) instead of {sign_us:.0} µs: about -{:.0}% TLS CPU",
+                        "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed{}) instead of {sign_us:.0} µs: about -{:.0}% TLS CPU",
+                        if sw == Software::Go { ", OpenSSL's: Go's own ECDSA is not measured here" } else { "" },
                         100.0 * saved / tls_ns
                     )
                 }
@@ -165,6 +188,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 change: match sw {
                     Software::Nginx => "Serve an ECDSA P-256 certificate: add a second `ssl_certificate`/`ssl_certificate_key` pair with the ECDSA key (nginx picks it for clients that support it and keeps RSA for the rest).".into(),
                     Software::Node => "Serve an ECDSA P-256 certificate: tls.createServer({ key: [ecdsaKey, rsaKey], cert: [ecdsaCert, rsaCert] }) (Node.js picks ECDSA for clients that support it).".into(),
+                    Software::Go => "Serve an ECDSA P-256 certificate: put a tls.Certificate with an ECDSA key first in tls.Config.Certificates, before the RSA one (Go serves the first one the client supports), or pick it in tls.Config.GetCertificate with ClientHelloInfo.SupportsCertificate.".into(),
                     Software::Other => "Serve an ECDSA P-256 certificate (SSL_CTX_use_certificate/SSL_CTX_use_PrivateKey with an EC key, alongside the RSA one).".into(),
                 },
                 estimated_saving: estimate,
@@ -202,6 +226,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 change: match sw {
                     Software::Nginx => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.".into(),
                     Software::Node => "Let clients resume: keep session tickets on (the default) and give every worker the same `ticketKeys` (tls.createServer({ ticketKeys })), or handle 'newSession'/'resumeSession' with a shared cache.".into(),
+                    Software::Go => "Let clients resume: keep session tickets on (tls.Config.SessionTicketsDisabled false, the default) and, with several instances behind a balancer, give them all the same ticket keys with tls.Config.SetSessionTicketKeys (rotated together): each instance otherwise makes its own, and a ticket from one is a full handshake on another.".into(),
                     Software::Other => "Let clients resume: enable the session cache (SSL_CTX_set_session_cache_mode) and session tickets, with ticket keys shared across instances.".into(),
                 },
                 estimated_saving: format!(
@@ -240,11 +265,43 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 change: match sw {
                     Software::Nginx => "Use an elliptic-curve exchange: put ECDHE suites first in `ssl_ciphers` (or drop DHE ones and `ssl_dhparam`), offer TLSv1.3 in `ssl_protocols`, and `ssl_ecdh_curve X25519:prime256v1;`.".into(),
                     Software::Node => "Use an elliptic-curve exchange: tls.createServer({ ecdhCurve: 'X25519:P-256', ciphers: ECDHE suites first, minVersion: 'TLSv1.2' }) and allow TLSv1.3.".into(),
+                    Software::Go => "Use X25519 or P-256: tls.Config.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256}.".into(),
                     Software::Other => "Use an elliptic-curve exchange: prefer ECDHE suites and X25519 (SSL_CTX_set1_groups_list(ctx, \"X25519:P-256\")).".into(),
                 },
                 estimated_saving: estimate,
             });
         }
+    }
+
+    // Go's default hybrid group: its ML-KEM half, measured beside the X25519 half in the same handshakes.
+    let hybrid: u64 = rec
+        .handshakes
+        .iter()
+        .filter(|g| g.kind.key_exchange.as_deref() == Some(GO_HYBRID_GROUP))
+        .map(|g| g.cpu.count)
+        .sum();
+    let kx_seen = tree_self_ns(rec, |f| matches!(f.stage, Some(Stage::Keygen | Stage::Derive)));
+    let mlkem_seen = tree_self_ns(rec, |f| f.name.contains("/mlkem."));
+    if sw == Software::Go && hybrid > 0 && kx_seen > 0 && mlkem_seen > 0 && tls_ns > 0.0 {
+        let kx_ns = stage_self(Stage::Keygen) + stage_self(Stage::Derive);
+        let mlkem_ns = kx_ns * mlkem_seen as f64 / kx_seen as f64;
+        let per = |ns: f64| ns / 1e3 / hybrid as f64;
+        out.push(Advice {
+            id: "hybrid_key_exchange",
+            evidence: format!(
+                "the key exchange is {GO_HYBRID_GROUP} (Go's default from 1.24) in {hybrid} handshakes: key generation and derivation cost {:.0} µs per handshake, of which ML-KEM {:.0} µs and X25519 {:.0} µs; ML-KEM is {:.0}% of TLS CPU",
+                per(kx_ns),
+                per(mlkem_ns),
+                per(kx_ns - mlkem_ns),
+                100.0 * mlkem_ns / tls_ns
+            ),
+            change: "The hybrid group protects recorded traffic against a future quantum computer, at the cost measured here. Where that is not needed, tls.Config.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256} (or GODEBUG=tlsmlkem=0) makes the exchange X25519 alone; Go clients send an X25519 share beside the hybrid one, so they need no extra round trip.".into(),
+            estimated_saving: format!(
+                "about -{:.0}% TLS CPU ({:.0} µs per handshake: the ML-KEM functions' share of key generation and derivation in this recording)",
+                100.0 * mlkem_ns / tls_ns,
+                per(mlkem_ns)
+            ),
+        });
     }
 
     // What the probed stages' own CPU went to, from the samples below the stage frames.
@@ -290,7 +347,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 match sw {
                     Software::Nginx => "build nginx against one of them (nginx supports BoringSSL and AWS-LC) and compare with `tlsprof diff`",
                     Software::Node => "a newer Node.js release links a newer OpenSSL; compare with `tlsprof diff`",
-                    Software::Other => "link against one of them and compare with `tlsprof diff`",
+                    Software::Go | Software::Other => "link against one of them and compare with `tlsprof diff`",
                 }
             ),
             estimated_saving: format!(
@@ -330,6 +387,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
                 match sw {
                     Software::Nginx => "`ssl_certificate` holds the chain nginx sends; each ticket OpenSSL sends after the handshake is another write",
                     Software::Node => "the `cert` chain given to tls.createServer is what is sent; each ticket is another write",
+                    Software::Go => "the tls.Certificate's Certificate chain is what is sent; Go sends one ticket per TLS 1.3 handshake",
                     Software::Other => "SSL_CTX_set_num_tickets; each ticket is another write",
                 }
             ),
@@ -356,6 +414,7 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
             ),
             change: match sw {
                 Software::Node => "Reuse connections: new https.Agent({ keepAlive: true, maxSockets: N }) for outbound requests; connections that must be new can still resume sessions (the Agent caches them: maxCachedSessions).".into(),
+                Software::Go => "Reuse connections: share one http.Client (its http.Transport keeps connections alive unless DisableKeepAlives is set) and raise http.Transport.MaxIdleConnsPerHost (2 by default) to the number of concurrent requests per host; connections that must be new can resume: tls.Config.ClientSessionCache = tls.NewLRUClientSessionCache(0).".into(),
                 _ => "Reuse connections (HTTP keep-alive, a connection pool) and resume TLS sessions on the new ones (SSL_set_session with the previous session).".into(),
             },
             estimated_saving: format!(
@@ -432,6 +491,75 @@ mod tests {
         assert!(flight.evidence.contains("is 10% of TLS CPU"), "{flight:?}");
         assert!(flight.change.contains("ssl_certificate"), "{flight:?}");
         assert!(!ids(&rec).contains(&"algorithm_lookups"));
+    }
+
+    /// The sample recording as a Go server's: an ECDH derive and an ML-KEM one under the handshake.
+    fn go_recording() -> Recording {
+        let mut rec = sample_recording();
+        rec.libraries[0].flavor = Flavor::Go;
+        rec.libraries[0].version = Some("go1.26.8".into());
+        rec.targets[0].comm = "server".into();
+        rec.functions.push(Function {
+            name: "crypto/internal/fips140/mlkem.parseEK".into(),
+            library: 0,
+            stage: Some(Stage::Derive),
+        });
+        // Derive: 100 µs of ECDH (sample_recording's) and 300 µs of ML-KEM, over 4 handshakes.
+        rec.tree.push(crate::model::TreeNode {
+            pid: 10,
+            path: vec![0, 4],
+            calls: 4,
+            cpu_ns: 300_000,
+            self_ns: 300_000,
+        });
+        rec.handshakes[0].kind.key_exchange = Some(GO_HYBRID_GROUP.into());
+        rec
+    }
+
+    #[test]
+    fn go_programs_get_advice_in_go_terms_from_measured_figures() {
+        let rec = go_recording();
+        let advice = advise(&rec);
+        let find = |id: &str| {
+            advice
+                .iter()
+                .find(|a| a.id == id)
+                .unwrap_or_else(|| panic!("no {id}: {advice:?}"))
+        };
+        assert!(find("ecdsa_certificate").change.contains("tls.Config.Certificates"));
+        assert!(find("session_resumption").change.contains("SetSessionTicketKeys"));
+        let hybrid = find("hybrid_key_exchange");
+        assert!(hybrid.change.contains("CurvePreferences"), "{hybrid:?}");
+        // The derive stage's self CPU, less the probes' cost inside it, split 1:3 as the tree saw it.
+        let summary = crate::analyze::summarize(&rec);
+        let derive = summary.stages.iter().find(|s| s.name == Stage::Derive).unwrap();
+        let mlkem_us = derive.self_ns as f64 * 0.75 / 1e3 / 4.0;
+        assert!(
+            hybrid.evidence.contains(&format!("of which ML-KEM {mlkem_us:.0} µs")),
+            "{hybrid:?} vs {mlkem_us}"
+        );
+        assert!(
+            hybrid
+                .estimated_saving
+                .contains(&format!("({mlkem_us:.0} µs per handshake")),
+            "{hybrid:?}"
+        );
+        // X25519 alone: no hybrid advice.
+        let mut plain = go_recording();
+        plain.handshakes[0].kind.key_exchange = Some("x25519".into());
+        assert!(!ids(&plain).contains(&"hybrid_key_exchange"));
+        // A Go client opening connections per request.
+        let mut client = go_recording();
+        client.handshakes[0].kind.role = Role::Client;
+        let advice = advise(&client);
+        let reuse = advice
+            .iter()
+            .find(|a| a.id == "client_connection_reuse")
+            .expect("client advice");
+        assert!(
+            reuse.change.contains("MaxIdleConnsPerHost") && reuse.change.contains("ClientSessionCache"),
+            "{reuse:?}"
+        );
     }
 
     #[test]

@@ -152,6 +152,88 @@ use Cause::*;
 
 /// First matching row wins, so narrow rows come before the broad ones they carve out of.
 pub const ROWS: &[CauseRow] = &[
+    // Go (names from its function table; Go 1.24 moved primitives under crypto/internal/fips140/, and the
+    // vendored x/crypto packages carry a vendor/ prefix). The broad crypto/tls row comes last among them.
+    user("crypto/rand.*", Random),
+    user("crypto/internal/sysrand.*", Random),
+    user("crypto/internal/fips140/drbg.*", Random),
+    user("crypto/internal/randutil.*", Random),
+    // SHA-3/SHAKE: in a handshake, only ML-KEM's sampling and hashing uses them.
+    user("crypto/internal/fips140/sha3.*", PublicKey),
+    user("crypto/sha256.*", MacHash),
+    user("crypto/sha512.*", MacHash),
+    user("crypto/internal/fips140/sha256.*", MacHash),
+    user("crypto/internal/fips140/sha512.*", MacHash),
+    user("crypto/hmac.*", MacHash),
+    user("crypto/internal/fips140/hmac.*", MacHash),
+    user("crypto/tls.(*finishedHash).*", MacHash),
+    user("crypto/hkdf.*", KeyDerivation),
+    user("crypto/internal/fips140/hkdf.*", KeyDerivation),
+    user("*golang.org/x/crypto/hkdf.*", KeyDerivation),
+    user("crypto/internal/fips140/tls12.*", KeyDerivation),
+    user("crypto/internal/fips140/tls13.*", KeyDerivation),
+    user("crypto/tls.(*cipherSuiteTLS13).*", KeyDerivation),
+    user("crypto/tls.prf*", KeyDerivation),
+    user("crypto/tls.pHash", KeyDerivation),
+    user("crypto/aes.*", Encryption),
+    user("crypto/cipher.*", Encryption),
+    user("crypto/internal/fips140/aes*", Encryption),
+    user("*golang.org/x/crypto/chacha20*", Encryption),
+    user("crypto/tls.(*halfConn).*", Encryption),
+    user("crypto/ecdh.*", PublicKey),
+    user("crypto/ecdsa.*", PublicKey),
+    user("crypto/rsa.*", PublicKey),
+    user("crypto/ed25519.*", PublicKey),
+    user("crypto/elliptic.*", PublicKey),
+    user("crypto/mlkem.*", PublicKey),
+    user("crypto.SignMessage", PublicKey),
+    user("crypto/internal/fips140/ecdh.*", PublicKey),
+    user("crypto/internal/fips140/ecdsa.*", PublicKey),
+    user("crypto/internal/fips140/rsa.*", PublicKey),
+    user("crypto/internal/fips140/ed25519.*", PublicKey),
+    user("crypto/internal/fips140/mlkem.*", PublicKey),
+    user("crypto/internal/fips140/nistec*", PublicKey),
+    user("crypto/internal/fips140/edwards25519*", PublicKey),
+    user("crypto/internal/fips140/bigmod.*", PublicKey),
+    user("crypto/internal/nistec*", PublicKey),
+    user("crypto/internal/edwards25519*", PublicKey),
+    user("crypto/internal/bigmod.*", PublicKey),
+    user("crypto/internal/mlkem768.*", PublicKey),
+    user("*golang.org/x/crypto/curve25519*", PublicKey),
+    user("math/big.*", PublicKey),
+    // nistec's assembly helpers, named without their package.
+    user("p256*Internal", PublicKey),
+    user("crypto/x509.*", Certificates),
+    user("encoding/asn1.*", Certificates),
+    user("crypto/tls.(*SessionState).*", Session),
+    user("crypto/tls.ParseSessionState", Session),
+    user("crypto/tls.(*lruSessionCache).*", Session),
+    user("crypto/tls.(*Conn).readRecord*", SocketIo),
+    user("crypto/tls.(*Conn).readFromUntil", SocketIo),
+    user("crypto/tls.(*Conn).write", SocketIo),
+    user("crypto/tls.(*Conn).flush", SocketIo),
+    user("net.(*conn).*", SocketIo),
+    user("net.(*netFD).*", SocketIo),
+    user("internal/poll.*", SocketIo),
+    user("syscall.*", SocketIo),
+    user("internal/runtime/syscall*", SocketIo),
+    user("runtime/internal/syscall.*", SocketIo),
+    user("crypto/tls.*", TlsMessages),
+    user("*golang.org/x/crypto/cryptobyte*", TlsMessages),
+    // Allocation, the garbage collector's assists, and stack growth.
+    user("runtime.mallocgc*", Memory),
+    user("runtime.newobject", Memory),
+    user("runtime.makeslice*", Memory),
+    user("runtime.growslice", Memory),
+    user("runtime.gcAssistAlloc*", Memory),
+    user("runtime.morestack*", Memory),
+    user("runtime.newstack", Memory),
+    user("runtime.copystack", Memory),
+    user("runtime.adjustframe", Memory),
+    user("sync.(*Mutex).*", Locks),
+    user("runtime.lock*", Locks),
+    user("runtime.unlock*", Locks),
+    user("runtime.futex*", Locks),
     // Provider machinery. Contexts and parameters are in it: each one a fetch, a lookup or a provider call.
     user("EVP_*_fetch", Lookups),
     user("EVP_*_fetch_*", Lookups),
@@ -633,7 +715,40 @@ mod tests {
         for (name, space, cause) in cases {
             assert_eq!(cause_of(name, space), Some(cause), "{name}");
         }
-        for generic in ["__strcmp_evex", "__memcpy_avx512_unaligned_erms", "main"] {
+        let go = [
+            ("crypto/internal/fips140/sha512.blockAVX2", MacHash),
+            ("crypto/internal/fips140/nistec.p256OrdMul", PublicKey),
+            ("p256MulInternal", PublicKey),
+            ("crypto/ecdh.x25519ScalarMult", PublicKey),
+            ("crypto/internal/fips140/mlkem.sampleNTT", PublicKey),
+            ("crypto/internal/fips140/sha3.keccakF1600", PublicKey),
+            (
+                "crypto/internal/fips140/hmac.New[go.shape.interface { BlockSize() int }]",
+                MacHash,
+            ),
+            (
+                "crypto/internal/fips140/tls13.NewEarlySecret[go.shape.interface { Reset() }]",
+                KeyDerivation,
+            ),
+            ("crypto/tls.(*halfConn).encrypt", Encryption),
+            ("crypto/tls.(*Conn).writeRecordLocked", TlsMessages),
+            ("crypto/tls.(*Conn).write", SocketIo),
+            ("internal/poll.(*FD).Write", SocketIo),
+            ("crypto/tls.(*serverHandshakeStateTLS13).handshake", TlsMessages),
+            ("vendor/golang.org/x/crypto/cryptobyte.(*Builder).AddBytes", TlsMessages),
+            ("crypto/x509.ParseCertificate", Certificates),
+            ("runtime.mallocgc", Memory),
+            ("runtime.adjustframe", Memory),
+        ];
+        for (name, cause) in go {
+            assert_eq!(cause_of(name, User), Some(cause), "{name}");
+        }
+        for generic in [
+            "__strcmp_evex",
+            "__memcpy_avx512_unaligned_erms",
+            "main",
+            "runtime.memmove",
+        ] {
             assert_eq!(cause_of(generic, User), None, "{generic}");
         }
         assert_eq!(

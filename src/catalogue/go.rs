@@ -6,7 +6,10 @@
 
 use super::Origin::Go;
 use super::Stage::*;
-use super::{Row, CLIENT, CONN_START, GO_ABI, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SSL_ARG};
+use super::{
+    Row, CLIENT, CONN_START, GO_ABI, GO_SIG_RESULT, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK,
+    PRIVATE_KEY_OP, SERVER, SSL_ARG,
+};
 
 const fn go(symbol: &'static str, stage: super::Stage, flags: u32) -> Row {
     Row {
@@ -57,7 +60,7 @@ pub const ROWS: &[Row] = &[
         PRIVATE_KEY_OP,
     ),
     go("crypto/tls.(*certificateMsgTLS13).marshal", Handshake, PRIVATE_KEY_OP),
-    // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM-768 (client side).
+    // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM (client side).
     go("crypto/ecdh.(*x25519Curve).GenerateKey", Keygen, 0),
     go("crypto/ecdh.(*nistCurve).GenerateKey", Keygen, 0),
     // Go 1.21 to 1.23 compute the public key on its first use, after GenerateKey has returned.
@@ -65,7 +68,15 @@ pub const ROWS: &[Row] = &[
     go("crypto/ecdh.(*nistCurve).privateKeyToPublicKey", Keygen, 0),
     go("crypto/mlkem.GenerateKey768", Keygen, 0),
     go("crypto/internal/fips140/mlkem.GenerateKey768", Keygen, 0),
+    // Go 1.26 makes the client's ML-KEM key from a seed (NewDecapsulationKey768), not GenerateKey768:
+    // kemKeyGen is the key generation beneath both, for ML-KEM-768 and ML-KEM-1024 (SecP384r1MLKEM1024).
+    go("crypto/internal/fips140/mlkem.kemKeyGen", Keygen, 0),
+    go("crypto/internal/fips140/mlkem.kemKeyGen1024", Keygen, 0),
     // Shared secrets: ECDH, ML-KEM encapsulation (server) and decapsulation (client), RSA key transport.
+    // Encapsulation starts with parsing the client's key, which expands its matrix: a part of its cost that
+    // Encapsulate does not hold.
+    go("crypto/internal/fips140/mlkem.parseEK", Derive, 0),
+    go("crypto/internal/fips140/mlkem.parseEK1024", Derive, 0),
     go("crypto/ecdh.(*PrivateKey).ECDH", Derive, 0),
     go("crypto/mlkem.(*EncapsulationKey768).Encapsulate", Derive, 0),
     go("crypto/mlkem.(*DecapsulationKey768).Decapsulate", Derive, 0),
@@ -79,15 +90,31 @@ pub const ROWS: &[Row] = &[
         Derive,
         0,
     ),
+    go(
+        "crypto/internal/fips140/mlkem.(*EncapsulationKey1024).Encapsulate",
+        Derive,
+        0,
+    ),
+    go(
+        "crypto/internal/fips140/mlkem.(*DecapsulationKey1024).Decapsulate",
+        Derive,
+        0,
+    ),
     go("crypto/rsa.DecryptPKCS1v15SessionKey", Derive, PRIVATE_KEY_OP),
-    // Signatures through crypto.Signer: ServerKeyExchange (TLS 1.2) and CertificateVerify.
-    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP),
-    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP),
-    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP),
+    // Signatures through crypto.Signer: ServerKeyExchange (TLS 1.2) and CertificateVerify. The signature's
+    // length names the certificate key.
+    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
+    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
+    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
     // The peer's certificate chain and handshake signature.
     go("crypto/tls.(*Conn).verifyServerCertificate", Verify, PEER_CERT_CHECK),
     go("crypto/tls.(*Conn).processCertsFromClient", Verify, PEER_CERT_CHECK),
-    go("crypto/tls.verifyHandshakeSignature", Verify, PEER_CERT_CHECK),
+    // (sigType, pubkey, hashFunc, signed, sig): sig is the argument past the registers.
+    go(
+        "crypto/tls.verifyHandshakeSignature",
+        Verify,
+        PEER_CERT_CHECK | GO_SIG_STACK_ARG,
+    ),
     // Key schedule: TLS 1.2's master secret and keys, TLS 1.3's HKDF extractions.
     go("crypto/tls.masterFromPreMasterSecret", KeySchedule, 0),
     go("crypto/tls.extMasterFromPreMasterSecret", KeySchedule, 0),

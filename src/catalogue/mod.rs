@@ -60,6 +60,8 @@ pub const GO_ABI: u32 = ff::FF_GO_ABI as u32;
 pub const G_RUN: u32 = ff::FF_G_RUN as u32;
 pub const G_STOP: u32 = ff::FF_G_STOP as u32;
 pub const G_END: u32 = ff::FF_G_END as u32;
+pub const GO_SIG_RESULT: u32 = ff::FF_GO_SIG_RESULT as u32;
+pub const GO_SIG_STACK_ARG: u32 = ff::FF_GO_SIG_STACK_ARG as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -226,7 +228,10 @@ mod tests {
             Site::Exit,
         );
         assert_eq!(exit >> 56, 1);
-        assert_eq!((exit >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP | GO_ABI));
+        assert_eq!(
+            (exit >> 32) & 0xff_ffff,
+            u64::from(PRIVATE_KEY_OP | GO_SIG_RESULT | GO_ABI)
+        );
         let end = cookie(8, find("runtime.goexit1").unwrap(), false, false, Site::Entry);
         assert_eq!((end >> 32) & 0xff_ffff, u64::from(G_END | GO_ABI));
         assert_eq!(end >> 56, 0);
@@ -252,6 +257,8 @@ mod tests {
             G_RUN,
             G_STOP,
             G_END,
+            GO_SIG_RESULT,
+            GO_SIG_STACK_ARG,
         ];
         let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
         let mut seen = 0;

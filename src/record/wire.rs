@@ -29,6 +29,12 @@ impl<'a> Reader<'a> {
         self.data = rest;
         Some(head)
     }
+    /// Up to n bytes: a message the capture cut short (a read that took part of a record) keeps its start.
+    fn take_at_most(&mut self, n: usize) -> &'a [u8] {
+        let (head, rest) = self.data.split_at(n.min(self.data.len()));
+        self.data = rest;
+        head
+    }
     fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|b| b[0])
     }
@@ -71,8 +77,11 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
     let mut cipher_id = None;
     while let Some(kind) = r.u8() {
         let len = r.u24()?;
-        let Some(body) = r.take(len) else { break };
-        let mut m = Reader { data: body };
+        // The last message may be cut short: its fields before the cut are read (a hybrid group's key share
+        // makes a ServerHello longer than a first read takes).
+        let mut m = Reader {
+            data: r.take_at_most(len),
+        };
         match kind {
             SERVER_HELLO => {
                 let legacy_version = m.u16()?;
@@ -84,11 +93,11 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
                 hello.version = version_name(legacy_version);
                 if let Some(ext_len) = m.u16() {
                     let mut exts = Reader {
-                        data: m.take(usize::from(ext_len))?,
+                        data: m.take_at_most(usize::from(ext_len)),
                     };
                     while let (Some(ext), Some(len)) = (exts.u16(), exts.u16()) {
                         let mut e = Reader {
-                            data: exts.take(usize::from(len))?,
+                            data: exts.take_at_most(usize::from(len)),
                         };
                         match ext {
                             EXT_SUPPORTED_VERSIONS => hello.version = e.u16().and_then(version_name),
@@ -228,6 +237,33 @@ mod tests {
         // The same message read after its record header.
         let record = tls13_server_hello(false);
         assert_eq!(parse(&record[5..], true).unwrap().group.as_deref(), Some("x25519"));
+    }
+
+    #[test]
+    fn a_hybrid_server_hello_cut_by_the_first_read_still_names_its_group() {
+        // X25519MLKEM768's key share: the ML-KEM ciphertext and the X25519 share, 1120 bytes.
+        let share_len: u16 = 1120;
+        let mut exts = vec![0x00, 0x2b, 0x00, 0x02, 0x03, 0x04, 0x00, 0x33];
+        exts.extend((share_len + 4).to_be_bytes());
+        exts.extend([0x11, 0xec]);
+        exts.extend(share_len.to_be_bytes());
+        exts.extend(vec![9u8; usize::from(share_len)]);
+        let mut body = vec![0x03, 0x03];
+        body.extend([7u8; 32]);
+        body.extend([0x00, 0x13, 0x01, 0x00]);
+        body.extend((exts.len() as u16).to_be_bytes());
+        body.extend(exts);
+        let mut msg = vec![SERVER_HELLO, 0];
+        msg.extend((body.len() as u16).to_be_bytes());
+        msg.extend(body);
+        let mut record = vec![HANDSHAKE_RECORD, 0x03, 0x03];
+        record.extend((msg.len() as u16).to_be_bytes());
+        record.extend(msg);
+        let h = parse(&record[..576], false).unwrap();
+        assert_eq!(h.version, Some("TLSv1.3"));
+        assert_eq!(h.cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
+        assert_eq!(h.group.as_deref(), Some("X25519MLKEM768"));
+        assert_eq!(parse(&record, false).unwrap(), h);
     }
 
     #[test]

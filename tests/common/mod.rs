@@ -651,3 +651,38 @@ pub fn go_client(client: &Path, addr: &str, args: &[&str], cpu: Option<usize>) -
     );
     serde_json::from_slice(&out.stdout).expect("go client prints one JSON line")
 }
+
+/// The uprobe links tlsprof holds, from its file descriptors: (program id, probed path, cookies).
+pub fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
+    let mut links = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(fd.path()) else {
+            continue;
+        };
+        if !text.contains("link_type:\tuprobe_multi") {
+            continue;
+        }
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cookies = text
+            .lines()
+            .skip_while(|l| !l.starts_with("cookie"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        links.push((field("prog_id:").parse().unwrap(), field("path:"), cookies));
+    }
+    links
+}
+
+/// The BPF program names by id, from the kernel's program list.
+pub fn program_name(id: u64) -> String {
+    libbpf_rs::query::ProgInfoIter::default()
+        .find(|p| u64::from(p.id) == id)
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

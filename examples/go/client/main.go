@@ -4,7 +4,7 @@
 // connection with its own handshake and one request, from -workers goroutines. With -resume it offers
 // the session of an earlier connection (a shared ClientSessionCache). It prints one JSON line of what it
 // saw: connections, resumed handshakes and errors, which tests compare with tlsprof's counts. With
-// -recurse N it asks /recurse and checks each answer.
+// -recurse N it asks /recurse and checks each answer. With -hold it waits to be told to start, and to exit.
 package main
 
 import (
@@ -49,6 +49,7 @@ func main() {
 	recurse := flag.Int("recurse", 0, "ask /recurse?n=N and check the answer")
 	version := flag.String("version", "1.3", "TLS version: 1.2 or 1.3")
 	fetch := flag.String("fetch", "", "print the body of this path instead, over one connection")
+	hold := flag.Bool("hold", false, "wait for a line on stdin before the first connection, and for stdin to close before exiting (a profiler attaches and reads meanwhile)")
 	flag.Parse()
 	if *addr == "" {
 		fmt.Fprintln(os.Stderr, "client: -addr is required")
@@ -78,6 +79,14 @@ func main() {
 		atomic.AddInt64(&res.Errors, 1)
 		firstErr.Do(func() { res.FirstError = err.Error() })
 	}
+	stdin := bufio.NewReader(os.Stdin)
+	if *hold {
+		fmt.Println("ready")
+		if _, err := stdin.ReadString('\n'); err != nil {
+			fmt.Fprintln(os.Stderr, "client: stdin closed before the start line")
+			os.Exit(2)
+		}
+	}
 	deadline := time.Now().Add(*duration)
 	var started int64
 	var wg sync.WaitGroup
@@ -97,6 +106,9 @@ func main() {
 	wg.Wait()
 	out, _ := json.Marshal(&res)
 	fmt.Println(string(out))
+	if *hold {
+		io.Copy(io.Discard, stdin)
+	}
 }
 
 // one makes one connection: handshake, one request, close.
