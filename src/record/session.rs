@@ -38,8 +38,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// How often --comm looks for new processes.
 const RESCAN: Duration = Duration::from_millis(500);
 
-/// Continuous mode: every `every`, at a moment the stage probes are live (so that each interval holds a
-/// probe window to estimate it from), the interval since the last one is handed to `take` as a recording.
+/// Continuous mode: every `every`, once the interval holds a probe window to estimate it from, the interval
+/// since the last one is handed to `take` as a recording.
 pub struct Snapshots<'a> {
     pub every: Duration,
     pub take: &'a mut dyn FnMut(Recording),
@@ -188,15 +188,19 @@ fn run(
                 }
             }
         }
-        if let Some(s) = snapshots.as_mut().filter(|s| governor.live() && interval.start.elapsed() >= s.every) {
-            // The live window is cut here: its two parts go with the intervals they fall in.
+        // An interval ends once it holds a probe window to estimate it from.
+        let due = |s: &Snapshots| interval.start.elapsed() >= s.every && (governor.live() || !windows.closed.is_empty());
+        if let Some(s) = snapshots.as_mut().filter(|s| due(s)) {
             rb.consume().context("drain the ring buffers")?;
-            cpu.poll(&live, true);
+            cpu.poll(&live, governor.live());
             let at = reading(Instant::now(), &cpu, &programs);
             let tree = read_tree(&programs)?;
-            let seen = handshakes.borrow_mut().take_window();
-            windows.close(at, seen, tree.clone(), &targets.functions, &probe_cost);
-            windows.open(at);
+            if governor.live() {
+                // The live window is cut here: its two parts go with the intervals they fall in.
+                let seen = handshakes.borrow_mut().take_window();
+                windows.close(at, seen, tree.clone(), &targets.functions, &probe_cost);
+                windows.open(at);
+            }
             let parts = Parts {
                 recorded: interval.targets(&live, &cpu, &io_driven),
                 handshakes: handshakes.borrow_mut().take_groups(),
