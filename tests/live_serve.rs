@@ -120,7 +120,10 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => panic!("tlsprof serve ended:\n{log}"),
         }
-        assert!(Instant::now() < deadline, "tlsprof serve did not attach in 30 s:\n{log}");
+        assert!(
+            Instant::now() < deadline,
+            "tlsprof serve did not attach in 30 s:\n{log}"
+        );
     }
     assert_eq!(get(listen, "/profile?seconds=0").0, 400);
     assert_eq!(get(listen, "/nothing").0, 404);
@@ -136,7 +139,10 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
         assert!(Instant::now() < deadline, "the counters did not settle in 60 s:\n{log}");
         std::thread::sleep(Duration::from_millis(500));
         let m = get_text(listen, "/metrics");
-        let now = (scraped(&m, "tlsprof_connections_total"), scraped(&m, "tlsprof_intervals_total"));
+        let now = (
+            scraped(&m, "tlsprof_connections_total"),
+            scraped(&m, "tlsprof_intervals_total"),
+        );
         if now.0 != last.0 {
             settled = Some(now.1);
         }
@@ -162,7 +168,10 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
          {counted} connections counted, {intervals} intervals ({estimated} estimated)",
         100.0 * (total / connections as f64 - 1.0)
     );
-    assert!(estimated >= 1.0, "no interval was estimated: the probes stayed attached\n{metrics}");
+    assert!(
+        estimated >= 1.0,
+        "no interval was estimated: the probes stayed attached\n{metrics}"
+    );
     assert!(
         within(total, connections as f64, TOLERANCE),
         "Prometheus has {total} handshakes for {connections} by the clients (±{:.0}% allowed)\n{metrics}",
@@ -219,7 +228,10 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
         if let Some(s) = serve.0.try_wait().unwrap() {
             break s;
         }
-        assert!(Instant::now() < deadline, "tlsprof serve did not stop in 20 s after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "tlsprof serve did not stop in 20 s after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     while let Ok(l) = lines.try_recv() {

@@ -109,7 +109,11 @@ mod tests {
         assert_eq!(label_value("a\u{202e}b"), r"a\\u{202e}b");
         let mut e = Exposition::default();
         e.family("tlsprof_x_total", Type::Counter, "What x is.\nSecond line");
-        e.sample("tlsprof_x_total", &[("process", "evil\"} 1\ntlsprof_x_total{process=\"forged")], 2.0);
+        e.sample(
+            "tlsprof_x_total",
+            &[("process", "evil\"} 1\ntlsprof_x_total{process=\"forged")],
+            2.0,
+        );
         let text = e.finish();
         assert_eq!(
             text,

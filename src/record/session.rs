@@ -24,10 +24,10 @@ use super::hello::HelloWindows;
 use super::privileges;
 use super::probes::TargetSet;
 use super::programs::{self, Programs};
+use super::samples::NamedSamples;
 use super::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::targets::Process;
-use super::samples::NamedSamples;
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::{printable, Printable};
@@ -189,7 +189,8 @@ fn run(
             }
         }
         // An interval ends once it holds a probe window to estimate it from.
-        let due = |s: &Snapshots| interval.start.elapsed() >= s.every && (governor.live() || !windows.closed.is_empty());
+        let due =
+            |s: &Snapshots| interval.start.elapsed() >= s.every && (governor.live() || !windows.closed.is_empty());
         if let Some(s) = snapshots.as_mut().filter(|s| due(s)) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());

@@ -118,7 +118,10 @@ impl Metrics {
             for k in kinds {
                 let labels = vec![
                     ("process", process.clone()),
-                    ("role", if k.role == Role::Server { "server" } else { "client" }.to_string()),
+                    (
+                        "role",
+                        if k.role == Role::Server { "server" } else { "client" }.to_string(),
+                    ),
                     ("kind", if k.resumed { "resumed" } else { "full" }.to_string()),
                     ("version", or_unknown(&k.version)),
                     ("cipher", or_unknown(&k.cipher)),
@@ -172,7 +175,10 @@ impl Metrics {
             for (&bucket, &n) in &hs.cpu.buckets {
                 // The bucket's middle: within 1% of each value in it (model::CpuHistogram).
                 let s = 1.01f64.powf(f64::from(bucket) + 0.5) / 1e9;
-                let i = CPU_BUCKETS_S.iter().position(|&le| s <= le).unwrap_or(CPU_BUCKETS_S.len());
+                let i = CPU_BUCKETS_S
+                    .iter()
+                    .position(|&le| s <= le)
+                    .unwrap_or(CPU_BUCKETS_S.len());
                 h.buckets[i] += n;
             }
             h.sum_s += hs.cpu.sum_ns as f64 / 1e9;
@@ -180,7 +186,10 @@ impl Metrics {
         }
         let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;
         if own_ms > 0.0 {
-            self.overhead = Some((summary.probe_overhead_ms / own_ms, summary.probing.max_overhead_pct / 100.0));
+            self.overhead = Some((
+                summary.probe_overhead_ms / own_ms,
+                summary.probing.max_overhead_pct / 100.0,
+            ));
         }
     }
 
@@ -354,7 +363,10 @@ mod tests {
             before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.0025\"}"],
             8.0
         );
-        assert_eq!(before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.001\"}"], 0.0);
+        assert_eq!(
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.001\"}"],
+            0.0
+        );
         let sign = before["tlsprof_stage_cpu_seconds_total{process=\"nginx\",stage=\"sign\"}"];
         let expected: f64 = summarize(&rec)
             .stages
@@ -375,7 +387,10 @@ mod tests {
             m.add(&rec, &summarize(&rec));
         }
         let text = m.render();
-        let lines = text.lines().filter(|l| l.starts_with("tlsprof_stage_cpu_seconds_total")).count();
+        let lines = text
+            .lines()
+            .filter(|l| l.starts_with("tlsprof_stage_cpu_seconds_total"))
+            .count();
         assert!(lines <= MAX_SERIES, "{lines}");
         assert!(text.contains("process=\"other\""));
         assert!(text.contains(r#"process="n\"7\\x0a""#), "{}", &text[..2000]);

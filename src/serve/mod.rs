@@ -111,11 +111,10 @@ fn profile(query: &str, served: &Mutex<Served>) -> Result<Vec<u8>, (u16, String)
     let mut seconds = DEFAULT_PROFILE_S;
     for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
         if k == "seconds" {
-            seconds = v
-                .parse()
-                .ok()
-                .filter(|s| (1..=MAX_PROFILE_S).contains(s))
-                .ok_or((400, format!("seconds={v:.20}: give a whole number of seconds from 1 to {MAX_PROFILE_S}")))?;
+            seconds = v.parse().ok().filter(|s| (1..=MAX_PROFILE_S).contains(s)).ok_or((
+                400,
+                format!("seconds={v:.20}: give a whole number of seconds from 1 to {MAX_PROFILE_S}"),
+            ))?;
         }
     }
     let recent: Vec<Arc<Recording>> = {
@@ -132,7 +131,10 @@ fn profile(query: &str, served: &Mutex<Served>) -> Result<Vec<u8>, (u16, String)
     if recent.is_empty() {
         return Err((
             503,
-            format!("no interval recorded yet: the first comes {} s after start", INTERVAL.as_secs()),
+            format!(
+                "no interval recorded yet: the first comes {} s after start",
+                INTERVAL.as_secs()
+            ),
         ));
     }
     let rec = merge(&recent);
@@ -218,8 +220,10 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
         for g in &r.handshakes {
             handshakes.entry(g.kind.clone()).or_default().merge(&g.cpu);
         }
-        out.frame_files.extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out.debug_files.extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.frame_files
+            .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.debug_files
+            .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
         for f in &r.unnamed_files {
             if !out.unnamed_files.iter().any(|u| u.path == f.path) {
                 out.unnamed_files.push(f.clone());
