@@ -228,7 +228,8 @@ fn run(
             programs.stat(tlsprof_stat::STAT_SAMPLES),
         );
         // Continuous mode with --comm waits for the next process of that name.
-        let all_exited = live.iter().all(|p| !p.alive()) && !(snapshots.is_some() && !opts.comms.is_empty());
+        let waits_for_newcomers = snapshots.is_some() && !opts.comms.is_empty();
+        let all_exited = !waits_for_newcomers && live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
                 eprintln!("{}tlsprof: every target has exited", status.clear());

@@ -248,7 +248,7 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
             count,
         })
         .collect();
-    out.samples.sort_by(|a, b| b.count.cmp(&a.count));
+    out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
     out.handshakes = handshakes
         .into_iter()
         .map(|(kind, cpu)| crate::model::HandshakeGroup { kind, cpu })
