@@ -115,9 +115,44 @@ pub fn ratio(seen: &[f64], base: &[f64], total: f64, spread: Spread, edges: f64)
     }
 }
 
+/// A part of `total` known by the share of `n` random samples that fell in it (`k` of them), with the share's
+/// 95% interval (Wilson's, which stays inside 0–1 and is not empty when nothing or everything fell in the part).
+pub fn sampled_share(k: f64, n: f64, total: f64) -> Estimate {
+    if n <= 0.0 {
+        return Estimate {
+            value: 0.0,
+            ci95: [0.0, total],
+            exact: false,
+        };
+    }
+    let (p, z2) = (k / n, 1.96f64.powi(2));
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = 1.96 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    Estimate {
+        value: p * total,
+        ci95: [(centre - half).max(0.0) * total, (centre + half).min(1.0) * total],
+        exact: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sampled_share_has_an_interval_even_when_no_sample_fell_in_it() {
+        let e = sampled_share(25.0, 100.0, 2000.0);
+        assert_eq!(e.value, 500.0);
+        // Wilson's interval for 25 of 100: 0.175–0.343.
+        assert!(
+            (e.ci95[0] - 0.1754 * 2000.0).abs() < 1.0 && (e.ci95[1] - 0.3430 * 2000.0).abs() < 1.0,
+            "{e:?}"
+        );
+        let none = sampled_share(0.0, 100.0, 2000.0);
+        assert_eq!(none.value, 0.0);
+        assert!(none.ci95[0] == 0.0 && none.ci95[1] > 50.0, "{none:?}");
+        assert_eq!(sampled_share(0.0, 0.0, 2000.0).ci95, [0.0, 2000.0]);
+    }
 
     #[test]
     fn windows_seeing_everything_are_exact() {

@@ -315,9 +315,9 @@ pub fn summarize(rec: &Recording) -> Summary {
     let rel = totals.total_estimate.relative_error();
     let mut stages = probed_stages(rec, &windows, rel);
     if !rec.all_probes && rec.sample_freq_hz > 0 {
-        let ms_per_sample = 1e3 / rec.sample_freq_hz as f64;
+        let own_ms = process_cpu_ms - probe_overhead_ms;
         for (stage, share) in [(Stage::Read, record_layer.read), (Stage::Write, record_layer.write)] {
-            stages.push(sampled_stage(stage, share * samples as f64, ms_per_sample));
+            stages.push(sampled_stage(stage, share, samples, own_ms));
         }
     }
     add_causes(&mut stages, causes::by_stage(rec));
@@ -541,17 +541,20 @@ fn probed_stages(rec: &Recording, windows: &Windows, rel: f64) -> Vec<StageSumma
         .collect()
 }
 
-/// The read and write stages estimated from CPU samples when SSL_read/SSL_write were not probed: each sample
-/// stands for 1/freq s of CPU; the interval counts the samples as random arrivals.
-fn sampled_stage(stage: Stage, samples: f64, ms_per_sample: f64) -> StageSummary {
-    let cpu_ms = samples * ms_per_sample;
-    let half = 1.96 * samples.sqrt() * ms_per_sample;
+/// The read and write stages estimated from CPU samples when SSL_read/SSL_write were not probed: their share
+/// of the samples times the targets' own CPU, which their CPU clocks give exactly. Not samples × the sampling
+/// period: a VM can deliver the sampling interrupt late and lose most samples of a process that often sleeps
+/// (a keep-alive server between requests).
+fn sampled_stage(stage: Stage, share: f64, samples: u64, own_ms: f64) -> StageSummary {
+    let n = samples as f64;
+    let estimate = estimate::sampled_share((share * n).round(), n, own_ms);
+    let cpu_ms = estimate.value;
     let ns = (cpu_ms * 1e6) as u64;
     StageSummary {
         name: stage,
         cpu_ms,
         self_cpu_ms: cpu_ms,
-        self_cpu_ms_ci95: [(cpu_ms - half).max(0.0), cpu_ms + half],
+        self_cpu_ms_ci95: estimate.ci95,
         calls: None,
         cpu_us_per_call: None,
         sampled: true,

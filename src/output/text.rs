@@ -432,10 +432,14 @@ fn samples_line(s: &Summary) -> String {
     let l = &s.lost;
     let lost_events = l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
     let mut line = format!(
-        "Samples: {} at {} Hz, {} in TLS stages ({:.1}%), {} ({} call graph, {}-byte stack copies)\n\
+        "Samples: {} at {} Hz ({:.0}% of the targets' CPU time), {} in TLS stages ({:.1}%), {} ({} call graph, {}-byte stack copies)\n\
          Lost: {} samples, {} unreadable stacks, {} cut stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
         total,
         s.sample_freq_hz,
+        pct(
+            total as f64 * 1e3 / s.sample_freq_hz.max(1) as f64,
+            s.process_cpu_ms
+        ),
         st.in_tls,
         pct(st.in_tls as f64, total as f64),
         if st.call_graph == Some(CallGraph::Fp) {

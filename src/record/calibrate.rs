@@ -23,12 +23,12 @@ const CALIBRATION_ROW: Row = Row {
 };
 const CALLS_PER_ROUND: u64 = 400;
 const ROUNDS: usize = 9;
-const COLD_CALLS_PER_ROUND: u64 = 60;
+const COLD_CALLS: u64 = 300;
 /// A stepped call costs about ten hits: fewer calls give as many microseconds to measure.
 const STEPPED_CALLS_PER_ROUND: u64 = 100;
-const STEPPED_COLD_CALLS_PER_ROUND: u64 = 30;
-/// Twice the L2 cache of current server cores: larger sweeps only add noise.
-const SWEEP_BYTES: usize = 1 << 20;
+const STEPPED_COLD_CALLS: u64 = 100;
+/// The sweep when sysfs does not give the CPU's cache sizes.
+const DEFAULT_SWEEP_BYTES: usize = 4 << 20;
 
 // The probed function and its never-probed twin, called alternately. They open with `push %rbp`, which the
 // kernel emulates; the stepped one opens with a `mov`, which it single-steps (prologue.rs): the prologue
@@ -77,14 +77,53 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn round_ns(f: unsafe extern "C" fn(u64) -> u64, calls: u64, sweep: &mut [u8]) -> f64 {
+fn round_ns(f: unsafe extern "C" fn(u64) -> u64, calls: u64) -> f64 {
     let t0 = thread_cpu_ns();
     for i in 0..calls {
-        sweep_caches(sweep);
         // SAFETY: both functions only compute x + constant (global_asm above).
         std::hint::black_box(unsafe { f(i) });
     }
     (thread_cpu_ns() - t0) as f64 / calls as f64
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC is read in the vDSO, without entering the kernel.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Twice the largest cache of a core below the last level (L2 on current servers, 1–2 MiB), read from sysfs:
+/// a sweep that fits in it leaves the probe's kernel path there and measures a hit as cheap as back to back.
+/// Sweeping the shared last-level cache too would only add noise.
+fn sweep_bytes() -> usize {
+    let sizes: Vec<(u32, usize)> = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("index"))
+        .filter_map(|e| {
+            let read = |name: &str| std::fs::read_to_string(e.path().join(name)).ok();
+            let level = read("level")?.trim().parse().ok()?;
+            let kind = read("type")?;
+            let size = read("size")?;
+            let kib: usize = size.trim().strip_suffix('K')?.parse().ok()?;
+            (kind.trim() != "Instruction").then_some((level, kib << 10))
+        })
+        .collect();
+    let last_level = sizes.iter().map(|&(level, _)| level).max().unwrap_or(0);
+    sizes
+        .iter()
+        .filter(|&&(level, _)| level < last_level)
+        .map(|&(_, bytes)| 2 * bytes)
+        .max()
+        .unwrap_or(DEFAULT_SWEEP_BYTES)
+        .clamp(1 << 20, 64 << 20)
 }
 
 /// Writes one byte per cache line: what a target does between two TLS calls (crypto, parsing, I/O) leaves
@@ -96,14 +135,31 @@ fn sweep_caches(buf: &mut [u8]) {
     std::hint::black_box(buf);
 }
 
-/// Median extra CPU per call of a probed function over the twin, rounds interleaved: the machine is
-/// shared, and interleaving plus the median keep a neighbour's burst out of the figure.
-fn probed_extra_ns(probed: unsafe extern "C" fn(u64) -> u64, calls: u64, sweep: &mut [u8]) -> f64 {
-    let mut extra: Vec<f64> = (0..ROUNDS)
-        .map(|_| round_ns(probed, calls, sweep) - round_ns(tlsprof_calibration_twin, calls, sweep))
+/// Median extra CPU per call of a probed function over the twin, back to back, rounds interleaved: the
+/// machine is shared, and interleaving plus the median keep a neighbour's burst out of the figure.
+fn probed_extra_ns(probed: unsafe extern "C" fn(u64) -> u64, calls: u64) -> f64 {
+    let extra: Vec<f64> = (0..ROUNDS)
+        .map(|_| round_ns(probed, calls) - round_ns(tlsprof_calibration_twin, calls))
         .collect();
-    extra.sort_by(f64::total_cmp);
-    extra[ROUNDS / 2].max(0.0)
+    median(extra).max(0.0)
+}
+
+/// The same with the caches swept before each call, the calls timed one by one (the sweep's own time,
+/// which varies by more than a hit costs, stays out) and alternated with the twin's: the median time of a
+/// probed call over the twin's.
+fn cold_extra_ns(probed: unsafe extern "C" fn(u64) -> u64, calls: u64, sweep: &mut [u8]) -> f64 {
+    let mut times = [Vec::new(), Vec::new()];
+    for i in 0..calls {
+        for (f, out) in [probed, tlsprof_calibration_twin].into_iter().zip(&mut times) {
+            sweep_caches(sweep);
+            let t0 = monotonic_ns();
+            // SAFETY: both functions only compute x + constant (global_asm above).
+            std::hint::black_box(unsafe { f(i) });
+            out.push((monotonic_ns() - t0) as f64);
+        }
+    }
+    let [probed, twin] = times;
+    (median(probed) - median(twin)).max(0.0)
 }
 
 /// Probes tlsprof's own calibration functions with the loaded programs and measures the difference.
@@ -141,11 +197,11 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
                 .context("attach the calibration probes to tlsprof itself")?,
         );
     }
-    let pair = probed_extra_ns(tlsprof_calibration_target, CALLS_PER_ROUND, &mut []);
-    let stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_CALLS_PER_ROUND, &mut []);
-    let mut sweep = vec![0u8; SWEEP_BYTES];
-    let cold_pair = probed_extra_ns(tlsprof_calibration_target, COLD_CALLS_PER_ROUND, &mut sweep);
-    let cold_stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_COLD_CALLS_PER_ROUND, &mut sweep);
+    let pair = probed_extra_ns(tlsprof_calibration_target, CALLS_PER_ROUND);
+    let stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_CALLS_PER_ROUND);
+    let mut sweep = vec![0u8; sweep_bytes()];
+    let cold_pair = cold_extra_ns(tlsprof_calibration_target, COLD_CALLS, &mut sweep);
+    let cold_stepped_pair = cold_extra_ns(tlsprof_calibration_stepped, STEPPED_COLD_CALLS, &mut sweep);
     drop(links);
 
     let val = take_calibration_node(skel, me.pid, CALIBRATION_FUNC)?;
