@@ -134,15 +134,19 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
     // Every connection is in the counters once two intervals have passed with no new one (the counters
     // move an interval at a time); then Prometheus has it once it has scraped the last of them.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (mut settled, mut last) = (None, (0.0, 0.0));
+    let (mut settled, mut last, mut trace) = (None, (0.0, 0.0), Vec::new());
     let metrics = loop {
-        assert!(Instant::now() < deadline, "the counters did not settle in 60 s:\n{log}");
+        assert!(
+            Instant::now() < deadline,
+            "the counters did not settle in 60 s (connections, intervals each 0.5 s: {trace:?}):\n{log}"
+        );
         std::thread::sleep(Duration::from_millis(500));
         let m = get_text(listen, "/metrics");
         let now = (
             scraped(&m, "tlsprof_connections_total"),
             scraped(&m, "tlsprof_intervals_total"),
         );
+        trace.push(now);
         if now.0 != last.0 {
             settled = Some(now.1);
         }

@@ -31,15 +31,16 @@ use super::targets::Process;
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::{printable, Printable};
-use crate::model::{self, corrected_tree, HandshakeGroup, Hits, Lost, Probing, RawNode, Recording, Target};
+use crate::model::{
+    self, corrected_tree, HandshakeGroup, Hits, Lost, ProbeWindow, Probing, RawNode, Recording, Target,
+};
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
 /// How often --comm looks for new processes.
 const RESCAN: Duration = Duration::from_millis(500);
 
-/// Continuous mode: every `every`, once the interval holds a probe window to estimate it from, the interval
-/// since the last one is handed to `take` as a recording.
+/// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
 pub struct Snapshots<'a> {
     pub every: Duration,
     pub take: &'a mut dyn FnMut(Recording),
@@ -188,10 +189,7 @@ fn run(
                 }
             }
         }
-        // An interval ends once it holds a probe window to estimate it from.
-        let due =
-            |s: &Snapshots| interval.start.elapsed() >= s.every && (governor.live() || !windows.closed.is_empty());
-        if let Some(s) = snapshots.as_mut().filter(|s| due(s)) {
+        if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());
             let at = reading(Instant::now(), &cpu, &programs);
@@ -201,6 +199,18 @@ fn run(
                 let seen = handshakes.borrow_mut().take_window();
                 windows.close(at, seen, tree.clone(), &targets.functions, &probe_cost);
                 windows.open(at);
+            }
+            let connections = interval.connections(&programs);
+            let mut window_figures = std::mem::take(&mut windows.closed);
+            match window_figures.iter().rfind(|w| w.connections > 0) {
+                Some(w) => interval.last_seen = Some(w.clone()),
+                // The probes were detached while this interval's connections came (the duty cycle paused
+                // through it, or a burst came and went between windows): the last window that saw
+                // connections stands for it, as handshakes per connection and stage CPU per CPU ms hold.
+                None if connections > 0 || window_figures.is_empty() => {
+                    window_figures.extend(interval.last_seen.clone())
+                }
+                None => {}
             }
             let parts = Parts {
                 recorded: interval.targets(&live, &cpu, &io_driven),
@@ -213,10 +223,10 @@ fn run(
                 probing: Probing {
                     max_overhead_pct: opts.max_overhead_pct,
                     live_s: interval.probed(governor.probed(at.now)).as_secs_f64(),
-                    windows: windows.closed.len() as u32,
+                    windows: window_figures.len() as u32,
                     peak_overhead: governor.peak_overhead,
-                    window_figures: std::mem::take(&mut windows.closed),
-                    connections: interval.connections(&programs),
+                    window_figures,
+                    connections,
                 },
             };
             (s.take)(parts.into_recording(&programs, &targets, opts)?);
@@ -300,6 +310,8 @@ struct Interval {
     /// Per target: CPU and CPU while probed.
     cpu: HashMap<u32, (f64, f64)>,
     tree: TreeSeen,
+    /// The last probe window that saw connections.
+    last_seen: Option<ProbeWindow>,
 }
 
 impl Interval {
@@ -312,6 +324,7 @@ impl Interval {
             lost: counted_losses(programs),
             cpu: HashMap::new(),
             tree: TreeSeen::default(),
+            last_seen: None,
         }
     }
 
