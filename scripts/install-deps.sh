@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
-          nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl)
+          nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)
@@ -50,8 +50,9 @@ if ! go_ok "$go_bin"; then
   go_ok /usr/local/bin/go || { echo "install-deps: could not install Go 1.21 or later" >&2; exit 1; }
 fi
 
-# Debian's nginx and debuginfod packages start services; tlsprof's examples and tests run their own instances.
-for service in nginx debuginfod; do
+# Debian's nginx, debuginfod and prometheus packages start services; tlsprof's examples and tests run their
+# own instances.
+for service in nginx debuginfod prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     systemctl stop "$service" || true
   fi

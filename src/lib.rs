@@ -7,7 +7,8 @@
 //! - [`model`]: what a recording holds and its file format (pure data);
 //! - [`record`]: the kernel-facing part that attaches to processes and produces a recording;
 //! - [`analyze`]: every figure derived from a recording, computed once into a [`analyze::Summary`];
-//! - [`output`]: renderers of summaries and recordings (text, JSON, flame graphs, diffs).
+//! - [`output`]: renderers of summaries and recordings (text, JSON, flame graphs, diffs, pprof, Prometheus);
+//! - [`serve`]: continuous mode, recording in intervals and serving metrics and profiles over HTTP.
 
 mod boundary;
 
@@ -16,6 +17,7 @@ pub mod catalogue;
 pub mod model;
 pub mod output;
 pub mod record;
+pub mod serve;
 
 /// How many cases each property test (`fuzz_*`) tries: PROPTEST_CASES (256 unless set; `make fuzz` sets it
 /// high), divided by `cost` for tests whose cases are dear (a file written and parsed per case).

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use clap::ValueEnum;
 use tlsprof::analyze::{advice, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
 use tlsprof::output::{diff, flame, json, pprof, text, Group};
-use tlsprof::record::{self, targets, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
+use tlsprof::record::targets::{self, Process};
+use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
+use tlsprof::serve;
 
 #[derive(Parser)]
 #[command(
@@ -33,46 +35,28 @@ struct Cli {
 enum Command {
     /// Attach to running processes, record until the duration, Ctrl-C, or every target exits; print the summary.
     Record {
-        /// Process id to profile (repeatable).
-        #[arg(long = "pid", value_name = "PID")]
-        pids: Vec<u32>,
-        /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
-        #[arg(long = "comm", value_name = "NAME")]
-        comms: Vec<String>,
+        #[command(flatten)]
+        targets: TargetArgs,
         /// Stop after this many seconds.
         #[arg(long, value_name = "SECS")]
         duration: Option<f64>,
-        /// CPU sampling frequency, per CPU.
-        #[arg(long, value_name = "HZ", default_value_t = 99)]
-        freq: u64,
         /// Where to write the recording.
         #[arg(long, short, value_name = "FILE", default_value = "tlsprof.data")]
         output: PathBuf,
-        /// Also probe functions called many times per handshake or on every request (SSL_read/SSL_write for
-        /// the read/write stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
-        #[arg(long)]
-        all_probes: bool,
-        /// How to capture user stacks: copy the stack and unwind it with DWARF unwind tables, or follow
-        /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
-        #[arg(long, value_enum, default_value = "dwarf")]
-        call_graph: CallGraphArg,
-        /// Bytes of user stack copied per sample for --call-graph dwarf: deep stacks (Node.js's main thread)
-        /// need tens of KiB to reach main() from a TLS handshake.
-        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
-        stack_bytes: u32,
-        /// Also record kernel frames.
-        #[arg(long)]
-        kernel: bool,
-        /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
-        #[arg(long, value_enum, default_value = "sampled")]
-        hello_capture: HelloCaptureArg,
-        /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
-        /// enough to cost more, the probes are attached part of the time and counts are scaled from those
-        /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The default
-        /// leaves room for what the calibration misses (a hit in a busy server costs more than its calibrated
-        /// cost) and for the CPU sampler (BENCHMARKS.md).
-        #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
-        max_overhead: f64,
+        #[command(flatten)]
+        probes: ProbeArgs,
+    },
+    /// Record continuously until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles
+    /// of the last N seconds at /profile?seconds=N.
+    Serve {
+        #[command(flatten)]
+        targets: TargetArgs,
+        /// Address to serve on, e.g. 127.0.0.1:9465 (plain HTTP, no authentication: keep it on a trusted
+        /// network).
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        #[command(flatten)]
+        probes: ProbeArgs,
     },
     /// Print the summary of a recording.
     Report {
@@ -118,6 +102,50 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+/// Which processes to profile.
+#[derive(Args)]
+struct TargetArgs {
+    /// Process id to profile (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
+    #[arg(long = "comm", value_name = "NAME")]
+    comms: Vec<String>,
+}
+
+/// How to probe and sample them.
+#[derive(Args)]
+struct ProbeArgs {
+    /// CPU sampling frequency, per CPU.
+    #[arg(long, value_name = "HZ", default_value_t = 99)]
+    freq: u64,
+    /// Also probe functions called many times per handshake or on every request (SSL_read/SSL_write for
+    /// the read/write stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
+    #[arg(long)]
+    all_probes: bool,
+    /// How to capture user stacks: copy the stack and unwind it with DWARF unwind tables, or follow
+    /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
+    #[arg(long, value_enum, default_value = "dwarf")]
+    call_graph: CallGraphArg,
+    /// Bytes of user stack copied per sample for --call-graph dwarf: deep stacks (Node.js's main thread)
+    /// need tens of KiB to reach main() from a TLS handshake.
+    #[arg(long, value_name = "BYTES", default_value_t = 65536)]
+    stack_bytes: u32,
+    /// Also record kernel frames.
+    #[arg(long)]
+    kernel: bool,
+    /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
+    #[arg(long, value_enum, default_value = "sampled")]
+    hello_capture: HelloCaptureArg,
+    /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
+    /// enough to cost more, the probes are attached part of the time and counts are scaled from those
+    /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The default
+    /// leaves room for what the calibration misses (a hit in a busy server costs more than its calibrated
+    /// cost) and for the CPU sampler (BENCHMARKS.md).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
+    max_overhead: f64,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -195,68 +223,19 @@ fn one_line(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Record {
-            pids,
-            comms,
+            targets,
             duration,
-            freq,
             output,
-            all_probes,
-            call_graph,
-            stack_bytes,
-            kernel,
-            hello_capture,
-            max_overhead,
+            probes,
         } => {
-            if pids.is_empty() && comms.is_empty() {
-                bail!("no target: give --pid PID or --comm NAME");
-            }
-            if !(max_overhead > 0.0 && max_overhead <= 100.0) {
-                bail!("--max-overhead {max_overhead} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)");
-            }
-            if !(1..=10_000).contains(&freq) {
-                bail!("--freq {freq} is out of range: use 1 to 10000 Hz");
-            }
             let duration = match duration {
                 Some(d) if !(d > 0.0 && d.is_finite()) => {
                     bail!("--duration {d} is not a positive number of seconds")
                 }
                 d => d.map(Duration::from_secs_f64),
             };
-            let procs = targets::resolve(&pids, &comms)?;
-            // Ctrl-C, SIGTERM or SIGHUP stops the recording; a second one also skips `openssl speed` below.
-            let stop = Arc::new(AtomicBool::new(false));
-            let hurry = Arc::new(AtomicBool::new(false));
-            let (flag, again) = (stop.clone(), hurry.clone());
-            ctrlc::set_handler(move || {
-                if flag.swap(true, Ordering::Relaxed) {
-                    again.store(true, Ordering::Relaxed);
-                }
-            })
-            .context("install the Ctrl-C and SIGTERM handler")?;
-            if !(8..=MAX_STACK_BYTES).contains(&stack_bytes) || stack_bytes % 8 != 0 {
-                bail!("--stack-bytes {stack_bytes} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}");
-            }
-            let attach = AttachOptions {
-                hello_capture: match hello_capture {
-                    HelloCaptureArg::Sampled => HelloCapture::Sampled,
-                    HelloCaptureArg::Always => HelloCapture::Always,
-                    HelloCaptureArg::Off => HelloCapture::Off,
-                },
-                freq_hz: freq,
-                all_probes,
-                call_graph: match call_graph {
-                    CallGraphArg::Dwarf => CallGraph::Dwarf,
-                    CallGraphArg::Fp => CallGraph::Fp,
-                },
-                stack_bytes,
-                kernel_stacks: kernel,
-            };
-            let opts = RecordOptions {
-                duration,
-                comms,
-                attach,
-                max_overhead_pct: max_overhead,
-            };
+            let (procs, opts) = record_options(targets, probes, duration)?;
+            let (stop, hurry) = stop_on_signals()?;
             let mut rec = record::record(&procs, &opts, stop)?;
             // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
             // to find its data on disk.
@@ -271,6 +250,15 @@ fn run(cli: Cli) -> Result<()> {
             print!("{}", text::text(&summarize(&rec), Group::Stage));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
+        }
+        Command::Serve {
+            targets,
+            listen,
+            probes,
+        } => {
+            let (procs, opts) = record_options(targets, probes, None)?;
+            let (stop, _) = stop_on_signals()?;
+            serve::serve(&listen, &procs, &opts, stop)
         }
         Command::Report {
             file,
@@ -343,6 +331,71 @@ fn run(cli: Cli) -> Result<()> {
             })
         }
     }
+}
+
+/// The targets and recording options from the command line, checked.
+fn record_options(
+    targets: TargetArgs,
+    p: ProbeArgs,
+    duration: Option<Duration>,
+) -> Result<(Vec<Process>, RecordOptions)> {
+    let TargetArgs { pids, comms } = targets;
+    if pids.is_empty() && comms.is_empty() {
+        bail!("no target: give --pid PID or --comm NAME");
+    }
+    if !(p.max_overhead > 0.0 && p.max_overhead <= 100.0) {
+        bail!(
+            "--max-overhead {} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)",
+            p.max_overhead
+        );
+    }
+    if !(1..=10_000).contains(&p.freq) {
+        bail!("--freq {} is out of range: use 1 to 10000 Hz", p.freq);
+    }
+    if !(8..=MAX_STACK_BYTES).contains(&p.stack_bytes) || p.stack_bytes % 8 != 0 {
+        bail!(
+            "--stack-bytes {} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}",
+            p.stack_bytes
+        );
+    }
+    let procs = targets::resolve(&pids, &comms)?;
+    let attach = AttachOptions {
+        hello_capture: match p.hello_capture {
+            HelloCaptureArg::Sampled => HelloCapture::Sampled,
+            HelloCaptureArg::Always => HelloCapture::Always,
+            HelloCaptureArg::Off => HelloCapture::Off,
+        },
+        freq_hz: p.freq,
+        all_probes: p.all_probes,
+        call_graph: match p.call_graph {
+            CallGraphArg::Dwarf => CallGraph::Dwarf,
+            CallGraphArg::Fp => CallGraph::Fp,
+        },
+        stack_bytes: p.stack_bytes,
+        kernel_stacks: p.kernel,
+    };
+    let opts = RecordOptions {
+        duration,
+        comms,
+        attach,
+        max_overhead_pct: p.max_overhead,
+    };
+    Ok((procs, opts))
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP sets the first flag (stop); a second one also sets the other (after a
+/// recording: skip `openssl speed`).
+fn stop_on_signals() -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let hurry = Arc::new(AtomicBool::new(false));
+    let (flag, again) = (stop.clone(), hurry.clone());
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::Relaxed) {
+            again.store(true, Ordering::Relaxed);
+        }
+    })
+    .context("install the Ctrl-C and SIGTERM handler")?;
+    Ok((stop, hurry))
 }
 
 /// Writes to the file (atomically: a temporary file renamed into place) or to standard output.

@@ -44,6 +44,25 @@ fn bad_options() {
         "--duration -3",
     );
     one_line_error(&run(tlsprof().arg("record")), "no target");
+    one_line_error(&run(tlsprof().args(["serve", "--listen", "127.0.0.1:0"])), "no target");
+    one_line_error(
+        &run(tlsprof().args(["serve", "--pid", "1", "--listen", "127.0.0.1:0", "--max-overhead", "0"])),
+        "--max-overhead 0 is out of range",
+    );
+}
+
+#[test]
+fn serve_where_it_cannot_listen() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    one_line_error(
+        &run(tlsprof().args(["serve", "--pid", "1", "--listen", &addr])),
+        &format!("cannot listen on {addr}"),
+    );
+    one_line_error(
+        &run(tlsprof().args(["serve", "--pid", "1", "--listen", "no-such-address"])),
+        "cannot listen on no-such-address",
+    );
 }
 
 #[test]

@@ -33,23 +33,6 @@ fn export(format: &str, to: &Path) {
     );
 }
 
-/// Go's pprof, from PATH or the Go distribution's usual place. In CI it must be there.
-fn go() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("go"))
-        .chain([PathBuf::from("/usr/local/go/bin/go")])
-        .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("go is not installed: scripts/install-deps.sh installs it");
-        }
-        eprintln!("skipped: go is not installed (scripts/install-deps.sh installs it)");
-    }
-    found
-}
-
 fn pprof(go: &Path, profile: &Path, args: &[&str]) -> String {
     let scratch = profile.parent().unwrap();
     stdout_of(

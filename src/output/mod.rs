@@ -5,6 +5,7 @@ pub mod diff;
 pub mod flame;
 pub mod json;
 pub mod pprof;
+pub mod prometheus;
 pub mod text;
 
 /// How the call tree and the flame graph group what runs inside a stage.

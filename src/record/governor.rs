@@ -35,7 +35,8 @@ enum State {
         chunk_start: Instant,
         chunk: Duration,
     },
-    Paused,
+    /// Since `since`, when the targets' CPU clocks summed to `cpu_ms`.
+    Paused { since: Instant, cpu_ms: f64 },
 }
 
 pub struct Governor {
@@ -87,7 +88,7 @@ impl Governor {
     pub fn probed(&self, now: Instant) -> Duration {
         match self.state {
             State::Live { window_start, .. } => self.probed + now.saturating_duration_since(window_start),
-            State::Paused => self.probed,
+            State::Paused { .. } => self.probed,
         }
     }
 
@@ -116,13 +117,27 @@ impl Governor {
     /// Called on every poll with the probes' cost and the targets' CPU so far; says what to do with the probes.
     pub fn tick(&mut self, now: Instant, probe_ms: f64, cpu_ms: f64) -> Action {
         match self.state {
-            State::Paused => {
+            State::Paused {
+                since,
+                cpu_ms: at_pause,
+            } => {
                 self.account(probe_ms, cpu_ms);
                 let Some(budget) = self.budget else {
                     return Action::Resume;
                 };
-                // What a window of CHUNK at the last measured cost would take from the account.
-                let window_cost = (self.overhead - budget) * self.cpu_ms_per_s * CHUNK.as_secs_f64();
+                // What a window of CHUNK at the last measured cost per ms of the targets' CPU would take from
+                // the account, at the CPU rate since the pause when that is lower: a target gone quiet costs
+                // its probes little, and its windows are not held back by the rate it had when busy.
+                let paused_s = now.saturating_duration_since(since).as_secs_f64();
+                let rate = if paused_s >= CHUNK.as_secs_f64() {
+                    self.cpu_ms_per_s.min((cpu_ms - at_pause).max(0.0) / paused_s)
+                } else {
+                    self.cpu_ms_per_s
+                };
+                // A debt is kept for at most SAVED of the targets' CPU, as unspent budget is: a target gone
+                // idle would otherwise never pay off the last window's (hits of probes being detached).
+                self.credit_ms = self.credit_ms.max(-budget * rate * SAVED.as_secs_f64());
+                let window_cost = (self.overhead - budget) * rate * CHUNK.as_secs_f64();
                 if self.credit_ms >= window_cost {
                     Action::Resume
                 } else {
@@ -167,7 +182,7 @@ impl Governor {
                     return Action::Stay;
                 }
                 self.probed += now.saturating_duration_since(window_start);
-                self.state = State::Paused;
+                self.state = State::Paused { since: now, cpu_ms };
                 Action::Pause
             }
         }
@@ -265,6 +280,47 @@ mod tests {
             "live {fraction:.3} of the time, {expected:.3} expected"
         );
         assert!(g.windows >= 10, "{}", g.windows);
+    }
+
+    /// Busy: 10,000 hits of 2 µs per second against 1,000 ms of CPU (2%, budget 0.5%), until a pause after
+    /// 5 s, with hits of the probes being detached after it; then `quiet` of that. At the busy rate the
+    /// next window would wait a minute, and an idle target would never pay off the detaching hits.
+    fn resumed_after_going_quiet(quiet: f64) -> Option<f64> {
+        let t0 = Instant::now();
+        let mut g = Governor::new(0.5, t0, 0.0, 0.0);
+        let (mut hits, mut cpu, mut quiet_from) = (0.0f64, 0.0f64, None);
+        for i in 1..=300 {
+            let t = 0.1 * f64::from(i);
+            let scale = if quiet_from.is_some() { quiet } else { 1.0 };
+            if g.live() {
+                hits += 1_000.0 * scale;
+            } else if quiet_from.is_some_and(|q| t - q < 0.15) {
+                hits += 200.0;
+            }
+            cpu += 100.0 * scale;
+            match g.tick(t0 + secs(t), ms(hits as u64), cpu) {
+                Action::Pause if t >= 5.0 && quiet_from.is_none() => quiet_from = Some(t),
+                Action::Resume => {
+                    g.resumed(t0 + secs(t), ms(hits as u64), cpu);
+                    if let Some(q) = quiet_from {
+                        return Some(t - q);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_target_gone_quiet_or_idle_is_probed_again_soon() {
+        for quiet in [0.01, 0.0] {
+            let after = resumed_after_going_quiet(quiet);
+            assert!(
+                after.is_some_and(|s| s < 3.0),
+                "at {quiet} of the load: resumed {after:?} s after the pause"
+            );
+        }
     }
 
     #[test]

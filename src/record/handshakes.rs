@@ -74,8 +74,9 @@ impl Handshakes {
         std::mem::take(&mut self.window)
     }
 
-    pub fn into_groups(self) -> Vec<HandshakeGroup> {
-        self.groups
+    /// The handshakes counted since the last call, by kind; counting starts again from none.
+    pub fn take_groups(&mut self) -> Vec<HandshakeGroup> {
+        std::mem::take(&mut self.groups)
             .into_iter()
             .map(|(kind, cpu)| HandshakeGroup { kind, cpu })
             .collect()

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 pub use hello::HelloCapture;
 pub use samples::MAX_STACK_BYTES;
-pub use session::record;
+pub use session::{record, serve, Snapshots};
 
 use crate::model::CallGraph;
 

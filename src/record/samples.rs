@@ -283,10 +283,20 @@ impl SampleAggregator {
         if let Some(d) = self.finder() {
             d.wait();
         }
-        self.name_stacks(functions);
-        let names = &self.frame_names;
-        let mut samples: Vec<Sample> = self
-            .named
+        self.take_named(functions)
+    }
+
+    /// The samples named so far, heaviest first, and what could not be named or kept since the last call;
+    /// the aggregator starts again from none (continuous mode: each interval's samples on their own). The
+    /// stacks of a batch whose debug information is still being looked up wait for the next call.
+    pub fn take_named(&mut self, functions: &[Function]) -> NamedSamples {
+        if !self.finder().is_some_and(|d| d.busy()) {
+            self.name_stacks(functions);
+        }
+        let named = std::mem::replace(&mut self.named, StackTree::new(MAX_STACK_NODES));
+        // Frame ids only index the stacks' tree just taken.
+        let names = std::mem::take(&mut self.frame_names);
+        let mut samples: Vec<Sample> = named
             .stacks()
             .map(|((pid, path, complete), ids, count)| {
                 let (frames, kernel) = names.split_kernel(&ids);
@@ -305,25 +315,27 @@ impl SampleAggregator {
                 .cmp(&a.count)
                 .then_with(|| (a.pid, &a.frames).cmp(&(b.pid, &b.frames)))
         });
-        let (unnamed_jit_pids, files, unnamed_files, debug_files) = self
+        let (unnamed_jit_pids, frame_files, unnamed_files, debug_files) = self
             .symbolizer
-            .map(|mut s| {
+            .as_mut()
+            .map(|s| {
                 (
                     s.unnamed_jit.clone(),
-                    std::mem::take(&mut s.files),
+                    // Refilled as each batch is named: kept, it would hold every name ever seen.
+                    std::mem::take(&mut s.files).into_iter().collect(),
                     s.unnamed_files(),
-                    std::mem::take(&mut s.debug_files),
+                    s.debug_files.clone(),
                 )
             })
             .unwrap_or_default();
         NamedSamples {
             samples,
             unnamed_jit_pids,
-            frame_files: files.into_iter().collect(),
+            frame_files,
             unnamed_files,
             debug_files,
-            unreadable: self.unreadable,
-            cut: self.named.cut_samples,
+            unreadable: std::mem::take(&mut self.unreadable),
+            cut: named.cut_samples,
         }
     }
 }

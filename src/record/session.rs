@@ -2,10 +2,11 @@
 //! A recording session: the steps in order (preflight, load, calibrate, attach, record, read the maps) and
 //! the poll loop, which only asks each part to do its job: drain the ring buffers into handshakes and
 //! samples, read the CPU meters, let the governor open or close a probe window, keep the hello windows,
-//! pick up new --comm processes, draw the status line, and stop.
+//! pick up new --comm processes, draw the status line, and stop. In continuous mode (`serve`) it also hands
+//! over each interval as a recording of its own.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,20 +24,45 @@ use super::hello::HelloWindows;
 use super::privileges;
 use super::probes::TargetSet;
 use super::programs::{self, Programs};
+use super::samples::NamedSamples;
 use super::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::targets::Process;
-use super::windows::{Reading, WindowLog};
+use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::{printable, Printable};
-use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
+use crate::model::{
+    self, corrected_tree, HandshakeGroup, Hits, Lost, ProbeWindow, Probing, RawNode, Recording, Target,
+};
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
 /// How often --comm looks for new processes.
 const RESCAN: Duration = Duration::from_millis(500);
 
+/// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
+pub struct Snapshots<'a> {
+    pub every: Duration,
+    pub take: &'a mut dyn FnMut(Recording),
+}
+
+/// Records until the duration, a stop, or every target has exited.
 pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
+    run(procs, opts, stop, None)
+}
+
+/// Records until a stop, handing over each interval (continuous mode). With --comm it waits for new
+/// processes when every target has exited.
+pub fn serve(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>, snapshots: Snapshots) -> Result<()> {
+    run(procs, opts, stop, Some(snapshots)).map(drop)
+}
+
+fn run(
+    procs: &[Process],
+    opts: &RecordOptions,
+    stop: Arc<AtomicBool>,
+    mut snapshots: Option<Snapshots>,
+) -> Result<Recording> {
     privileges::preflight()?;
     let t0 = Instant::now();
     let mut open_object = MaybeUninit::uninit();
@@ -99,7 +125,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
 
     let mut status = StatusLine::new();
     let mut last_rescan = Instant::now();
-    let mut io_driven = std::collections::HashMap::new();
+    let mut io_driven = HashMap::new();
+    let mut interval = Interval::start(started, &programs);
     loop {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
@@ -162,12 +189,57 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 }
             }
         }
+        if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
+            rb.consume().context("drain the ring buffers")?;
+            cpu.poll(&live, governor.live());
+            let at = reading(Instant::now(), &cpu, &programs);
+            let tree = read_tree(&programs)?;
+            if governor.live() {
+                // The live window is cut here: its two parts go with the intervals they fall in.
+                let seen = handshakes.borrow_mut().take_window();
+                windows.close(at, seen, tree.clone(), &targets.functions, &probe_cost);
+                windows.open(at);
+            }
+            let connections = interval.connections(&programs);
+            let mut window_figures = std::mem::take(&mut windows.closed);
+            match window_figures.iter().rfind(|w| w.connections > 0) {
+                Some(w) => interval.last_seen = Some(w.clone()),
+                // The probes were detached while this interval's connections came (the duty cycle paused
+                // through it, or a burst came and went between windows): the last window that saw
+                // connections stands for it, as handshakes per connection and stage CPU per CPU ms hold.
+                None if connections > 0 || window_figures.is_empty() => {
+                    window_figures.extend(interval.last_seen.clone())
+                }
+                None => {}
+            }
+            let parts = Parts {
+                recorded: interval.targets(&live, &cpu, &io_driven),
+                handshakes: handshakes.borrow_mut().take_groups(),
+                named: samples.borrow_mut().take_named(&targets.functions),
+                tree: interval.tree.delta(tree),
+                lost: interval.lost(&programs),
+                hits: interval.hits(&programs),
+                duration_s: (at.now - interval.start).as_secs_f64(),
+                probing: Probing {
+                    max_overhead_pct: opts.max_overhead_pct,
+                    live_s: interval.probed(governor.probed(at.now)).as_secs_f64(),
+                    windows: window_figures.len() as u32,
+                    peak_overhead: governor.peak_overhead,
+                    window_figures,
+                    connections,
+                },
+            };
+            (s.take)(parts.into_recording(&programs, &targets, opts)?);
+            interval.start = at.now;
+        }
         status.show(
             elapsed,
             handshakes.borrow().completed,
             programs.stat(tlsprof_stat::STAT_SAMPLES),
         );
-        let all_exited = live.iter().all(|p| !p.alive());
+        // Continuous mode with --comm waits for the next process of that name.
+        let waits_for_newcomers = snapshots.is_some() && !opts.comms.is_empty();
+        let all_exited = !waits_for_newcomers && live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
                 eprintln!("{}tlsprof: every target has exited", status.clear());
@@ -214,47 +286,143 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             }
         })
         .collect();
-    let session = Finished {
-        programs: &programs,
-        targets: &targets,
+    let parts = Parts {
         recorded,
-        handshakes: handshakes.into_inner(),
-        samples: samples.into_inner(),
+        handshakes: handshakes.into_inner().take_groups(),
+        named: samples.into_inner().finish(&targets.functions),
+        tree: read_tree(&programs)?,
+        lost: counted_losses(&programs),
+        hits: programs.target_probe_hits(),
         duration_s: (end - started).as_secs_f64(),
         probing,
     };
-    session.into_recording(opts)
+    parts.into_recording(&programs, &targets, opts)
 }
 
-/// What the loop leaves behind, to be read into a Recording.
-struct Finished<'a, 'obj> {
-    programs: &'a Programs<'obj>,
-    targets: &'a TargetSet,
+/// What the counters at the start of the current interval were (continuous mode): the interval's figures
+/// are the differences.
+struct Interval {
+    start: Instant,
+    probed: Duration,
+    connections: u64,
+    hits: Hits,
+    lost: Lost,
+    /// Per target: CPU and CPU while probed.
+    cpu: HashMap<u32, (f64, f64)>,
+    tree: TreeSeen,
+    /// The last probe window that saw connections.
+    last_seen: Option<ProbeWindow>,
+}
+
+impl Interval {
+    fn start(now: Instant, programs: &Programs) -> Interval {
+        Interval {
+            start: now,
+            probed: Duration::ZERO,
+            connections: programs.stat(tlsprof_stat::STAT_CONNECTIONS),
+            hits: programs.target_probe_hits(),
+            lost: counted_losses(programs),
+            cpu: HashMap::new(),
+            tree: TreeSeen::default(),
+            last_seen: None,
+        }
+    }
+
+    fn probed(&mut self, now: Duration) -> Duration {
+        now.saturating_sub(std::mem::replace(&mut self.probed, now))
+    }
+
+    fn connections(&mut self, programs: &Programs) -> u64 {
+        let now = programs.stat(tlsprof_stat::STAT_CONNECTIONS);
+        now.saturating_sub(std::mem::replace(&mut self.connections, now))
+    }
+
+    fn hits(&mut self, programs: &Programs) -> Hits {
+        let now = programs.target_probe_hits();
+        let before = std::mem::replace(&mut self.hits, now);
+        Hits {
+            all: now.all.saturating_sub(before.all),
+            stepped: now.stepped.saturating_sub(before.stepped),
+        }
+    }
+
+    fn lost(&mut self, programs: &Programs) -> Lost {
+        let now = counted_losses(programs);
+        let b = std::mem::replace(&mut self.lost, now.clone());
+        Lost {
+            samples_taken: now.samples_taken.saturating_sub(b.samples_taken),
+            samples: now.samples.saturating_sub(b.samples),
+            handshake_events: now.handshake_events.saturating_sub(b.handshake_events),
+            tree_nodes: now.tree_nodes.saturating_sub(b.tree_nodes),
+            depth_overflow: now.depth_overflow.saturating_sub(b.depth_overflow),
+            missed_returns: now.missed_returns.saturating_sub(b.missed_returns),
+            threads: now.threads.saturating_sub(b.threads),
+            connections: now.connections.saturating_sub(b.connections),
+            unframed_work: now.unframed_work.saturating_sub(b.unframed_work),
+            ..Lost::default()
+        }
+    }
+
+    /// The targets with their CPU over the interval; those that exited before it are left out.
+    fn targets(&mut self, live: &[Process], cpu: &CpuMeters, io_driven: &HashMap<u32, f64>) -> Vec<Target> {
+        let mut out = Vec::new();
+        for p in live {
+            let (total, probed) = cpu.of(p.pid);
+            let (t0, p0) = self.cpu.insert(p.pid, (total, probed)).unwrap_or_default();
+            if !p.alive() && total == t0 {
+                continue;
+            }
+            out.push(Target {
+                pid: p.pid,
+                comm: p.comm.clone(),
+                process_cpu_ms: (total - t0).max(0.0),
+                probed_cpu_ms: (probed - p0).max(0.0),
+                io_driven_from_s: io_driven.get(&p.pid).copied(),
+            });
+        }
+        out
+    }
+}
+
+/// What the BPF side counted as lost so far (the stacks' losses are counted as they are named).
+fn counted_losses(programs: &Programs) -> Lost {
+    Lost {
+        samples_taken: programs.stat(tlsprof_stat::STAT_SAMPLES),
+        samples: programs.stat(tlsprof_stat::STAT_SAMPLE_DROPS),
+        handshake_events: programs.stat(tlsprof_stat::STAT_HANDSHAKE_DROPS),
+        tree_nodes: programs.stat(tlsprof_stat::STAT_TREE_DROPS),
+        depth_overflow: programs.stat(tlsprof_stat::STAT_DEPTH_OVERFLOW),
+        missed_returns: programs.stat(tlsprof_stat::STAT_MISSED_RETURNS),
+        threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
+        connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
+        unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
+        ..Lost::default()
+    }
+}
+
+/// What a recording (or an interval of one) is read from.
+struct Parts {
     recorded: Vec<Target>,
-    handshakes: Handshakes,
-    samples: SampleAggregator,
+    handshakes: Vec<HandshakeGroup>,
+    named: NamedSamples,
+    /// The kernel's call tree, before the probes' cost is taken out.
+    tree: Vec<RawNode>,
+    /// The BPF side's losses (counted_losses).
+    lost: Lost,
+    hits: Hits,
     duration_s: f64,
     probing: Probing,
 }
 
-impl Finished<'_, '_> {
-    fn into_recording(self, opts: &RecordOptions) -> Result<Recording> {
-        let programs = self.programs;
-        let hits = programs.target_probe_hits();
-        let tree = corrected_tree(read_tree(programs)?, &programs.probe_cost);
-        let named = self.samples.finish(&self.targets.functions);
+impl Parts {
+    fn into_recording(self, programs: &Programs, targets: &TargetSet, opts: &RecordOptions) -> Result<Recording> {
+        let hits = self.hits;
+        let tree = corrected_tree(self.tree, &programs.probe_cost);
+        let named = self.named;
         let lost = Lost {
-            samples_taken: programs.stat(tlsprof_stat::STAT_SAMPLES),
-            samples: programs.stat(tlsprof_stat::STAT_SAMPLE_DROPS),
             unreadable_stacks: named.unreadable,
             cut_stacks: named.cut,
-            handshake_events: programs.stat(tlsprof_stat::STAT_HANDSHAKE_DROPS),
-            tree_nodes: programs.stat(tlsprof_stat::STAT_TREE_DROPS),
-            depth_overflow: programs.stat(tlsprof_stat::STAT_DEPTH_OVERFLOW),
-            missed_returns: programs.stat(tlsprof_stat::STAT_MISSED_RETURNS),
-            threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
-            connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
-            unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
+            ..self.lost
         };
         Ok(Recording {
             format: model::FORMAT.into(),
@@ -267,14 +435,14 @@ impl Finished<'_, '_> {
             unnamed_jit_pids: named.unnamed_jit_pids,
             all_probes: opts.attach.all_probes,
             targets: self.recorded,
-            libraries: self.targets.libraries.clone(),
-            functions: self.targets.functions.clone(),
+            libraries: targets.libraries.clone(),
+            functions: targets.functions.clone(),
             tree,
             samples: named.samples,
             frame_files: named.frame_files,
             unnamed_files: named.unnamed_files,
             debug_files: named.debug_files,
-            handshakes: self.handshakes.into_groups(),
+            handshakes: self.handshakes,
             lost,
             probe_cost: programs.probe_cost,
             probe_hits: hits.all,

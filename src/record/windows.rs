@@ -9,6 +9,7 @@ use crate::catalogue::Stage;
 use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode};
 
 /// The counters a window's figures are differences of, read at one moment.
+#[derive(Clone, Copy)]
 pub struct Reading {
     pub now: Instant,
     /// The targets' CPU while probed, and the probes' cost so far (ms).
@@ -23,8 +24,41 @@ pub struct WindowLog {
     /// The counters when the open window opened.
     open: Option<Reading>,
     /// The kernel's call tree when the last window closed: each window's share is the difference.
-    tree_seen: HashMap<(u32, Vec<u16>), RawNode>,
+    tree_seen: TreeSeen,
     pub closed: Vec<ProbeWindow>,
+}
+
+/// The kernel's call tree (cumulative) as last read: what was added since is the difference.
+#[derive(Default)]
+pub struct TreeSeen(HashMap<(u32, Vec<u16>), RawNode>);
+
+impl TreeSeen {
+    /// The nodes' calls and CPU since the last call, given the tree now.
+    pub fn delta(&mut self, tree: Vec<RawNode>) -> Vec<RawNode> {
+        let mut delta = Vec::with_capacity(tree.len());
+        for node in tree {
+            let key = (node.pid, node.path.clone());
+            let before = self.0.get(&key);
+            let d = RawNode {
+                pid: node.pid,
+                path: node.path.clone(),
+                calls: node.calls.saturating_sub(before.map_or(0, |b| b.calls)),
+                cpu_ns: node.cpu_ns.saturating_sub(before.map_or(0, |b| b.cpu_ns)),
+                nested: Hits {
+                    all: node.nested.all.saturating_sub(before.map_or(0, |b| b.nested.all)),
+                    stepped: node
+                        .nested
+                        .stepped
+                        .saturating_sub(before.map_or(0, |b| b.nested.stepped)),
+                },
+            };
+            if d.calls > 0 || d.cpu_ns > 0 {
+                delta.push(d);
+            }
+            self.0.insert(key, node);
+        }
+        delta
+    }
 }
 
 impl WindowLog {
@@ -49,28 +83,7 @@ impl WindowLog {
             connections,
         } = at;
         let Some(open) = self.open.take() else { return };
-        let mut delta = Vec::with_capacity(tree.len());
-        for node in tree {
-            let key = (node.pid, node.path.clone());
-            let before = self.tree_seen.get(&key);
-            let d = RawNode {
-                pid: node.pid,
-                path: node.path.clone(),
-                calls: node.calls.saturating_sub(before.map_or(0, |b| b.calls)),
-                cpu_ns: node.cpu_ns.saturating_sub(before.map_or(0, |b| b.cpu_ns)),
-                nested: Hits {
-                    all: node.nested.all.saturating_sub(before.map_or(0, |b| b.nested.all)),
-                    stepped: node
-                        .nested
-                        .stepped
-                        .saturating_sub(before.map_or(0, |b| b.nested.stepped)),
-                },
-            };
-            if d.calls > 0 || d.cpu_ns > 0 {
-                delta.push(d);
-            }
-            self.tree_seen.insert(key, node);
-        }
+        let delta = self.tree_seen.delta(tree);
         let mut stage_self_ns: BTreeMap<Stage, u64> = BTreeMap::new();
         for n in corrected_tree(delta, cost) {
             let stage = n

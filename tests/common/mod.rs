@@ -216,7 +216,7 @@ pub fn node_openssl_version(node: &Path) -> String {
 /// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
 /// (tests/live_governor.rs covers the default duty cycle).
 /// The lines a child writes to `stream` that `keep` accepts, as they come.
-fn lines_of(stream: impl Read + Send + 'static, keep: fn(&str) -> bool) -> mpsc::Receiver<String> {
+pub fn lines_of(stream: impl Read + Send + 'static, keep: fn(&str) -> bool) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -685,4 +685,21 @@ pub fn program_name(id: u64) -> String {
         .find(|p| u64::from(p.id) == id)
         .map(|p| p.name.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// Go's pprof, from PATH or the Go distribution's usual place. In CI it must be there.
+pub fn go() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("go"))
+        .chain([PathBuf::from("/usr/local/go/bin/go")])
+        .find(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("go is not installed: scripts/install-deps.sh installs it");
+        }
+        eprintln!("skipped: go is not installed (scripts/install-deps.sh installs it)");
+    }
+    found
 }

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The metrics of continuous mode: each interval's summary (the default mode's whole-interval figures,
+//! estimated from its probe windows as the report gives them) added into counters that only grow, rendered
+//! in the Prometheus text format.
+
+use std::collections::BTreeMap;
+
+use crate::analyze::Summary;
+use crate::model::{Outcome, Recording, Role};
+use crate::output::prometheus::{Exposition, Type};
+
+/// Label sets per metric at most: beyond, new ones are counted under labels that all say OTHER, so that
+/// what targets send (ServerHellos, process names) cannot grow the scrape without bound.
+const MAX_SERIES: usize = 256;
+const OTHER: &str = "other";
+/// Upper bounds of the CPU-per-handshake histogram's buckets, in seconds.
+const CPU_BUCKETS_S: [f64; 12] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+
+type Labels = Vec<(&'static str, String)>;
+
+/// A counter family: a total per label set. Every addition is finite and not negative.
+#[derive(Default)]
+struct Counter(BTreeMap<Labels, f64>);
+
+impl Counter {
+    fn add(&mut self, mut labels: Labels, value: f64) {
+        // The last place is OTHER's.
+        if !self.0.contains_key(&labels) && self.0.len() + 1 >= MAX_SERIES {
+            labels = labels.into_iter().map(|(k, _)| (k, OTHER.to_string())).collect();
+        }
+        *self.0.entry(labels).or_default() += if value.is_finite() { value.max(0.0) } else { 0.0 };
+    }
+
+    fn render(&self, e: &mut Exposition, name: &str, help: &str) {
+        if self.0.is_empty() {
+            return;
+        }
+        e.family(name, Type::Counter, help);
+        for (labels, value) in &self.0 {
+            e.sample(name, &borrowed(labels), *value);
+        }
+    }
+}
+
+fn borrowed(labels: &Labels) -> Vec<(&str, &str)> {
+    labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The CPU of handshakes the probes saw, in CPU_BUCKETS_S (and +Inf at the end).
+#[derive(Default)]
+struct Histogram {
+    buckets: [u64; CPU_BUCKETS_S.len() + 1],
+    sum_s: f64,
+    count: u64,
+}
+
+/// The whole-serve 95% interval of a process's handshakes: the intervals' own, added as independent errors.
+#[derive(Default)]
+struct Interval {
+    value: f64,
+    below_sq: f64,
+    above_sq: f64,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    handshakes: Counter,
+    handshakes_interval: BTreeMap<String, Interval>,
+    abandoned: Counter,
+    stage_cpu: Counter,
+    tls_cpu: Counter,
+    target_cpu: Counter,
+    probe_cpu: Counter,
+    probed_seconds: Counter,
+    connections: Counter,
+    samples: Counter,
+    lost: Counter,
+    intervals: Counter,
+    handshake_cpu: BTreeMap<String, Histogram>,
+    /// From the last interval: the probes' estimated cost over the targets' own CPU, and the budget.
+    overhead: Option<(f64, f64)>,
+}
+
+/// The process label of an interval: its targets' names (one name for --comm NAME).
+fn process_label(rec: &Recording) -> String {
+    // Escaped where every label value is (output::prometheus).
+    let mut names: Vec<String> = rec.targets.iter().map(|t| t.comm.clone()).collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        "?".into()
+    } else {
+        names.join(",")
+    }
+}
+
+fn or_unknown(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "unknown".into())
+}
+
+impl Metrics {
+    /// Adds one interval: `summary` is `rec`'s.
+    pub fn add(&mut self, rec: &Recording, summary: &Summary) {
+        let process = process_label(rec);
+        let p = || vec![("process", process.clone())];
+        let hs = &summary.handshakes;
+        // The kinds seen share the estimated total as they share what the windows saw (as in the report).
+        let kinds: Vec<_> = hs
+            .kinds
+            .iter()
+            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial)
+            .collect();
+        let seen: u64 = kinds.iter().map(|k| k.count).sum();
+        let total = hs.total_estimate;
+        if seen > 0 {
+            for k in kinds {
+                let labels = vec![
+                    ("process", process.clone()),
+                    (
+                        "role",
+                        if k.role == Role::Server { "server" } else { "client" }.to_string(),
+                    ),
+                    ("kind", if k.resumed { "resumed" } else { "full" }.to_string()),
+                    ("version", or_unknown(&k.version)),
+                    ("cipher", or_unknown(&k.cipher)),
+                    ("group", or_unknown(&k.key_exchange)),
+                    ("certificate_key", or_unknown(&k.certificate_key)),
+                ];
+                self.handshakes.add(labels, total.value * k.count as f64 / seen as f64);
+            }
+        } else if total.value > 0.0 {
+            // Only handshakes under way at attach were seen: nothing says what they were.
+            let mut labels = p();
+            for k in ["role", "kind", "version", "cipher", "group", "certificate_key"] {
+                labels.push((k, "unknown".into()));
+            }
+            self.handshakes.add(labels, total.value);
+        }
+        let i = self.handshakes_interval.entry(process.clone()).or_default();
+        i.value += total.value.max(0.0);
+        i.below_sq += (total.value - total.ci95[0]).max(0.0).powi(2);
+        i.above_sq += (total.ci95[1] - total.value).max(0.0).powi(2);
+        self.abandoned.add(p(), hs.abandoned as f64);
+        for st in &summary.stages {
+            let labels = vec![("process", process.clone()), ("stage", st.name.name().to_string())];
+            self.stage_cpu.add(labels, st.self_cpu_ms / 1e3);
+        }
+        self.tls_cpu.add(p(), summary.tls_cpu_ms / 1e3);
+        self.target_cpu.add(p(), summary.process_cpu_ms / 1e3);
+        self.probe_cpu.add(p(), summary.probe_overhead_ms / 1e3);
+        self.probed_seconds.add(p(), summary.probing.live_s);
+        self.connections.add(p(), rec.probing.connections as f64);
+        self.samples.add(p(), summary.lost.samples_taken as f64);
+        let l = &summary.lost;
+        for (event, n) in [
+            ("samples", l.samples),
+            ("unreadable_stacks", l.unreadable_stacks),
+            ("cut_stacks", l.cut_stacks),
+            ("handshake_events", l.handshake_events),
+            ("tree_nodes", l.tree_nodes),
+            ("depth_overflow", l.depth_overflow),
+            ("missed_returns", l.missed_returns),
+            ("threads", l.threads),
+            ("connections", l.connections),
+            ("unframed_work", l.unframed_work),
+        ] {
+            self.lost.add(vec![("event", event.to_string())], n as f64);
+        }
+        let estimated = if hs.estimated { "true" } else { "false" };
+        self.intervals.add(vec![("estimated", estimated.to_string())], 1.0);
+        if self.handshake_cpu.len() < MAX_SERIES || self.handshake_cpu.contains_key(&process) {
+            let h = self.handshake_cpu.entry(process.clone()).or_default();
+            for (&bucket, &n) in &hs.cpu.buckets {
+                // The bucket's middle: within 1% of each value in it (model::CpuHistogram).
+                let s = 1.01f64.powf(f64::from(bucket) + 0.5) / 1e9;
+                let i = CPU_BUCKETS_S
+                    .iter()
+                    .position(|&le| s <= le)
+                    .unwrap_or(CPU_BUCKETS_S.len());
+                h.buckets[i] += n;
+            }
+            h.sum_s += hs.cpu.sum_ns as f64 / 1e9;
+            h.count += hs.cpu.count;
+        }
+        let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;
+        if own_ms > 0.0 {
+            self.overhead = Some((
+                summary.probe_overhead_ms / own_ms,
+                summary.probing.max_overhead_pct / 100.0,
+            ));
+        }
+    }
+
+    /// The text of a scrape.
+    pub fn render(&self) -> String {
+        let mut e = Exposition::default();
+        self.handshakes.render(
+            &mut e,
+            "tlsprof_handshakes_total",
+            "TLS handshakes completed by the targets since tlsprof serve started, by process, role, full or \
+             resumed, and what the ServerHello and signature said (unknown: not seen). Estimated, as the \
+             report estimates them: from the probe windows scaled by the connections counted throughout; \
+             exact in intervals the probes were attached throughout.",
+        );
+        if !self.handshakes_interval.is_empty() {
+            let help = |bound| {
+                format!(
+                    "The {bound} end of the 95% interval of sum by (process) (tlsprof_handshakes_total): the \
+                     intervals' own, as independent errors."
+                )
+            };
+            for (name, bound, sign) in [
+                ("tlsprof_handshakes_ci95_lower", "lower", -1.0),
+                ("tlsprof_handshakes_ci95_upper", "upper", 1.0),
+            ] {
+                e.family(name, Type::Gauge, &help(bound));
+                for (process, i) in &self.handshakes_interval {
+                    let half = if sign < 0.0 { i.below_sq } else { i.above_sq }.sqrt();
+                    e.sample(name, &[("process", process)], (i.value + sign * half).max(0.0));
+                }
+            }
+        }
+        self.abandoned.render(
+            &mut e,
+            "tlsprof_abandoned_handshakes_total",
+            "Handshakes that did work but whose connection ended before they completed. Estimated like \
+             tlsprof_handshakes_total.",
+        );
+        self.stage_cpu.render(
+            &mut e,
+            "tlsprof_stage_cpu_seconds_total",
+            "CPU in each TLS stage and no deeper one (the report's self CPU), the probes' cost taken out. \
+             Estimated from the probe windows; read and write are estimated from CPU samples unless \
+             --all-probes.",
+        );
+        self.tls_cpu.render(
+            &mut e,
+            "tlsprof_tls_cpu_seconds_total",
+            "CPU inside any TLS stage, each nanosecond once. Estimated from the probe windows.",
+        );
+        self.target_cpu.render(
+            &mut e,
+            "tlsprof_target_cpu_seconds_total",
+            "CPU the targets used (all threads, user and system), from their CPU clocks. Exact.",
+        );
+        if !self.handshake_cpu.is_empty() {
+            let name = "tlsprof_handshake_cpu_seconds";
+            e.family(
+                name,
+                Type::Histogram,
+                "CPU per completed handshake, the probes' cost taken out: every handshake the probes saw \
+                 (a sample of all), each placed within 1% of its value.",
+            );
+            for (process, h) in &self.handshake_cpu {
+                let mut cumulative = 0;
+                for (i, n) in h.buckets.iter().enumerate() {
+                    cumulative += n;
+                    let le = CPU_BUCKETS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+                    e.sample(
+                        &format!("{name}_bucket"),
+                        &[("process", process), ("le", &le)],
+                        cumulative as f64,
+                    );
+                }
+                e.sample(&format!("{name}_sum"), &[("process", process)], h.sum_s);
+                e.sample(&format!("{name}_count"), &[("process", process)], h.count as f64);
+            }
+        }
+        self.probe_cpu.render(
+            &mut e,
+            "tlsprof_probe_cpu_seconds_total",
+            "CPU the stage probes cost the targets. Estimated: probe hits (exact) times their cost calibrated \
+             at start.",
+        );
+        if let Some((overhead, budget)) = self.overhead {
+            e.family(
+                "tlsprof_probe_overhead_ratio",
+                Type::Gauge,
+                "The probes' estimated cost over the targets' own CPU, in the last interval.",
+            );
+            e.sample("tlsprof_probe_overhead_ratio", &[], overhead);
+            e.family(
+                "tlsprof_probe_overhead_budget_ratio",
+                Type::Gauge,
+                "The most the stage probes may cost, over the targets' CPU (--max-overhead).",
+            );
+            e.sample("tlsprof_probe_overhead_budget_ratio", &[], budget);
+        }
+        self.probed_seconds.render(
+            &mut e,
+            "tlsprof_probes_attached_seconds_total",
+            "Time the stage probes were attached (the probe windows). Exact.",
+        );
+        self.connections.render(
+            &mut e,
+            "tlsprof_connections_total",
+            "Connections the targets accepted or opened, counted without the stage probes. Exact.",
+        );
+        self.samples.render(
+            &mut e,
+            "tlsprof_cpu_samples_total",
+            "CPU samples taken on the targets. Exact.",
+        );
+        self.lost.render(
+            &mut e,
+            "tlsprof_lost_events_total",
+            "Events tlsprof could not count or keep, by what was lost (samples: no room in the ring buffer; \
+             unreadable_stacks, cut_stacks, handshake_events, tree_nodes, depth_overflow, missed_returns, \
+             threads, connections, unframed_work: as in the report's Lost line). Exact.",
+        );
+        self.intervals.render(
+            &mut e,
+            "tlsprof_intervals_total",
+            "Intervals added into the counters, by whether their figures were estimated.",
+        );
+        e.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::summarize;
+    use crate::model::tests::sample_recording;
+
+    /// Every sample line of a scrape: (name with labels, value).
+    fn samples(text: &str) -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').unwrap();
+                (k.to_string(), v.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counters_add_intervals_and_never_go_down() {
+        let rec = sample_recording();
+        let mut quiet = sample_recording();
+        quiet.handshakes.clear();
+        quiet.tree.clear();
+        let mut m = Metrics::default();
+        let mut before: BTreeMap<String, f64> = BTreeMap::new();
+        for r in [&rec, &quiet, &rec] {
+            m.add(r, &summarize(r));
+            let now = samples(&m.render());
+            for (k, v) in &before {
+                if k.contains("_total") || k.contains("_bucket") || k.contains("_count") || k.contains("_sum") {
+                    assert!(now[k] >= *v, "{k} went from {v} to {}", now[k]);
+                }
+            }
+            before = now;
+        }
+        // Two intervals of 4 full server handshakes each (the sample recording's).
+        let key = "tlsprof_handshakes_total{process=\"nginx\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
+                   cipher=\"TLS_AES_256_GCM_SHA384\",group=\"x25519\",certificate_key=\"RSA-2048\"}";
+        assert_eq!(before[key], 8.0);
+        assert_eq!(before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\"}"], 8.0);
+        assert_eq!(
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.0025\"}"],
+            8.0
+        );
+        assert_eq!(
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.001\"}"],
+            0.0
+        );
+        let sign = before["tlsprof_stage_cpu_seconds_total{process=\"nginx\",stage=\"sign\"}"];
+        let expected: f64 = summarize(&rec)
+            .stages
+            .iter()
+            .filter(|s| s.name.name() == "sign")
+            .map(|s| s.self_cpu_ms)
+            .sum();
+        assert!((sign - 2.0 * expected / 1e3).abs() < 1e-12, "{sign} {expected}");
+        assert_eq!(before["tlsprof_intervals_total{estimated=\"false\"}"], 3.0);
+    }
+
+    #[test]
+    fn label_sets_are_bounded_and_names_escaped() {
+        let mut m = Metrics::default();
+        for i in 0..(MAX_SERIES + 50) {
+            let mut rec = sample_recording();
+            rec.targets[0].comm = format!("n\"{i}\n");
+            m.add(&rec, &summarize(&rec));
+        }
+        let text = m.render();
+        let lines = text
+            .lines()
+            .filter(|l| l.starts_with("tlsprof_stage_cpu_seconds_total"))
+            .count();
+        assert!(lines <= MAX_SERIES, "{lines}");
+        assert!(text.contains("process=\"other\""));
+        assert!(text.contains(r#"process="n\"7\\x0a""#), "{}", &text[..2000]);
+        assert!(!m.render().contains("NaN"));
+    }
+
+    #[test]
+    fn non_finite_or_negative_figures_add_nothing() {
+        let mut c = Counter::default();
+        let l = || vec![("process", "x".to_string())];
+        c.add(l(), 2.0);
+        c.add(l(), f64::NAN);
+        c.add(l(), -1.0);
+        c.add(l(), f64::INFINITY);
+        assert_eq!(c.0[&l()], 2.0);
+    }
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Continuous mode (`tlsprof serve`): a recording session that hands over an interval every few seconds.
+//! Each interval's summary is added into the metrics; the last minute of intervals is kept for profiles.
+//! A small HTTP server serves `/metrics` (Prometheus text format) and `/profile?seconds=N` (pprof). Memory
+//! stays bounded however long it runs: the session starts each interval's figures from none, and only
+//! the metrics' bounded label sets and a minute of intervals are kept.
+
+pub mod metrics;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+
+use crate::analyze::summarize;
+use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TreeNode};
+use crate::output::{pprof, prometheus};
+use crate::record::targets::Process;
+use crate::record::{self, RecordOptions, Snapshots};
+use metrics::Metrics;
+
+/// How often an interval is added into the metrics: what a scrape's counters lag behind by, at most (plus
+/// the wait for a probe window).
+pub const INTERVAL: Duration = Duration::from_secs(5);
+/// The longest profile `/profile` serves, in seconds, and the default (as Go's net/http/pprof).
+pub const MAX_PROFILE_S: u64 = 60;
+const DEFAULT_PROFILE_S: u64 = 30;
+
+#[derive(Default)]
+struct Served {
+    metrics: String,
+    /// The intervals of at least the last MAX_PROFILE_S seconds, oldest first.
+    recent: VecDeque<Arc<Recording>>,
+}
+
+/// Listens on `listen`, then records the targets until `stop`, serving what it has so far.
+pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<()> {
+    let server = Arc::new(tiny_http::Server::http(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?);
+    let served = Arc::new(Mutex::new(Served::default()));
+    eprintln!(
+        "tlsprof: serving /metrics and /profile on http://{} (figures every {} s)",
+        server.server_addr(),
+        INTERVAL.as_secs()
+    );
+    let http = {
+        let (server, served) = (server.clone(), served.clone());
+        std::thread::spawn(move || {
+            for request in server.incoming_requests() {
+                respond(request, &served);
+            }
+        })
+    };
+    let mut metrics = Metrics::default();
+    let mut take = |rec: Recording| {
+        metrics.add(&rec, &summarize(&rec));
+        let text = metrics.render();
+        let mut s = served.lock().unwrap_or_else(|e| e.into_inner());
+        s.metrics = text;
+        s.recent.push_back(Arc::new(rec));
+        while s.recent.len() > 1 && span(s.recent.iter().skip(1)) >= MAX_PROFILE_S as f64 {
+            s.recent.pop_front();
+        }
+    };
+    let result = record::serve(
+        procs,
+        opts,
+        stop,
+        Snapshots {
+            every: INTERVAL,
+            take: &mut take,
+        },
+    );
+    server.unblock();
+    let _ = http.join();
+    result
+}
+
+fn span<'a>(recs: impl Iterator<Item = &'a Arc<Recording>>) -> f64 {
+    recs.map(|r| r.duration_s).sum()
+}
+
+fn respond(request: tiny_http::Request, served: &Mutex<Served>) {
+    let url = request.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let header = |k: &str, v: &str| tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("valid header");
+    let text = |status: u16, body: String| {
+        tiny_http::Response::from_string(body)
+            .with_status_code(status)
+            .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+    };
+    let response = match path {
+        "/metrics" => {
+            let body = served.lock().unwrap_or_else(|e| e.into_inner()).metrics.clone();
+            tiny_http::Response::from_string(body).with_header(header("Content-Type", prometheus::CONTENT_TYPE))
+        }
+        "/profile" => match profile(query, served) {
+            Ok(bytes) => tiny_http::Response::from_data(bytes)
+                .with_header(header("Content-Type", "application/octet-stream"))
+                .with_header(header("Content-Disposition", "attachment; filename=\"profile\"")),
+            Err((status, why)) => text(status, format!("{why}\n")),
+        },
+        _ => text(404, "tlsprof serves /metrics and /profile?seconds=N\n".into()),
+    };
+    let _ = request.respond(response);
+}
+
+/// The pprof profile of the last `seconds=N` (whole intervals, at least N seconds when that much was kept).
+fn profile(query: &str, served: &Mutex<Served>) -> Result<Vec<u8>, (u16, String)> {
+    let mut seconds = DEFAULT_PROFILE_S;
+    for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
+        if k == "seconds" {
+            seconds = v.parse().ok().filter(|s| (1..=MAX_PROFILE_S).contains(s)).ok_or((
+                400,
+                format!("seconds={v:.20}: give a whole number of seconds from 1 to {MAX_PROFILE_S}"),
+            ))?;
+        }
+    }
+    let recent: Vec<Arc<Recording>> = {
+        let s = served.lock().unwrap_or_else(|e| e.into_inner());
+        let mut taken = Vec::new();
+        for r in s.recent.iter().rev() {
+            if span(taken.iter()) >= seconds as f64 {
+                break;
+            }
+            taken.push(r.clone());
+        }
+        taken
+    };
+    if recent.is_empty() {
+        return Err((
+            503,
+            format!(
+                "no interval recorded yet: the first comes {} s after start",
+                INTERVAL.as_secs()
+            ),
+        ));
+    }
+    let rec = merge(&recent);
+    Ok(pprof::pprof(&rec, &summarize(&rec)))
+}
+
+/// Intervals of one session as one recording. Function and library ids are the session's, which only
+/// adds to its lists: the latest interval's lists hold every earlier one's.
+fn merge(recs: &[Arc<Recording>]) -> Recording {
+    let latest = recs
+        .iter()
+        .max_by_key(|r| r.functions.len())
+        .expect("at least one interval");
+    let mut out = Recording {
+        targets: Vec::new(),
+        tree: Vec::new(),
+        samples: Vec::new(),
+        handshakes: Vec::new(),
+        ..(**latest).clone()
+    };
+    out.duration_s = 0.0;
+    out.probe_hits = 0;
+    out.probe_stepped_hits = 0;
+    out.lost = Default::default();
+    out.probing.live_s = 0.0;
+    out.probing.windows = 0;
+    out.probing.connections = 0;
+    out.probing.window_figures.clear();
+    let mut targets: BTreeMap<u32, Target> = BTreeMap::new();
+    let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
+    let mut samples = BTreeMap::new();
+    let mut handshakes: BTreeMap<HandshakeKind, CpuHistogram> = BTreeMap::new();
+    for r in recs {
+        out.duration_s += r.duration_s;
+        out.probe_hits += r.probe_hits;
+        out.probe_stepped_hits += r.probe_stepped_hits;
+        let (l, o) = (&r.lost, &mut out.lost);
+        for (sum, add) in [
+            (&mut o.samples_taken, l.samples_taken),
+            (&mut o.samples, l.samples),
+            (&mut o.unreadable_stacks, l.unreadable_stacks),
+            (&mut o.cut_stacks, l.cut_stacks),
+            (&mut o.handshake_events, l.handshake_events),
+            (&mut o.tree_nodes, l.tree_nodes),
+            (&mut o.depth_overflow, l.depth_overflow),
+            (&mut o.missed_returns, l.missed_returns),
+            (&mut o.threads, l.threads),
+            (&mut o.connections, l.connections),
+            (&mut o.unframed_work, l.unframed_work),
+        ] {
+            *sum += add;
+        }
+        let p = &mut out.probing;
+        p.live_s += r.probing.live_s;
+        p.windows += r.probing.windows;
+        p.connections += r.probing.connections;
+        p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
+        p.window_figures.extend(r.probing.window_figures.iter().cloned());
+        for t in &r.targets {
+            let m = targets.entry(t.pid).or_insert_with(|| Target {
+                process_cpu_ms: 0.0,
+                probed_cpu_ms: 0.0,
+                ..t.clone()
+            });
+            m.process_cpu_ms += t.process_cpu_ms;
+            m.probed_cpu_ms += t.probed_cpu_ms;
+        }
+        for n in &r.tree {
+            let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
+                calls: 0,
+                cpu_ns: 0,
+                self_ns: 0,
+                ..n.clone()
+            });
+            m.calls += n.calls;
+            m.cpu_ns += n.cpu_ns;
+            m.self_ns += n.self_ns;
+        }
+        for s in &r.samples {
+            let key = (s.pid, s.path.clone(), s.frames.clone(), s.kernel.clone(), s.complete);
+            *samples.entry(key).or_insert(0) += s.count;
+        }
+        for g in &r.handshakes {
+            handshakes.entry(g.kind.clone()).or_default().merge(&g.cpu);
+        }
+        out.frame_files
+            .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.debug_files
+            .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for f in &r.unnamed_files {
+            if !out.unnamed_files.iter().any(|u| u.path == f.path) {
+                out.unnamed_files.push(f.clone());
+            }
+        }
+        for &pid in &r.unnamed_jit_pids {
+            if !out.unnamed_jit_pids.contains(&pid) {
+                out.unnamed_jit_pids.push(pid);
+            }
+        }
+    }
+    out.targets = targets.into_values().collect();
+    out.tree = tree.into_values().collect();
+    out.samples = samples
+        .into_iter()
+        .map(|((pid, path, frames, kernel, complete), count)| crate::model::Sample {
+            pid,
+            path,
+            frames,
+            kernel,
+            complete,
+            count,
+        })
+        .collect();
+    out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
+    out.handshakes = handshakes
+        .into_iter()
+        .map(|(kind, cpu)| crate::model::HandshakeGroup { kind, cpu })
+        .collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::sample_recording;
+
+    #[test]
+    fn intervals_merge_into_one_recording_with_their_sums() {
+        let one = Arc::new(sample_recording());
+        let merged = merge(&[one.clone(), one.clone()]);
+        assert_eq!(merged.duration_s, 2.0 * one.duration_s);
+        assert_eq!(merged.targets.len(), 1);
+        assert_eq!(merged.targets[0].process_cpu_ms, 2.0 * one.targets[0].process_cpu_ms);
+        assert_eq!(merged.tree.len(), one.tree.len());
+        let calls = |r: &Recording| r.tree.iter().map(|n| n.calls).sum::<u64>();
+        assert_eq!(calls(&merged), 2 * calls(&one));
+        let count = |r: &Recording| r.samples.iter().map(|s| s.count).sum::<u64>();
+        assert_eq!(count(&merged), 2 * count(&one));
+        assert_eq!(merged.samples.len(), one.samples.len());
+        assert_eq!(merged.handshakes[0].cpu.count, 2 * one.handshakes[0].cpu.count);
+        assert_eq!(merged.probe_hits, 2 * one.probe_hits);
+        // What a merged recording holds loads as any other.
+        Recording::from_bytes(&serde_json::to_vec(&merged).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn profile_seconds_are_bounded_and_need_an_interval() {
+        let served = Mutex::new(Served::default());
+        assert_eq!(profile("seconds=0", &served).unwrap_err().0, 400);
+        assert_eq!(profile("seconds=61", &served).unwrap_err().0, 400);
+        assert_eq!(profile("seconds=x", &served).unwrap_err().0, 400);
+        assert_eq!(profile("seconds=5", &served).unwrap_err().0, 503);
+        served.lock().unwrap().recent.push_back(Arc::new(sample_recording()));
+        let gz = profile("seconds=5", &served).unwrap();
+        assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+    }
+}

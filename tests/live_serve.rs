@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: `tlsprof serve` on an nginx under a bounded full-handshake load, scraped by a real Prometheus
+//! (Debian's package, on loopback with its own configuration and data directory): the handshakes it
+//! stores match the clients' count within the default mode's bounds and inside the interval tlsprof
+//! states, the sign stage's CPU is there, `promtool check metrics` accepts a scrape, and `go tool pprof`
+//! reads `/profile?seconds=2` (needs root).
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::*;
+
+/// Load on nginx, as the 10 s default-mode test's, a little longer so that it spans several intervals.
+const LOAD_SECS: u32 = 20;
+/// The bound the default-mode tests hold a 10 s recording to (tests/live_default_mode.rs).
+const TOLERANCE: f64 = 0.10;
+
+/// GET `path` from a local HTTP server: status and body.
+fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap();
+    (status, raw[split + 4..].to_vec())
+}
+
+fn get_text(port: u16, path: &str) -> String {
+    let (status, body) = get(port, path);
+    let body = String::from_utf8(body).unwrap();
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
+}
+
+/// A sample's value summed over its label sets, from a scrape of tlsprof itself.
+fn scraped(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
+}
+
+/// An instant query of Prometheus' HTTP API: the value of its one series, or None when it has none.
+fn query(port: u16, promql: &str) -> Option<f64> {
+    let encoded: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let body = get_text(port, &format!("/api/v1/query?query={encoded}"));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["status"], "success", "{body}");
+    let result = v["data"]["result"].as_array().unwrap();
+    assert!(result.len() <= 1, "{promql}: {body}");
+    result.first().map(|r| r["value"][1].as_str().unwrap().parse().unwrap())
+}
+
+/// Prometheus scraping tlsprof on `target` every second; killed on drop.
+fn start_prometheus(dir: &Path, target: u16) -> (Running, u16) {
+    let port = free_port();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: tlsprof\n    \
+             static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus (Debian's package) runs: scripts/install-deps.sh installs it");
+    let prometheus = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() || get(port, "/-/ready").0 != 200 {
+        assert!(Instant::now() < deadline, "prometheus did not get ready in 30 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (prometheus, port)
+}
+
+#[test]
+fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
+    if !require_root("prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds") {
+        return;
+    }
+    let scratch = Scratch::new("live-serve");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let listen = free_port();
+    let mut args = vec!["serve".to_string(), "--listen".into(), format!("127.0.0.1:{listen}")];
+    for pid in [vec![nginx.master], nginx.workers()].concat() {
+        args.extend(["--pid".to_string(), pid.to_string()]);
+    }
+    let mut child = tlsprof().args(&args).stderr(Stdio::piped()).spawn().unwrap();
+    let lines = lines_of(child.stderr.take().unwrap(), |_| true);
+    let serve = Running(child);
+    let mut log = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !log.contains("probes live") {
+        match lines.recv_timeout(Duration::from_millis(200)) {
+            Ok(l) => log.push_str(&(l + "\n")),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("tlsprof serve ended:\n{log}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tlsprof serve did not attach in 30 s:\n{log}"
+        );
+    }
+    assert_eq!(get(listen, "/profile?seconds=0").0, 400);
+    assert_eq!(get(listen, "/nothing").0, 404);
+    let (_prometheus, prom) = start_prometheus(&scratch.0, listen);
+
+    let connections = s_time_new(nginx.port, LOAD_SECS);
+
+    // Every connection is in the counters once two intervals have passed with no new one (the counters
+    // move an interval at a time); then Prometheus has it once it has scraped the last of them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut settled, mut last, mut trace) = (None, (0.0, 0.0), Vec::new());
+    let metrics = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the counters did not settle in 60 s (connections, intervals each 0.5 s: {trace:?}):\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let m = get_text(listen, "/metrics");
+        let now = (
+            scraped(&m, "tlsprof_connections_total"),
+            scraped(&m, "tlsprof_intervals_total"),
+        );
+        trace.push(now);
+        if now.0 != last.0 {
+            settled = Some(now.1);
+        }
+        last = now;
+        if settled.is_some_and(|at| now.1 >= at + 2.0) {
+            break m;
+        }
+    };
+    let intervals = scraped(&metrics, "tlsprof_intervals_total");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Later intervals add nothing: the load is over.
+    while query(prom, "sum(tlsprof_intervals_total)").is_none_or(|v| v < intervals) {
+        assert!(Instant::now() < deadline, "Prometheus did not scrape tlsprof in 20 s");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    let total = query(prom, "sum(tlsprof_handshakes_total)").expect("tlsprof_handshakes_total");
+    let lower = query(prom, "sum(tlsprof_handshakes_ci95_lower)").unwrap();
+    let upper = query(prom, "sum(tlsprof_handshakes_ci95_upper)").unwrap();
+    let counted = query(prom, "sum(tlsprof_connections_total)").unwrap();
+    let estimated = query(prom, "sum(tlsprof_intervals_total{estimated=\"true\"})").unwrap_or(0.0);
+    eprintln!(
+        "handshakes: {connections} by the clients; Prometheus has {total:.0} [{lower:.0}, {upper:.0}] ({:+.1}%), \
+         {counted} connections counted, {intervals} intervals ({estimated} estimated)",
+        100.0 * (total / connections as f64 - 1.0)
+    );
+    assert!(
+        estimated >= 1.0,
+        "no interval was estimated: the probes stayed attached\n{metrics}"
+    );
+    assert!(
+        within(total, connections as f64, TOLERANCE),
+        "Prometheus has {total} handshakes for {connections} by the clients (±{:.0}% allowed)\n{metrics}",
+        TOLERANCE * 100.0
+    );
+    assert!(
+        lower <= connections as f64 && connections as f64 <= upper,
+        "the stated 95% interval [{lower}, {upper}] misses the clients' {connections}\n{metrics}"
+    );
+    let sign = query(prom, "sum(tlsprof_stage_cpu_seconds_total{stage=\"sign\"})").expect("the sign stage's CPU");
+    assert!(sign > 0.0, "sign stage CPU {sign}");
+    let per_handshake = query(prom, "sum(tlsprof_handshake_cpu_seconds_count)").unwrap();
+    assert!(per_handshake > 0.0, "no handshake in the CPU histogram");
+
+    let scrape = scratch.path("scrape.txt");
+    std::fs::write(&scrape, &metrics).unwrap();
+    let check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&scrape).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let (status, gz) = get(listen, "/profile?seconds=2");
+    assert_eq!(status, 200);
+    let profile = scratch.path("profile.pb.gz");
+    std::fs::write(&profile, gz).unwrap();
+    if let Some(go) = go() {
+        let out = Command::new(go)
+            .args(["tool", "pprof", "-top"])
+            .arg(&profile)
+            .env("PPROF_TMPDIR", &scratch.0)
+            .output()
+            .unwrap();
+        let top = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && top.contains("Type: cpu") && top.contains("flat%"),
+            "go tool pprof -top: {top}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // SIGTERM ends it, cleanly.
+    let mut serve = serve;
+    // SAFETY: plain signal to our own child.
+    unsafe { libc::kill(serve.pid() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = serve.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tlsprof serve did not stop in 20 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    while let Ok(l) = lines.try_recv() {
+        log.push_str(&(l + "\n"));
+    }
+    assert!(status.success(), "tlsprof serve exited with {status}:\n{log}");
+}
