@@ -39,6 +39,10 @@ enum Command {
         /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
         #[arg(long = "comm", value_name = "NAME")]
         comms: Vec<String>,
+        /// Profile every process on the machine that runs OpenSSL or Go TLS code, containers included, and
+        /// those started while recording; runs until the duration or Ctrl-C.
+        #[arg(long)]
+        all: bool,
         /// Stop after this many seconds.
         #[arg(long, value_name = "SECS")]
         duration: Option<f64>,
@@ -197,6 +201,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Record {
             pids,
             comms,
+            all,
             duration,
             freq,
             output,
@@ -207,8 +212,9 @@ fn run(cli: Cli) -> Result<()> {
             hello_capture,
             max_overhead,
         } => {
-            if pids.is_empty() && comms.is_empty() {
-                bail!("no target: give --pid PID or --comm NAME");
+            let selection = targets::Selection { pids, comms, all };
+            if selection.is_empty() {
+                bail!("no target: give --pid PID, --comm NAME or --all");
             }
             if !(max_overhead > 0.0 && max_overhead <= 100.0) {
                 bail!("--max-overhead {max_overhead} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)");
@@ -222,7 +228,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 d => d.map(Duration::from_secs_f64),
             };
-            let procs = targets::resolve(&pids, &comms)?;
+            let procs = selection.resolve()?;
             // Ctrl-C, SIGTERM or SIGHUP stops the recording; a second one also skips `openssl speed` below.
             let stop = Arc::new(AtomicBool::new(false));
             let hurry = Arc::new(AtomicBool::new(false));
@@ -253,7 +259,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             let opts = RecordOptions {
                 duration,
-                comms,
+                selection,
                 attach,
                 max_overhead_pct: max_overhead,
             };

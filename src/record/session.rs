@@ -2,10 +2,10 @@
 //! A recording session: the steps in order (preflight, load, calibrate, attach, record, read the maps) and
 //! the poll loop, which only asks each part to do its job: drain the ring buffers into handshakes and
 //! samples, read the CPU meters, let the governor open or close a probe window, keep the hello windows,
-//! pick up new --comm processes, draw the status line, and stop.
+//! pick up new processes (--comm, --all) and targets that ran exec, draw the status line, and stop.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,19 +21,19 @@ use super::governor::{Action, Governor};
 use super::handshakes::Handshakes;
 use super::hello::HelloWindows;
 use super::privileges;
-use super::probes::TargetSet;
+use super::probes::{Change, TargetSet};
 use super::programs::{self, Programs};
 use super::samples::SampleAggregator;
-use super::status::StatusLine;
-use super::targets::Process;
+use super::status::{self, StatusLine};
+use super::targets::{self, Process};
 use super::windows::{Reading, WindowLog};
 use super::RecordOptions;
-use crate::model::untrusted::{printable, Printable};
+use crate::model::untrusted::Printable;
 use crate::model::{self, corrected_tree, Hits, Lost, Probing, RawNode, Recording, Target};
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
-/// How often --comm looks for new processes.
+/// How often /proc is read for new processes (--comm, --all) and targets that ran exec.
 const RESCAN: Duration = Duration::from_millis(500);
 
 pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
@@ -43,7 +43,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
     let mut programs = Programs::new(skel, probe_cost);
-    let mut targets = TargetSet::attach(&programs.skel, procs, &opts.attach)?;
+    let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
     let mut hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
     let mut live: Vec<Process> = procs
@@ -51,6 +51,9 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         .filter(|p| targets.maps.contains_key(&p.pid))
         .cloned()
         .collect();
+    let mut containers: HashMap<u32, Option<String>> =
+        live.iter().map(|p| (p.pid, targets::container_of(p.pid))).collect();
+    let mut execs: HashMap<u32, Vec<f64>> = HashMap::new();
     eprintln!(
         "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
         targets.functions.len(),
@@ -136,28 +139,40 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             );
             io_driven.insert(pid, elapsed.as_secs_f64());
         }
-        if !opts.comms.is_empty() && last_rescan.elapsed() >= RESCAN {
+        if last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
-            for p in targets.newcomers(&opts.comms) {
+            for (p, change) in targets.changes(&opts.selection) {
+                let name = format!("{} ({})", p.pid, Printable(&p.comm));
+                let was_target =
+                    change == Change::Exec && live.iter().any(|l| l.pid == p.pid && l.start_ticks == p.start_ticks);
                 match targets.add(&programs.skel, &p, &opts.attach) {
+                    Ok(probed) if was_target => {
+                        let maps = targets.maps[&p.pid].clone();
+                        samples.borrow_mut().replace_process(p.pid, maps, &targets.functions);
+                        execs.entry(p.pid).or_default().push(elapsed.as_secs_f64());
+                        let now = if probed {
+                            "probes moved to it"
+                        } else {
+                            "no TLS code in it: not probed from now on"
+                        };
+                        eprintln!("{}tlsprof: process {name} ran a new program: {now}", status.clear());
+                        if let Some(l) = live.iter_mut().find(|l| l.pid == p.pid) {
+                            l.comm = p.comm.clone();
+                        }
+                    }
                     Ok(true) => {
-                        eprintln!(
-                            "{}tlsprof: attached to new process {} ({})",
-                            status.clear(),
-                            p.pid,
-                            Printable(&p.comm)
-                        );
+                        eprintln!("{}tlsprof: attached to new process {name}", status.clear());
                         samples.borrow_mut().add_process(p.pid, targets.maps[&p.pid].clone());
                         cpu.start(p.pid);
+                        containers.insert(p.pid, targets::container_of(p.pid));
                         live.push(p);
                     }
                     Ok(false) => {}
-                    Err(e) => eprintln!(
-                        "{}tlsprof: cannot attach to new process {} ({}): {}",
-                        status.clear(),
-                        p.pid,
-                        Printable(&p.comm),
-                        printable(&format!("{e:#}"))
+                    // It exited while being looked at.
+                    Err(_) if !p.alive() => {}
+                    Err(e) => status::warn_once(
+                        &format!("attach {} {}", p.pid, p.start_ticks),
+                        &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
                     ),
                 }
             }
@@ -167,7 +182,8 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
             handshakes.borrow().completed,
             programs.stat(tlsprof_stat::STAT_SAMPLES),
         );
-        let all_exited = live.iter().all(|p| !p.alive());
+        // --all runs until stopped: targets may come and go.
+        let all_exited = !opts.selection.all && live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
                 eprintln!("{}tlsprof: every target has exited", status.clear());
@@ -201,6 +217,7 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
         window_figures: windows.closed,
         connections,
     };
+    let seen = handshakes.borrow().completed_by_pid.clone();
     let recorded = live
         .iter()
         .map(|p| {
@@ -211,6 +228,9 @@ pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) ->
                 process_cpu_ms,
                 probed_cpu_ms,
                 io_driven_from_s: io_driven.get(&p.pid).copied(),
+                container: containers.remove(&p.pid).flatten(),
+                handshakes_seen: Some(seen.get(&p.pid).copied().unwrap_or(0)),
+                execs_at_s: execs.remove(&p.pid).unwrap_or_default(),
             }
         })
         .collect();
