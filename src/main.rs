@@ -4,7 +4,7 @@
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -229,14 +229,14 @@ fn run(cli: Cli) -> Result<()> {
                 d => d.map(Duration::from_secs_f64),
             };
             let procs = selection.resolve()?;
-            // Ctrl-C, SIGTERM or SIGHUP stops the recording; a second one also skips `openssl speed` below.
+            // Ctrl-C, SIGTERM or SIGHUP stops the recording; one that comes after the recording has ended
+            // (a second one, or the first after --duration) also skips `openssl speed` below.
             let stop = Arc::new(AtomicBool::new(false));
-            let hurry = Arc::new(AtomicBool::new(false));
-            let (flag, again) = (stop.clone(), hurry.clone());
+            let signals = Arc::new(AtomicUsize::new(0));
+            let (flag, count) = (stop.clone(), signals.clone());
             ctrlc::set_handler(move || {
-                if flag.swap(true, Ordering::Relaxed) {
-                    again.store(true, Ordering::Relaxed);
-                }
+                flag.store(true, Ordering::Relaxed);
+                count.fetch_add(1, Ordering::Relaxed);
             })
             .context("install the Ctrl-C and SIGTERM handler")?;
             if !(8..=MAX_STACK_BYTES).contains(&stack_bytes) || stack_bytes % 8 != 0 {
@@ -267,10 +267,12 @@ fn run(cli: Cli) -> Result<()> {
             // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
             // to find its data on disk.
             rec.save(&output)?;
+            let signals_when_recorded = signals.load(Ordering::Relaxed);
             // The alternatives advice will quote, measured once the recording is over so that the targets
             // did not compete with `openssl speed` for the CPU while recorded.
             let needed = advice::references_needed(&rec.handshakes);
-            rec.openssl_speed = record::speed::measure(&needed, || hurry.load(Ordering::Relaxed));
+            rec.openssl_speed =
+                record::speed::measure(&needed, || signals.load(Ordering::Relaxed) > signals_when_recorded);
             if !rec.openssl_speed.is_empty() {
                 rec.save(&output)?;
             }

@@ -234,6 +234,41 @@ fn sigterm_stops_with_the_recording_written() {
     assert_eq!(left, ["term.tlsprof"]);
 }
 
+/// SIGTERM while `openssl speed` runs after a --duration recording (it times the alternatives advice quotes:
+/// here ECDSA, for nginx's RSA certificate): tlsprof stops it and exits within a second, the recording whole
+/// on disk, without the speed figures.
+#[test]
+fn sigterm_during_openssl_speed_stops_within_a_second() {
+    if !require_root("sigterm_during_openssl_speed_stops_within_a_second") {
+        return;
+    }
+    let scratch = Scratch::new("speed-term");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let recording = scratch.path("speed.tlsprof");
+    let worker = nginx.workers()[0].to_string();
+    let rec = Recorder::start(&["--pid", &worker, "--duration", "2", "-o", recording.to_str().unwrap()]);
+    let connections = s_time_new_www(nginx.port, 1, "/");
+    let speed_running = || {
+        let out = run(Command::new("pgrep").args(["-P", &rec.pid().to_string(), "-x", "openssl"]));
+        out.status.success()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !speed_running() {
+        assert!(Instant::now() < deadline, "tlsprof never ran openssl speed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    rec.signal(libc::SIGTERM);
+    let (summary, log) = rec.finish_with_log();
+    let exited = sent.elapsed();
+    eprintln!("SIGTERM during openssl speed: tlsprof exited after {exited:?} ({connections} connections recorded)");
+    assert!(exited < Duration::from_secs(1), "took {exited:?} to stop\n{log}");
+    assert!(summary.contains("Handshakes:"), "{summary}");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
+    assert_eq!(raw["openssl_speed"], serde_json::json!({}), "speed figures of a cancelled run");
+    assert!(handshakes(&report_json(&recording)) > 0);
+}
+
 /// tlsprof's BPF programs loaded now (the lock keeps other recordings from running meanwhile).
 fn tlsprof_programs() -> Vec<String> {
     libbpf_rs::query::ProgInfoIter::default()
