@@ -265,7 +265,11 @@ fn sigterm_during_openssl_speed_stops_within_a_second() {
     assert!(exited < Duration::from_secs(1), "took {exited:?} to stop\n{log}");
     assert!(summary.contains("Handshakes:"), "{summary}");
     let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
-    assert_eq!(raw["openssl_speed"], serde_json::json!({}), "speed figures of a cancelled run");
+    assert_eq!(
+        raw["openssl_speed"],
+        serde_json::json!({}),
+        "speed figures of a cancelled run"
+    );
     assert!(handshakes(&report_json(&recording)) > 0);
 }
 

@@ -203,6 +203,10 @@ pub struct Library {
     pub symbols: Symbols,
     pub functions_found: usize,
     pub pids: Vec<u32>,
+    /// The file at `path` was deleted or replaced on disk while this one was mapped (a package upgrade):
+    /// the processes in `pids` ran this, the old file.
+    #[serde(default)]
+    pub replaced: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -528,6 +532,7 @@ pub(crate) mod tests {
             symbols: Symbols::Exported,
             functions_found: 3,
             pids: vec![10],
+            replaced: false,
         };
         let func = |name: &str, stage| Function {
             name: name.into(),

@@ -23,6 +23,10 @@ fn cpu_line(c: &CpuStats) -> String {
     format!("mean {:.3} ms, p50 {:.3} ms, p99 {:.3} ms", c.mean, c.p50, c.p99)
 }
 
+fn join_pids(pids: &[u32]) -> String {
+    pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
 fn targets_line(s: &Summary) -> String {
     let mut by_comm: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for t in &s.targets {
@@ -86,10 +90,18 @@ pub fn text(s: &Summary, group: Group) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
+            "  {}: {} ({flavor}; {symbols}; {} catalogue functions){}",
             Printable(l.version.as_deref().unwrap_or("TLS code")),
             Printable(&l.path),
-            l.functions_found
+            l.functions_found,
+            if l.replaced {
+                format!(
+                    "; replaced on disk while mapped: pid {} ran the old file",
+                    join_pids(&l.pids)
+                )
+            } else {
+                String::new()
+            }
         );
     }
     for line in process_lines(s) {

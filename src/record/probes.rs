@@ -29,6 +29,8 @@ pub struct TargetSet {
     pub probes: usize,
     /// Files already inspected, by (device, inode): nginx's master and workers share them.
     inspected: HashMap<(String, u64), Option<TlsObject>>,
+    /// Each TLS file's entry in `libraries`, by (device, inode): a library replaced on disk keeps its path.
+    library_of: HashMap<(String, u64), usize>,
     /// Every process looked at, with or without TLS code: what it ran then, to see it exec.
     examined: HashMap<u32, Examined>,
     /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
@@ -229,9 +231,18 @@ impl TargetSet {
         opts: &AttachOptions,
     ) -> Result<()> {
         let path = m.display_path().to_string();
-        let lib = match self.libraries.iter().position(|l| l.path == path) {
-            Some(i) => i,
+        let file = (m.dev.clone(), m.inode);
+        let lib = match self.library_of.get(&file) {
+            Some(&i) => i,
             None => {
+                // Another file under a path seen before: one of them was replaced on disk (the deleted one,
+                // or else the one seen first).
+                let deleted = m.path.ends_with(" (deleted)");
+                if !deleted {
+                    for l in self.libraries.iter_mut().filter(|l| l.path == path) {
+                        l.replaced = true;
+                    }
+                }
                 self.libraries.push(Library {
                     path: path.clone(),
                     flavor: obj.flavor,
@@ -239,7 +250,9 @@ impl TargetSet {
                     symbols: obj.symbols,
                     functions_found: obj.functions.len(),
                     pids: Vec::new(),
+                    replaced: deleted,
                 });
+                self.library_of.insert(file, self.libraries.len() - 1);
                 self.libraries.len() - 1
             }
         };
@@ -439,17 +452,22 @@ impl Probes {
     }
 }
 
-/// libssl carries no version string of its own: it is the version of the libcrypto it ships with.
+/// libssl carries no version string of its own: it is the version of the libcrypto it ships with, the one
+/// the same processes map (an upgrade on disk leaves two).
 fn fill_library_versions(libs: &mut [Library]) {
-    let crypto_version = libs
+    let cryptos: Vec<(Vec<u32>, Option<String>)> = libs
         .iter()
-        .find(|l| l.path.contains("libcrypto"))
-        .and_then(|l| l.version.clone());
+        .filter(|l| l.path.contains("libcrypto"))
+        .map(|l| (l.pids.clone(), l.version.clone()))
+        .collect();
     for l in libs
         .iter_mut()
         .filter(|l| l.version.is_none() && l.path.contains("libssl"))
     {
-        l.version = crypto_version.clone();
+        l.version = cryptos
+            .iter()
+            .find(|(pids, _)| pids.iter().any(|p| l.pids.contains(p)))
+            .and_then(|(_, v)| v.clone());
     }
 }
 
