@@ -257,3 +257,75 @@ fn libssl_replaced_on_disk_is_profiled_in_old_and_new_processes() {
         "{summary}"
     );
 }
+
+/// Watches a process's peak resident memory (VmHWM) until it exits; the last value read, in KiB.
+fn watch_peak_rss_kib(pid: u32) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let hwm = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok());
+            match hwm {
+                Some(kib) => peak = kib,
+                None => break,
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        peak
+    })
+}
+
+/// 200 target processes: tlsprof attaches to all of them (the time and its memory are printed), and counts
+/// every handshake each one makes.
+#[test]
+fn two_hundred_targets_attached_and_counted() {
+    if !require_root("two_hundred_targets_attached_and_counted") {
+        return;
+    }
+    const TARGETS: usize = 200;
+    let scratch = Scratch::new("many");
+    let bin = build_fixture(&scratch, "tls_server");
+    let mut fixtures: Vec<Fixture> = (0..TARGETS)
+        .map(|_| Fixture::start(&scratch, &bin, &["--wait"], &[]))
+        .collect();
+    let pids: Vec<String> = fixtures.iter().map(|f| f.pid().to_string()).collect();
+    let mut args: Vec<&str> = pids.iter().flat_map(|p| ["--pid", p.as_str()]).collect();
+    let recording = scratch.path("many.tlsprof");
+    args.extend(["-o", recording.to_str().unwrap()]);
+    let started = std::time::Instant::now();
+    let rec = Recorder::start(&args);
+    let attach = started.elapsed();
+    let peak = watch_peak_rss_kib(rec.pid());
+    for f in &mut fixtures {
+        f.say("go\n");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // All told at once: 200 busy processes on a few CPUs take a while each to notice.
+    for f in &mut fixtures {
+        drop(f.stdin.take());
+    }
+    let made: Vec<u64> = fixtures.into_iter().map(Fixture::stop).collect();
+    let stopping = std::time::Instant::now();
+    // Every target exited: the recording ends by itself.
+    let (summary, log) = rec.finish_with_log();
+    let peak_kib = peak.join().unwrap();
+    let stopped = stopping.elapsed();
+    let probes_live = log.lines().find(|l| l.contains("probes live")).unwrap_or_default();
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
+    let mut short = Vec::new();
+    for (pid, made) in pids.iter().zip(&made) {
+        let seen = target(&raw, pid.parse().unwrap())["handshakes_seen"].as_u64().unwrap();
+        if seen != 2 * made {
+            short.push(format!("{pid}: {seen} of {}", 2 * made));
+        }
+    }
+    let total: u64 = made.iter().sum();
+    eprintln!(
+        "{TARGETS} targets: tlsprof started and attached in {attach:?} ({probes_live}); stopped, wrote the recording and exited {stopped:?} after the targets; its peak RSS {:.1} MiB; {total} handshakes on each side",
+        peak_kib as f64 / 1024.0
+    );
+    assert_eq!(raw["targets"].as_array().unwrap().len(), TARGETS);
+    assert!(short.is_empty(), "handshakes missed: {short:?}\n{summary}");
+}

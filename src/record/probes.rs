@@ -95,7 +95,7 @@ impl TargetSet {
                 Err(_) if !p.alive() => {}
                 // --all takes whatever runs: one process that cannot be probed does not stop the rest.
                 Err(e) if selection.all => status::warn_once(
-                    &format!("attach {}", p.pid),
+                    &format!("attach {} {}", p.pid, p.start_ticks),
                     &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
                 ),
                 Err(e) => return Err(e),
@@ -217,7 +217,11 @@ impl TargetSet {
 
     /// Detaches and forgets the probes of a process, to probe what it runs now instead.
     fn forget(&mut self, pid: u32) {
-        self.links.retain(|(p, _)| *p != pid);
+        let (gone, kept) = std::mem::take(&mut self.links)
+            .into_iter()
+            .partition(|(p, _)| *p == pid);
+        self.links = kept;
+        detach(gone);
         self.specs.retain(|s| s.process.pid != pid);
         self.io_drivers.retain(|s| s.process.pid != pid);
     }
@@ -365,7 +369,7 @@ impl TargetSet {
     /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
     pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         next_epoch(skel)?;
-        self.links.clear();
+        detach(std::mem::take(&mut self.links));
         self.paused = true;
         Ok(())
     }
@@ -437,6 +441,29 @@ impl ProbeSpec {
         }
         Ok(links)
     }
+}
+
+impl Drop for TargetSet {
+    fn drop(&mut self) {
+        detach(std::mem::take(&mut self.links));
+    }
+}
+
+/// Detaches links on several threads at once: the kernel waits for RCU grace periods as it removes each
+/// uprobe_multi link, one after the other a second per few dozen links; concurrent waiters share them.
+fn detach(links: Vec<(u32, Link)>) {
+    const THREADS: usize = 32;
+    let mut links: Vec<Link> = links.into_iter().map(|(_, l)| l).collect();
+    if links.len() < 2 {
+        return;
+    }
+    let per_thread = links.len().div_ceil(THREADS);
+    std::thread::scope(|s| {
+        while !links.is_empty() {
+            let chunk: Vec<Link> = links.drain(..per_thread.min(links.len())).collect();
+            s.spawn(move || drop(chunk));
+        }
+    });
 }
 
 #[derive(Default)]
