@@ -284,30 +284,36 @@ fn sigterm_during_openssl_speed_stops_within_a_second() {
     assert!(handshakes(&report_json(&recording)) > 0);
 }
 
-/// A burst of handshake events the handshake ring buffer cannot hold (tlsprof stopped for 40 s while the
-/// fixture completes tens of thousands of handshakes: the ring holds about 30 s of them): the events dropped are counted and reported, and with those
-/// seen they add up to every handshake made.
+/// A burst of handshake events the handshake ring buffer cannot hold (tlsprof stopped for 45 s while two
+/// fixtures, one per CPU, complete tens of thousands of handshakes: the ring holds about 65,000 events): the
+/// events dropped are counted and reported, and with those seen they add up to every handshake made.
 #[test]
 fn handshake_ring_overflow_is_counted_and_reported() {
     if !require_root("handshake_ring_overflow_is_counted_and_reported") {
         return;
     }
     let scratch = Scratch::new("hs-overflow");
-    let mut target = Target::start_with(&scratch, &["--wait"]);
+    let mut targets = [
+        Target::start_with(&scratch, &["--wait"]),
+        Target::start_with(&scratch, &["--wait"]),
+    ];
     let recording = scratch.path("hs-overflow.tlsprof");
-    let mut rec = Recorder::start(&["--pid", &target.pid(), "-o", recording.to_str().unwrap()]);
-    target.go();
+    let (a, b) = (targets[0].pid(), targets[1].pid());
+    let mut rec = Recorder::start(&["--pid", &a, "--pid", &b, "-o", recording.to_str().unwrap()]);
+    for t in &mut targets {
+        t.go();
+    }
     std::thread::sleep(Duration::from_millis(300));
     rec.signal(libc::SIGSTOP);
-    std::thread::sleep(Duration::from_secs(40));
+    std::thread::sleep(Duration::from_secs(45));
     rec.signal(libc::SIGCONT);
-    // Drained before the target stops and the recording with it.
+    // Drained before the targets stop and the recording with them.
     assert!(rec.wait_for_line("no such line", Duration::from_millis(500)).is_none());
-    let made = target.stop();
+    let made: u64 = targets.into_iter().map(Target::stop).sum();
     let summary = rec.finish();
     let r = report_json(&recording);
     let (seen, dropped) = (handshakes(&r), r["lost"]["handshake_events"].as_u64().unwrap());
-    eprintln!("fixture: {made} handshakes on each side; tlsprof: {seen} seen, {dropped} events dropped");
+    eprintln!("fixtures: {made} handshakes on each side; tlsprof: {seen} seen, {dropped} events dropped");
     assert!(
         dropped > 0,
         "no handshake event dropped: the burst did not overflow\n{summary}"
