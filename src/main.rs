@@ -4,7 +4,7 @@
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,6 +113,10 @@ struct TargetArgs {
     /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
     #[arg(long = "comm", value_name = "NAME")]
     comms: Vec<String>,
+    /// Profile every process on the machine that runs OpenSSL or Go TLS code, containers included, and
+    /// those started while recording; runs until the duration or Ctrl-C.
+    #[arg(long)]
+    all: bool,
 }
 
 /// How to probe and sample them.
@@ -235,15 +239,17 @@ fn run(cli: Cli) -> Result<()> {
                 d => d.map(Duration::from_secs_f64),
             };
             let (procs, opts) = record_options(targets, probes, duration)?;
-            let (stop, hurry) = stop_on_signals()?;
+            let (stop, signals) = stop_on_signals()?;
             let mut rec = record::record(&procs, &opts, stop)?;
             // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
             // to find its data on disk.
             rec.save(&output)?;
+            let signals_when_recorded = signals.load(Ordering::Relaxed);
             // The alternatives advice will quote, measured once the recording is over so that the targets
             // did not compete with `openssl speed` for the CPU while recorded.
             let needed = advice::references_needed(&rec.handshakes);
-            rec.openssl_speed = record::speed::measure(&needed, || hurry.load(Ordering::Relaxed));
+            rec.openssl_speed =
+                record::speed::measure(&needed, || signals.load(Ordering::Relaxed) > signals_when_recorded);
             if !rec.openssl_speed.is_empty() {
                 rec.save(&output)?;
             }
@@ -339,9 +345,10 @@ fn record_options(
     p: ProbeArgs,
     duration: Option<Duration>,
 ) -> Result<(Vec<Process>, RecordOptions)> {
-    let TargetArgs { pids, comms } = targets;
-    if pids.is_empty() && comms.is_empty() {
-        bail!("no target: give --pid PID or --comm NAME");
+    let TargetArgs { pids, comms, all } = targets;
+    let selection = targets::Selection { pids, comms, all };
+    if selection.is_empty() {
+        bail!("no target: give --pid PID, --comm NAME or --all");
     }
     if !(p.max_overhead > 0.0 && p.max_overhead <= 100.0) {
         bail!(
@@ -358,7 +365,7 @@ fn record_options(
             p.stack_bytes
         );
     }
-    let procs = targets::resolve(&pids, &comms)?;
+    let procs = selection.resolve()?;
     let attach = AttachOptions {
         hello_capture: match p.hello_capture {
             HelloCaptureArg::Sampled => HelloCapture::Sampled,
@@ -376,26 +383,25 @@ fn record_options(
     };
     let opts = RecordOptions {
         duration,
-        comms,
+        selection,
         attach,
         max_overhead_pct: p.max_overhead,
     };
     Ok((procs, opts))
 }
 
-/// Ctrl-C, SIGTERM or SIGHUP sets the first flag (stop); a second one also sets the other (after a
-/// recording: skip `openssl speed`).
-fn stop_on_signals() -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+/// Ctrl-C, SIGTERM or SIGHUP sets the flag (stop) and counts: one that comes after a recording has ended (a
+/// second one, or the first after --duration) also skips `openssl speed`.
+fn stop_on_signals() -> Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
     let stop = Arc::new(AtomicBool::new(false));
-    let hurry = Arc::new(AtomicBool::new(false));
-    let (flag, again) = (stop.clone(), hurry.clone());
+    let signals = Arc::new(AtomicUsize::new(0));
+    let (flag, count) = (stop.clone(), signals.clone());
     ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::Relaxed) {
-            again.store(true, Ordering::Relaxed);
-        }
+        flag.store(true, Ordering::Relaxed);
+        count.fetch_add(1, Ordering::Relaxed);
     })
     .context("install the Ctrl-C and SIGTERM handler")?;
-    Ok((stop, hurry))
+    Ok((stop, signals))
 }
 
 /// Writes to the file (atomically: a temporary file renamed into place) or to standard output.

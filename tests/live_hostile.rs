@@ -84,6 +84,11 @@ struct Target {
 
 impl Target {
     fn start(scratch: &Scratch) -> Target {
+        Target::start_with(scratch, &[])
+    }
+
+    /// With `--wait`, it makes no handshake before `go`.
+    fn start_with(scratch: &Scratch, args: &[&str]) -> Target {
         let bin = build_fixture(scratch);
         let junk = scratch.path("libssl.so.3");
         junk_file(&junk);
@@ -91,6 +96,7 @@ impl Target {
             .arg(&junk)
             .arg(scratch.path("cert.pem"))
             .arg(scratch.path("key.pem"))
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -104,6 +110,11 @@ impl Target {
 
     fn pid(&self) -> String {
         self.child.id().to_string()
+    }
+
+    fn go(&mut self) {
+        use std::io::Write;
+        self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     }
 
     /// Stops it; returns the handshakes it completed on each side.
@@ -232,6 +243,145 @@ fn sigterm_stops_with_the_recording_written() {
         .collect();
     left.sort();
     assert_eq!(left, ["term.tlsprof"]);
+}
+
+/// SIGTERM while `openssl speed` runs after a --duration recording (it times the alternatives advice quotes:
+/// here ECDSA, for nginx's RSA certificate): tlsprof stops it and exits within a second, the recording whole
+/// on disk, without the speed figures.
+#[test]
+fn sigterm_during_openssl_speed_stops_within_a_second() {
+    if !require_root("sigterm_during_openssl_speed_stops_within_a_second") {
+        return;
+    }
+    let scratch = Scratch::new("speed-term");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let recording = scratch.path("speed.tlsprof");
+    let worker = nginx.workers()[0].to_string();
+    let rec = Recorder::start(&["--pid", &worker, "--duration", "2", "-o", recording.to_str().unwrap()]);
+    let connections = s_time_new_www(nginx.port, 1, "/");
+    let speed_running = || {
+        let out = run(Command::new("pgrep").args(["-P", &rec.pid().to_string(), "-x", "openssl"]));
+        out.status.success()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !speed_running() {
+        assert!(Instant::now() < deadline, "tlsprof never ran openssl speed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    rec.signal(libc::SIGTERM);
+    let (summary, log) = rec.finish_with_log();
+    let exited = sent.elapsed();
+    eprintln!("SIGTERM during openssl speed: tlsprof exited after {exited:?} ({connections} connections recorded)");
+    assert!(exited < Duration::from_secs(1), "took {exited:?} to stop\n{log}");
+    assert!(summary.contains("Handshakes:"), "{summary}");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
+    assert_eq!(
+        raw["openssl_speed"],
+        serde_json::json!({}),
+        "speed figures of a cancelled run"
+    );
+    assert!(handshakes(&report_json(&recording)) > 0);
+}
+
+/// A burst of handshake events the handshake ring buffer cannot hold (tlsprof stopped for 45 s while two
+/// fixtures, one per CPU, complete tens of thousands of handshakes: the ring holds about 65,000 events): the
+/// events dropped are counted and reported, and with those seen they add up to every handshake made.
+#[test]
+fn handshake_ring_overflow_is_counted_and_reported() {
+    if !require_root("handshake_ring_overflow_is_counted_and_reported") {
+        return;
+    }
+    let scratch = Scratch::new("hs-overflow");
+    let mut targets = [
+        Target::start_with(&scratch, &["--wait"]),
+        Target::start_with(&scratch, &["--wait"]),
+    ];
+    let recording = scratch.path("hs-overflow.tlsprof");
+    let (a, b) = (targets[0].pid(), targets[1].pid());
+    let mut rec = Recorder::start(&["--pid", &a, "--pid", &b, "-o", recording.to_str().unwrap()]);
+    for t in &mut targets {
+        t.go();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    rec.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(45));
+    rec.signal(libc::SIGCONT);
+    // Drained before the targets stop and the recording with them.
+    assert!(rec.wait_for_line("no such line", Duration::from_millis(500)).is_none());
+    let made: u64 = targets.into_iter().map(Target::stop).sum();
+    let summary = rec.finish();
+    let r = report_json(&recording);
+    let (seen, dropped) = (handshakes(&r), r["lost"]["handshake_events"].as_u64().unwrap());
+    eprintln!("fixtures: {made} handshakes on each side; tlsprof: {seen} seen, {dropped} events dropped");
+    assert!(
+        dropped > 0,
+        "no handshake event dropped: the burst did not overflow\n{summary}"
+    );
+    assert!(summary.contains(&format!("{dropped} handshake events")), "{summary}");
+    assert!(summary.contains("(figures undercount)"), "{summary}");
+    assert_eq!(seen + dropped, 2 * made, "handshakes unaccounted for\n{summary}");
+}
+
+/// A memory cgroup for one test, limited to `limit`: the v2 one where the memory controller is there, else
+/// the v1 one. Removed on drop (once empty).
+struct MemoryCgroup {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl MemoryCgroup {
+    fn new(name: &str, limit: &str) -> MemoryCgroup {
+        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.contains("memory"));
+        let dir = if v2 {
+            PathBuf::from("/sys/fs/cgroup").join(name)
+        } else {
+            PathBuf::from("/sys/fs/cgroup/memory").join(name)
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = if v2 { "memory.max" } else { "memory.limit_in_bytes" };
+        std::fs::write(dir.join(file), limit).unwrap();
+        MemoryCgroup { dir, v2 }
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// tlsprof in a memory cgroup too small for its BPF maps (they are charged to it): one error line saying
+/// so, a non-zero exit, no BPF program left behind.
+#[test]
+fn bpf_maps_beyond_the_cgroup_memory_limit_are_one_clear_error() {
+    if !require_root("bpf_maps_beyond_the_cgroup_memory_limit_are_one_clear_error") {
+        return;
+    }
+    let scratch = Scratch::new("memcg");
+    let target = Target::start(&scratch);
+    let cgroup = MemoryCgroup::new(&format!("tlsprof-test-{}", std::process::id()), "30M");
+    let out = run(Command::new("sh")
+        .arg("-c")
+        .arg(r#"echo $$ > "$1/cgroup.procs" && exec "$2" record --pid "$3" --duration 2 -o "$4""#)
+        .arg("sh")
+        .arg(&cgroup.dir)
+        .arg(env!("CARGO_BIN_EXE_tlsprof"))
+        .arg(target.pid())
+        .arg(scratch.path("memcg.tlsprof")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "in a {} memory cgroup of 30 MiB: {stderr}",
+        if cgroup.v2 { "v2" } else { "v1" }
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("tlsprof: error: the BPF maps do not fit in the memory tlsprof's cgroup allows"),
+        "{stderr}"
+    );
+    assert!(tlsprof_programs().is_empty(), "left behind: {:?}", tlsprof_programs());
+    assert!(!scratch.path("memcg.tlsprof").exists());
 }
 
 /// tlsprof's BPF programs loaded now (the lock keeps other recordings from running meanwhile).

@@ -206,6 +206,8 @@ pub struct LibrarySummary {
     pub version: Option<String>,
     pub symbols: Symbols,
     pub pids: Vec<u32>,
+    /// Replaced on disk while mapped: `pids` ran the old file.
+    pub replaced: bool,
     #[serde(skip)]
     pub functions_found: usize,
 }
@@ -353,6 +355,7 @@ pub fn summarize(rec: &Recording) -> Summary {
             .iter()
             .map(|l| LibrarySummary {
                 path: l.path.clone(),
+                replaced: l.replaced,
                 flavor: l.flavor,
                 version: l.version.clone(),
                 symbols: l.symbols,

@@ -83,6 +83,17 @@ pub struct Target {
     /// SSL_read/SSL_write). None: not needed.
     #[serde(default)]
     pub io_driven_from_s: Option<f64>,
+    /// The container or service its cgroup names (`docker 0123456789ab`, `nginx.service`); chosen by the
+    /// target's environment: untrusted text.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// Handshakes the probes saw complete in it (exact, in the probe windows); None in older recordings.
+    #[serde(default)]
+    pub handshakes_seen: Option<u64>,
+    /// Seconds into the recording at which it was seen to have run a new program (exec): its probes and
+    /// mappings were replaced then.
+    #[serde(default)]
+    pub execs_at_s: Vec<f64>,
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -192,6 +203,10 @@ pub struct Library {
     pub symbols: Symbols,
     pub functions_found: usize,
     pub pids: Vec<u32>,
+    /// The file at `path` was deleted or replaced on disk while this one was mapped (a package upgrade):
+    /// the processes in `pids` ran this, the old file.
+    #[serde(default)]
+    pub replaced: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -517,6 +532,7 @@ pub(crate) mod tests {
             symbols: Symbols::Exported,
             functions_found: 3,
             pids: vec![10],
+            replaced: false,
         };
         let func = |name: &str, stage| Function {
             name: name.into(),
@@ -550,6 +566,9 @@ pub(crate) mod tests {
                 process_cpu_ms: 10.0,
                 probed_cpu_ms: 10.0,
                 io_driven_from_s: None,
+                container: None,
+                handshakes_seen: None,
+                execs_at_s: Vec::new(),
             }],
             libraries: vec![lib],
             functions: vec![

@@ -9,7 +9,7 @@ use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary, UnnamedFileSummary};
 use crate::catalogue::Stage;
 use crate::model::untrusted::{printable_lines, Printable};
-use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason};
+use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, Target, UnnamedReason};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -21,6 +21,10 @@ fn pct(part: f64, whole: f64) -> f64 {
 
 fn cpu_line(c: &CpuStats) -> String {
     format!("mean {:.3} ms, p50 {:.3} ms, p99 {:.3} ms", c.mean, c.p50, c.p99)
+}
+
+fn join_pids(pids: &[u32]) -> String {
+    pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn targets_line(s: &Summary) -> String {
@@ -36,6 +40,33 @@ fn targets_line(s: &Summary) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// One line per process when there are several, or when one ran in a container or ran exec: where it ran,
+/// the handshakes the probes saw complete in it, its CPU, what happened to it.
+fn process_lines(s: &Summary) -> Vec<String> {
+    let notable = |t: &&Target| t.container.is_some() || !t.execs_at_s.is_empty();
+    if s.targets.len() < 2 && !s.targets.iter().any(|t| notable(&t)) {
+        return Vec::new();
+    }
+    let header = "Processes (handshakes the probes saw complete; CPU over the recording, from its CPU clock):";
+    std::iter::once(header.to_string())
+        .chain(s.targets.iter().map(|t| {
+            let mut line = format!("  {} (pid {})", Printable(&t.comm), t.pid);
+            if let Some(c) = &t.container {
+                line.push_str(&format!(" in {}", Printable(c)));
+            }
+            line.push(':');
+            if let Some(n) = t.handshakes_seen {
+                line.push_str(&format!(" {n} handshakes seen,"));
+            }
+            line.push_str(&format!(" {:.1} ms CPU", t.process_cpu_ms));
+            for at in &t.execs_at_s {
+                line.push_str(&format!("; ran a new program (exec), probed anew from {at:.1} s"));
+            }
+            line
+        }))
+        .collect()
 }
 
 pub fn text(s: &Summary, group: Group) -> String {
@@ -59,11 +90,22 @@ pub fn text(s: &Summary, group: Group) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}: {} ({flavor}; {symbols}; {} catalogue functions)",
+            "  {}: {} ({flavor}; {symbols}; {} catalogue functions){}",
             Printable(l.version.as_deref().unwrap_or("TLS code")),
             Printable(&l.path),
-            l.functions_found
+            l.functions_found,
+            if l.replaced {
+                format!(
+                    "; replaced on disk while mapped: pid {} ran the old file",
+                    join_pids(&l.pids)
+                )
+            } else {
+                String::new()
+            }
         );
+    }
+    for line in process_lines(s) {
+        let _ = writeln!(out, "{line}");
     }
     if let Some(line) = probing_line(s) {
         let _ = writeln!(out, "{line}");

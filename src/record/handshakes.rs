@@ -20,6 +20,8 @@ pub struct Handshakes {
     /// ServerHellos by (tgid, SSL *), until their handshake completes.
     hellos: HashMap<(u32, u64), wire::Hello>,
     pub completed: u64,
+    /// Completed handshakes by process.
+    pub completed_by_pid: HashMap<u32, u64>,
     pub abandoned: u64,
     /// Handshakes of the current probe window.
     window: HandshakeCounts,
@@ -32,6 +34,7 @@ impl Handshakes {
             groups: BTreeMap::new(),
             hellos: HashMap::new(),
             completed: 0,
+            completed_by_pid: HashMap::new(),
             abandoned: 0,
             window: HandshakeCounts::default(),
         }
@@ -61,7 +64,10 @@ impl Handshakes {
             let hello = self.hellos.remove(&(e.tgid, e.ssl));
             let kind = classify(&e, hello);
             match kind.outcome {
-                Outcome::Completed => self.completed += 1,
+                Outcome::Completed => {
+                    self.completed += 1;
+                    *self.completed_by_pid.entry(e.tgid).or_default() += 1;
+                }
                 Outcome::Abandoned => self.abandoned += 1,
             }
             self.window.add(&kind, 1);

@@ -49,8 +49,8 @@ pub struct AttachOptions {
 
 pub struct RecordOptions {
     pub duration: Option<Duration>,
-    /// The --comm names: processes started later under these names join the recording.
-    pub comms: Vec<String>,
+    /// Which processes: those started later that --comm or --all takes join the recording.
+    pub selection: targets::Selection,
     pub attach: AttachOptions,
     /// --max-overhead: percent of the targets' CPU the stage probes may cost.
     pub max_overhead_pct: f64,

@@ -179,11 +179,12 @@ fn find_version(bytes: &[u8]) -> Option<String> {
         let rest = &bytes[at + 8..];
         let len = rest.iter().take(VERSION_MAX).position(|&b| b == 0)?;
         let text = std::str::from_utf8(&rest[..len]).ok()?;
-        // "3.0.19 27 Jan 2026": a dotted version, then the release date.
-        let mut words = text.split(' ');
-        let version = words.next()?;
+        // "3.0.19 27 Jan 2026": a dotted version, then the release date. 1.1.1 releases pad a one-digit day
+        // with a second space ("1.1.1k  25 Mar 2021"): shown with one.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let version = words.first()?;
         let dotted = version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
-        (dotted && words.count() == 3).then(|| format!("OpenSSL {text}"))
+        (dotted && words.len() == 4).then(|| format!("OpenSSL {}", words.join(" ")))
     })
 }
 
@@ -259,6 +260,11 @@ pub(crate) mod tests {
         blob.extend([b'x'; 100]);
         blob.extend(b"\0OpenSSL 3.0.2 15 Mar 2022\0");
         assert_eq!(find_version(&blob).as_deref(), Some("OpenSSL 3.0.2 15 Mar 2022"));
+        // Node.js 16's OpenSSL 1.1.1 writes two spaces before the date.
+        assert_eq!(
+            find_version(b"\0OpenSSL 1.1.1q+quic  5 Jul 2022\0").as_deref(),
+            Some("OpenSSL 1.1.1q+quic 5 Jul 2022")
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! before any is detached).
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
@@ -12,7 +13,7 @@ use super::bpf::types::tlsprof_target_flags as target_flags;
 use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
 use super::status;
-use super::targets::{self, Mapping, Process};
+use super::targets::{self, Mapping, Process, Selection};
 use super::AttachOptions;
 use crate::catalogue::{self, Site};
 use crate::model::untrusted::Printable;
@@ -28,14 +29,40 @@ pub struct TargetSet {
     pub probes: usize,
     /// Files already inspected, by (device, inode): nginx's master and workers share them.
     inspected: HashMap<(String, u64), Option<TlsObject>>,
+    /// Each TLS file's entry in `libraries`, by (device, inode): a library replaced on disk keeps its path.
+    library_of: HashMap<(String, u64), usize>,
+    /// Every process looked at, with or without TLS code: what it ran then, to see it exec.
+    examined: HashMap<u32, Examined>,
     /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
     specs: Vec<ProbeSpec>,
     /// SSL_read/SSL_write of libraries probed through their public API only, per process: attached once
     /// that process's handshakes are seen to run inside them (`drive_from_io`).
     io_drivers: Vec<ProbeSpec>,
-    /// The stage probes' links: empty while they are paused.
-    links: Vec<Link>,
+    /// The stage probes' links, by process: empty while they are paused.
+    links: Vec<(u32, Link)>,
     paused: bool,
+}
+
+/// A process as it was when looked at.
+struct Examined {
+    start_ticks: u64,
+    exe: Option<(u64, u64)>,
+    tls: bool,
+    at: Instant,
+}
+
+/// A process without TLS code is looked at again this often (--all, --comm): it may load libssl later.
+const RECHECK: Duration = Duration::from_secs(10);
+
+/// Why a process is looked at during the recording.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Change {
+    /// New to the recording (started, or selected, since the last look).
+    New,
+    /// A target that ran a new program (exec): its probes and mappings are replaced.
+    Exec,
+    /// Looked at before without TLS code; may have loaded a TLS library since.
+    Recheck,
 }
 
 /// The uprobes of one file in one process.
@@ -50,14 +77,35 @@ struct ProbeSpec {
 }
 
 impl TargetSet {
-    /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know.
-    pub fn attach(skel: &TlsprofSkel, procs: &[Process], opts: &AttachOptions) -> Result<TargetSet> {
+    /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know
+    /// (with --all, recording starts anyway: such processes may start later).
+    pub fn attach(
+        skel: &TlsprofSkel,
+        procs: &[Process],
+        selection: &Selection,
+        opts: &AttachOptions,
+    ) -> Result<TargetSet> {
         let mut set = TargetSet::default();
         let mut without_tls = Vec::new();
         for p in procs {
-            if !set.add(skel, p, opts)? {
-                without_tls.push(p);
+            match set.add(skel, p, opts) {
+                Ok(true) => {}
+                Ok(false) => without_tls.push(p),
+                // A process that exited while being looked at is no target.
+                Err(_) if !p.alive() => {}
+                // --all takes whatever runs: one process that cannot be probed does not stop the rest.
+                Err(e) if selection.all => status::warn_once(
+                    &format!("attach {} {}", p.pid, p.start_ticks),
+                    &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
+                ),
+                Err(e) => return Err(e),
             }
+        }
+        if selection.all {
+            if set.maps.is_empty() {
+                eprintln!("tlsprof: no process runs OpenSSL or Go TLS code yet: waiting for one");
+            }
+            return Ok(set);
         }
         if set.maps.is_empty() {
             let p = without_tls.first().expect("at least one target");
@@ -77,19 +125,53 @@ impl TargetSet {
         Ok(set)
     }
 
-    /// Processes named like --comm targets that are not probed yet (new nginx workers after a reload).
-    pub fn newcomers(&self, comms: &[String]) -> Vec<Process> {
-        comms
-            .iter()
-            .flat_map(|c| targets::processes_named(c))
-            .filter(|p| !self.maps.contains_key(&p.pid) && p.alive())
-            .collect()
+    /// Processes to look at now: the selection's new ones (new nginx workers after a reload, anything
+    /// started under --all), targets that ran a new program (exec), and, now and then, processes that had no
+    /// TLS code when looked at.
+    pub fn changes(&self, selection: &Selection) -> Vec<(Process, Change)> {
+        let mut out = Vec::new();
+        let followed = if selection.follows_new() {
+            selection.followed()
+        } else {
+            Vec::new()
+        };
+        let targets: Vec<Process> = self
+            .maps
+            .keys()
+            .filter(|pid| !followed.iter().any(|p| p.pid == **pid))
+            .filter_map(|&pid| Process::from_pid(pid))
+            .collect();
+        for p in followed.into_iter().chain(targets) {
+            let change = match self.examined.get(&p.pid) {
+                None => Change::New,
+                Some(e) if e.start_ticks != p.start_ticks => Change::New,
+                Some(e) if e.exe != targets::exe_id(p.pid) => Change::Exec,
+                Some(e) if !e.tls && e.at.elapsed() >= RECHECK => Change::Recheck,
+                Some(_) => continue,
+            };
+            if p.alive() {
+                out.push((p, change));
+            }
+        }
+        out
     }
 
-    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL or Go TLS code.
+    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL or Go TLS code. A
+    /// target looked at again (it ran exec, or reused a pid) first loses the probes of what it ran before.
     pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
+        self.forget(p.pid);
+        let exe_id = targets::exe_id(p.pid);
+        self.examined.insert(
+            p.pid,
+            Examined {
+                start_ticks: p.start_ticks,
+                exe: exe_id,
+                tls: false,
+                at: Instant::now(),
+            },
+        );
         let maps = p.maps()?;
-        let exe = targets::exe_inode(p.pid);
+        let exe = exe_id.map(|(_, ino)| ino);
         let mut found_any = false;
         for m in targets::candidate_objects(&maps, exe) {
             let key = (m.dev.clone(), m.inode);
@@ -122,8 +204,26 @@ impl TargetSet {
                 .context("add target")?;
             self.maps.insert(p.pid, maps);
             fill_library_versions(&mut self.libraries);
+            if let Some(e) = self.examined.get_mut(&p.pid) {
+                e.tls = true;
+            }
+        } else if self.maps.contains_key(&p.pid) {
+            // A target that ran a program without TLS code: no longer sampled. Its mappings stay, to name
+            // what it ran before.
+            let _ = skel.maps.targets.delete(&p.pid.to_ne_bytes());
         }
         Ok(found_any)
+    }
+
+    /// Detaches and forgets the probes of a process, to probe what it runs now instead.
+    fn forget(&mut self, pid: u32) {
+        let (gone, kept) = std::mem::take(&mut self.links)
+            .into_iter()
+            .partition(|(p, _)| *p == pid);
+        self.links = kept;
+        detach(gone);
+        self.specs.retain(|s| s.process.pid != pid);
+        self.io_drivers.retain(|s| s.process.pid != pid);
     }
 
     fn attach_object(
@@ -135,9 +235,18 @@ impl TargetSet {
         opts: &AttachOptions,
     ) -> Result<()> {
         let path = m.display_path().to_string();
-        let lib = match self.libraries.iter().position(|l| l.path == path) {
-            Some(i) => i,
+        let file = (m.dev.clone(), m.inode);
+        let lib = match self.library_of.get(&file) {
+            Some(&i) => i,
             None => {
+                // Another file under a path seen before: one of them was replaced on disk (the deleted one,
+                // or else the one seen first).
+                let deleted = m.path.ends_with(" (deleted)");
+                if !deleted {
+                    for l in self.libraries.iter_mut().filter(|l| l.path == path) {
+                        l.replaced = true;
+                    }
+                }
                 self.libraries.push(Library {
                     path: path.clone(),
                     flavor: obj.flavor,
@@ -145,11 +254,15 @@ impl TargetSet {
                     symbols: obj.symbols,
                     functions_found: obj.functions.len(),
                     pids: Vec::new(),
+                    replaced: deleted,
                 });
+                self.library_of.insert(file, self.libraries.len() - 1);
                 self.libraries.len() - 1
             }
         };
-        self.libraries[lib].pids.push(p.pid);
+        if !self.libraries[lib].pids.contains(&p.pid) {
+            self.libraries[lib].pids.push(p.pid);
+        }
 
         let state_machine_probed = obj.symbols == Symbols::Internal;
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
@@ -215,7 +328,8 @@ impl TargetSet {
     fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
         self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
         if !self.paused {
-            self.links.extend(spec.attach(skel)?);
+            let pid = spec.process.pid;
+            self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
         }
         self.specs.push(spec);
         Ok(())
@@ -255,7 +369,7 @@ impl TargetSet {
     /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
     pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         next_epoch(skel)?;
-        self.links.clear();
+        detach(std::mem::take(&mut self.links));
         self.paused = true;
         Ok(())
     }
@@ -265,13 +379,25 @@ impl TargetSet {
     /// last window is dropped.
     pub fn resume(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         self.specs.retain(|s| s.process.alive());
-        for spec in &self.specs {
+        let mut failed = Vec::new();
+        for (i, spec) in self.specs.iter().enumerate() {
             match spec.attach(skel) {
-                Ok(links) => self.links.extend(links),
+                Ok(links) => self.links.extend(links.into_iter().map(|l| (spec.process.pid, l))),
                 // It exited since the check above.
-                Err(_) if !spec.process.alive() => {}
-                Err(e) => return Err(e),
+                Err(_) if !spec.process.alive() => failed.push(i),
+                // It ran exec since it was last looked at: the file is no longer mapped there. The next look
+                // (`changes`) probes what it runs now.
+                Err(e) => {
+                    status::warn_once(
+                        &format!("reattach {} {}", spec.process.pid, spec.path),
+                        &format!("{e:#}: no longer probed there"),
+                    );
+                    failed.push(i);
+                }
             }
+        }
+        for i in failed.into_iter().rev() {
+            self.specs.swap_remove(i);
         }
         self.paused = false;
         next_epoch(skel)
@@ -317,6 +443,29 @@ impl ProbeSpec {
     }
 }
 
+impl Drop for TargetSet {
+    fn drop(&mut self) {
+        detach(std::mem::take(&mut self.links));
+    }
+}
+
+/// Detaches links on several threads at once: the kernel waits for RCU grace periods as it removes each
+/// uprobe_multi link, one after the other a second per few dozen links; concurrent waiters share them.
+fn detach(links: Vec<(u32, Link)>) {
+    const THREADS: usize = 32;
+    let mut links: Vec<Link> = links.into_iter().map(|(_, l)| l).collect();
+    if links.len() < 2 {
+        return;
+    }
+    let per_thread = links.len().div_ceil(THREADS);
+    std::thread::scope(|s| {
+        while !links.is_empty() {
+            let chunk: Vec<Link> = links.drain(..per_thread.min(links.len())).collect();
+            s.spawn(move || drop(chunk));
+        }
+    });
+}
+
 #[derive(Default)]
 struct Probes {
     offsets: Vec<usize>,
@@ -330,17 +479,22 @@ impl Probes {
     }
 }
 
-/// libssl carries no version string of its own: it is the version of the libcrypto it ships with.
+/// libssl carries no version string of its own: it is the version of the libcrypto it ships with, the one
+/// the same processes map (an upgrade on disk leaves two).
 fn fill_library_versions(libs: &mut [Library]) {
-    let crypto_version = libs
+    let cryptos: Vec<(Vec<u32>, Option<String>)> = libs
         .iter()
-        .find(|l| l.path.contains("libcrypto"))
-        .and_then(|l| l.version.clone());
+        .filter(|l| l.path.contains("libcrypto"))
+        .map(|l| (l.pids.clone(), l.version.clone()))
+        .collect();
     for l in libs
         .iter_mut()
         .filter(|l| l.version.is_none() && l.path.contains("libssl"))
     {
-        l.version = crypto_version.clone();
+        l.version = cryptos
+            .iter()
+            .find(|(pids, _)| pids.iter().any(|p| l.pids.contains(p)))
+            .and_then(|(_, v)| v.clone());
     }
 }
 

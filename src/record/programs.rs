@@ -63,12 +63,55 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         .sample_scratch
         .set_max_entries(cpus)
         .context("size the sample scratch map")?;
+    let ring_bytes = stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes);
     open.maps
         .stacks
-        .set_max_entries(stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes))
+        .set_max_entries(ring_bytes)
         .context("size the stack ring buffer")?;
-    open.load()
-        .map_err(|e| anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF"))
+    // libbpf's messages are held while loading: printed only when the failure is not one explained here.
+    let print = libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, hold_libbpf_message)));
+    let loaded = open.load();
+    libbpf_rs::set_print(print);
+    let held = std::mem::take(&mut *LIBBPF_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()));
+    loaded.map_err(|e| {
+        if e.kind() == libbpf_rs::ErrorKind::OutOfMemory {
+            // BPF maps are charged to the memory cgroup of the process that creates them.
+            return anyhow!(
+                "the BPF maps do not fit in the memory tlsprof's cgroup allows ({}): raise its memory limit, or lower --freq or --stack-bytes (the stack ring buffer takes {} MiB of it)",
+                memory_cgroup(),
+                ring_bytes >> 20
+            );
+        }
+        for m in held {
+            eprint!("{m}");
+        }
+        anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
+    })
+}
+
+static LIBBPF_MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn hold_libbpf_message(_: libbpf_rs::PrintLevel, message: String) {
+    LIBBPF_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+}
+
+/// tlsprof's memory cgroup as /proc/self/cgroup names it: the v1 memory controller's, else the v2 one.
+fn memory_cgroup() -> String {
+    let text = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let v1 = text.lines().find_map(|l| {
+        let (_, rest) = l.split_once(':')?;
+        let (controllers, path) = rest.split_once(':')?;
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then(|| format!("cgroup v1 {path}, memory.limit_in_bytes"))
+    });
+    v1.or_else(|| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .map(|path| format!("cgroup {path}, memory.max"))
+    })
+    .unwrap_or_else(|| "its memory cgroup".into())
 }
 
 impl<'obj> Programs<'obj> {

@@ -148,6 +148,16 @@ impl SampleAggregator {
         self.maps.insert(pid, maps);
     }
 
+    /// A process that ran a new program (exec): the stacks taken so far are named against the mappings of the
+    /// program they ran in, then its samples are unwound and named against the new ones.
+    pub fn replace_process(&mut self, pid: u32, maps: Vec<Mapping>, functions: &[Function]) {
+        if let Some(old) = self.maps.get(&pid).cloned() {
+            self.name_stacks_with(functions, Some((pid, old)));
+        }
+        self.unwinders.remove(&pid);
+        self.add_process(pid, maps);
+    }
+
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
         if !super::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
@@ -243,6 +253,11 @@ impl SampleAggregator {
     }
 
     fn name_stacks(&mut self, functions: &[Function]) {
+        self.name_stacks_with(functions, None);
+    }
+
+    /// `before_exec`: a process's mappings to name its stacks against, whatever it maps now.
+    fn name_stacks_with(&mut self, functions: &[Function], before_exec: Option<(u32, Vec<Mapping>)>) {
         self.last_named = Instant::now();
         let debug = &mut self.debug;
         let sym = self.symbolizer.get_or_insert_with(|| {
@@ -250,6 +265,9 @@ impl SampleAggregator {
             sym.debug = debug.take();
             sym
         });
+        if let Some((pid, maps)) = before_exec {
+            sym.add_process(pid, maps);
+        }
         // Names of one batch's addresses only: new instruction addresses keep coming, so a cache kept across
         // batches would grow with the recording.
         sym.forget_addresses();

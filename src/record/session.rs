@@ -2,8 +2,8 @@
 //! A recording session: the steps in order (preflight, load, calibrate, attach, record, read the maps) and
 //! the poll loop, which only asks each part to do its job: drain the ring buffers into handshakes and
 //! samples, read the CPU meters, let the governor open or close a probe window, keep the hello windows,
-//! pick up new --comm processes, draw the status line, and stop. In continuous mode (`serve`) it also hands
-//! over each interval as a recording of its own.
+//! pick up new processes (--comm, --all) and targets that ran exec, draw the status line, and stop. In
+//! continuous mode (`serve`) it also hands over each interval as a recording of its own.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -22,22 +22,22 @@ use super::governor::{Action, Governor};
 use super::handshakes::Handshakes;
 use super::hello::HelloWindows;
 use super::privileges;
-use super::probes::TargetSet;
+use super::probes::{Change, TargetSet};
 use super::programs::{self, Programs};
 use super::samples::NamedSamples;
 use super::samples::SampleAggregator;
-use super::status::StatusLine;
-use super::targets::Process;
+use super::status::{self, StatusLine};
+use super::targets::{self, Process};
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
-use crate::model::untrusted::{printable, Printable};
+use crate::model::untrusted::Printable;
 use crate::model::{
     self, corrected_tree, HandshakeGroup, Hits, Lost, ProbeWindow, Probing, RawNode, Recording, Target,
 };
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
-/// How often --comm looks for new processes.
+/// How often /proc is read for new processes (--comm, --all) and targets that ran exec.
 const RESCAN: Duration = Duration::from_millis(500);
 
 /// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
@@ -69,7 +69,7 @@ fn run(
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
     let mut programs = Programs::new(skel, probe_cost);
-    let mut targets = TargetSet::attach(&programs.skel, procs, &opts.attach)?;
+    let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
     let mut hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
     let mut live: Vec<Process> = procs
@@ -77,6 +77,9 @@ fn run(
         .filter(|p| targets.maps.contains_key(&p.pid))
         .cloned()
         .collect();
+    let mut containers: HashMap<u32, Option<String>> =
+        live.iter().map(|p| (p.pid, targets::container_of(p.pid))).collect();
+    let mut execs: HashMap<u32, Vec<f64>> = HashMap::new();
     eprintln!(
         "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
         targets.functions.len(),
@@ -163,28 +166,40 @@ fn run(
             );
             io_driven.insert(pid, elapsed.as_secs_f64());
         }
-        if !opts.comms.is_empty() && last_rescan.elapsed() >= RESCAN {
+        if last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
-            for p in targets.newcomers(&opts.comms) {
+            for (p, change) in targets.changes(&opts.selection) {
+                let name = format!("{} ({})", p.pid, Printable(&p.comm));
+                let was_target =
+                    change == Change::Exec && live.iter().any(|l| l.pid == p.pid && l.start_ticks == p.start_ticks);
                 match targets.add(&programs.skel, &p, &opts.attach) {
+                    Ok(probed) if was_target => {
+                        let maps = targets.maps[&p.pid].clone();
+                        samples.borrow_mut().replace_process(p.pid, maps, &targets.functions);
+                        execs.entry(p.pid).or_default().push(elapsed.as_secs_f64());
+                        let now = if probed {
+                            "probes moved to it"
+                        } else {
+                            "no TLS code in it: not probed from now on"
+                        };
+                        eprintln!("{}tlsprof: process {name} ran a new program: {now}", status.clear());
+                        if let Some(l) = live.iter_mut().find(|l| l.pid == p.pid) {
+                            l.comm = p.comm.clone();
+                        }
+                    }
                     Ok(true) => {
-                        eprintln!(
-                            "{}tlsprof: attached to new process {} ({})",
-                            status.clear(),
-                            p.pid,
-                            Printable(&p.comm)
-                        );
+                        eprintln!("{}tlsprof: attached to new process {name}", status.clear());
                         samples.borrow_mut().add_process(p.pid, targets.maps[&p.pid].clone());
                         cpu.start(p.pid);
+                        containers.insert(p.pid, targets::container_of(p.pid));
                         live.push(p);
                     }
                     Ok(false) => {}
-                    Err(e) => eprintln!(
-                        "{}tlsprof: cannot attach to new process {} ({}): {}",
-                        status.clear(),
-                        p.pid,
-                        Printable(&p.comm),
-                        printable(&format!("{e:#}"))
+                    // It exited while being looked at.
+                    Err(_) if !p.alive() => {}
+                    Err(e) => status::warn_once(
+                        &format!("attach {} {}", p.pid, p.start_ticks),
+                        &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
                     ),
                 }
             }
@@ -213,7 +228,7 @@ fn run(
                 None => {}
             }
             let parts = Parts {
-                recorded: interval.targets(&live, &cpu, &io_driven),
+                recorded: interval.targets(&live, &cpu, &io_driven, &containers),
                 handshakes: handshakes.borrow_mut().take_groups(),
                 named: samples.borrow_mut().take_named(&targets.functions),
                 tree: interval.tree.delta(tree),
@@ -237,8 +252,8 @@ fn run(
             handshakes.borrow().completed,
             programs.stat(tlsprof_stat::STAT_SAMPLES),
         );
-        // Continuous mode with --comm waits for the next process of that name.
-        let waits_for_newcomers = snapshots.is_some() && !opts.comms.is_empty();
+        // --all runs until stopped, as continuous mode with --comm or --all does: targets may come and go.
+        let waits_for_newcomers = opts.selection.all || (snapshots.is_some() && !opts.selection.comms.is_empty());
         let all_exited = !waits_for_newcomers && live.iter().all(|p| !p.alive());
         if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| elapsed >= d) || all_exited {
             if all_exited {
@@ -273,6 +288,7 @@ fn run(
         window_figures: windows.closed,
         connections,
     };
+    let seen = handshakes.borrow().completed_by_pid.clone();
     let recorded = live
         .iter()
         .map(|p| {
@@ -283,6 +299,9 @@ fn run(
                 process_cpu_ms,
                 probed_cpu_ms,
                 io_driven_from_s: io_driven.get(&p.pid).copied(),
+                container: containers.remove(&p.pid).flatten(),
+                handshakes_seen: Some(seen.get(&p.pid).copied().unwrap_or(0)),
+                execs_at_s: execs.remove(&p.pid).unwrap_or_default(),
             }
         })
         .collect();
@@ -364,7 +383,13 @@ impl Interval {
     }
 
     /// The targets with their CPU over the interval; those that exited before it are left out.
-    fn targets(&mut self, live: &[Process], cpu: &CpuMeters, io_driven: &HashMap<u32, f64>) -> Vec<Target> {
+    fn targets(
+        &mut self,
+        live: &[Process],
+        cpu: &CpuMeters,
+        io_driven: &HashMap<u32, f64>,
+        containers: &HashMap<u32, Option<String>>,
+    ) -> Vec<Target> {
         let mut out = Vec::new();
         for p in live {
             let (total, probed) = cpu.of(p.pid);
@@ -378,6 +403,9 @@ impl Interval {
                 process_cpu_ms: (total - t0).max(0.0),
                 probed_cpu_ms: (probed - p0).max(0.0),
                 io_driven_from_s: io_driven.get(&p.pid).copied(),
+                container: containers.get(&p.pid).cloned().flatten(),
+                handshakes_seen: None,
+                execs_at_s: Vec::new(),
             });
         }
         out

@@ -66,11 +66,12 @@ fn read_perf_map(pid: u32) -> Option<PerfMap> {
         .split_whitespace()
         .filter_map(|u| u.parse().ok())
         .collect();
-    for path in [
-        format!("/proc/{pid}/root/tmp/perf-{ns_pid}.map"),
-        format!("/tmp/perf-{pid}.map"),
+    for (root, name) in [
+        (format!("/proc/{pid}/root"), format!("tmp/perf-{ns_pid}.map")),
+        ("/".to_string(), format!("tmp/perf-{pid}.map")),
     ] {
-        match open_perf_map(Path::new(&path), &owners, PERF_MAP_LIMIT) {
+        let path = format!("{}/{name}", root.trim_end_matches('/'));
+        match open_perf_map(Path::new(&root), &name, &owners, PERF_MAP_LIMIT) {
             Ok(Some(text)) => return Some(PerfMap::parse(&text)),
             Ok(None) => {}
             Err(why) => status::warn_once(&path, &format!("skipping perf map {path} of process {pid}: {why}")),
@@ -81,14 +82,11 @@ fn read_perf_map(pid: u32) -> Option<PerfMap> {
 
 /// Reads a perf map as perf does: a regular file, not reached through a symlink, owned by the target's user
 /// (`owners`) or root, at most `limit` bytes; a target must not make a root process read and print a file
-/// it could not read itself. Ok(None) when there is none; Err says why one is refused.
-fn open_perf_map(path: &Path, owners: &[u32], limit: u64) -> Result<Option<String>, String> {
-    // O_NONBLOCK: a FIFO planted under the name must not hang the recording before fstat refuses it.
-    let file = match fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
+/// it could not read itself. `name` is looked up inside `root` (the target's root directory): its
+/// directories' symlinks, absolute ones included, are followed as the target would see them, never out
+/// of it. Ok(None) when there is none; Err says why one is refused.
+fn open_perf_map(root: &Path, name: &str, owners: &[u32], limit: u64) -> Result<Option<String>, String> {
+    let file = match open_in_root(root, name) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symbolic link".into()),
@@ -111,6 +109,36 @@ fn open_perf_map(path: &Path, owners: &[u32], limit: u64) -> Result<Option<Strin
     // It may grow between fstat and the read.
     file.take(limit).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// openat2(RESOLVE_IN_ROOT): `name` resolved with `root` as its "/", the last component not a symlink.
+fn open_in_root(root: &Path, name: &str) -> std::io::Result<fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let dir = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(root)?;
+    let name = std::ffi::CString::new(name).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // O_NONBLOCK: a FIFO planted under the name must not hang the recording before fstat refuses it.
+    // SAFETY: open_how is plain integers; all zero is its default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: a valid directory descriptor, NUL-terminated name and open_how of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor openat2 just returned, owned by nothing else.
+    Ok(unsafe { fs::File::from_raw_fd(fd as i32) })
 }
 
 /// Ranges of the kernel's uprobe page (uretprobe trampoline, out-of-line single-step slots) in a process.
@@ -423,7 +451,9 @@ mod tests {
         let me = fs::metadata(&dir).unwrap().uid();
         let map = dir.join("perf-1.map");
         fs::write(&map, "1000 10 JS:*handler\n").unwrap();
-        let read = |p: &Path, owners: &[u32], limit| open_perf_map(p, owners, limit);
+        let read = |p: &Path, owners: &[u32], limit| {
+            open_perf_map(&dir, p.file_name().unwrap().to_str().unwrap(), owners, limit)
+        };
         assert_eq!(
             read(&map, &[me], 1 << 20).unwrap().as_deref(),
             Some("1000 10 JS:*handler\n")
@@ -436,6 +466,22 @@ mod tests {
         let link = dir.join("perf-3.map");
         std::os::unix::fs::symlink(&secret, &link).unwrap();
         assert_eq!(read(&link, &[me], 1 << 20), Err("it is a symbolic link".to_string()));
+
+        // A directory symlink to an absolute path: followed inside the root it is looked up in, never out.
+        let outside = std::env::temp_dir().join(format!("tlsprof-perfmap-out-{}", std::process::id()));
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("perf-5.map"), "2000 10 outside\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("run")).unwrap();
+        assert_eq!(open_perf_map(&dir, "run/perf-5.map", &[me], 1 << 20), Ok(None));
+        assert!(open_perf_map(
+            Path::new("/"),
+            outside.join("perf-5.map").to_str().unwrap(),
+            &[me],
+            1 << 20
+        )
+        .unwrap()
+        .is_some());
+        fs::remove_dir_all(&outside).unwrap();
 
         // Owned by someone else than the target's user: as root, hand it to nobody; otherwise the file is ours
         // and the target is someone else.

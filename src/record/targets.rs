@@ -103,40 +103,128 @@ impl Process {
     }
 }
 
-/// Resolves the command line's target selection into live processes.
-pub fn resolve(pids: &[u32], comms: &[String]) -> Result<Vec<Process>> {
-    let mut found = Vec::new();
-    for &pid in pids {
-        match Process::from_pid(pid) {
-            Some(p) => found.push(p),
-            None => bail!("no process with pid {pid}: check the pid with `ps -p {pid}`"),
-        }
-    }
-    for comm in comms {
-        let matching = processes_named(comm);
-        if matching.is_empty() {
-            bail!("no running process is named '{comm}': check the name with `pgrep -l {comm}`");
-        }
-        found.extend(matching);
-    }
-    found.sort_by_key(|p| p.pid);
-    found.dedup_by_key(|p| p.pid);
-    Ok(found)
+/// Which processes to profile (--pid, --comm, --all): shared by every command that attaches.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub pids: Vec<u32>,
+    pub comms: Vec<String>,
+    /// Every process on the machine that runs TLS code tlsprof knows, but tlsprof itself.
+    pub all: bool,
 }
 
-/// Every process whose comm is `name` (the kernel truncates comm to 15 bytes, so compare that much).
-pub fn processes_named(name: &str) -> Vec<Process> {
-    let want: String = name.chars().take(15).collect();
+impl Selection {
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty() && self.comms.is_empty() && !self.all
+    }
+
+    /// Processes started later join the recording (--comm, --all); --pid names processes that exist.
+    pub fn follows_new(&self) -> bool {
+        self.all || !self.comms.is_empty()
+    }
+
+    /// The live processes selected now.
+    pub fn resolve(&self) -> Result<Vec<Process>> {
+        let mut found = Vec::new();
+        for &pid in &self.pids {
+            match Process::from_pid(pid) {
+                Some(p) => found.push(p),
+                None => bail!("no process with pid {pid}: check the pid with `ps -p {pid}`"),
+            }
+        }
+        for comm in &self.comms {
+            let matching = processes_named(comm);
+            if matching.is_empty() {
+                bail!("no running process is named '{comm}': check the name with `pgrep -l {comm}`");
+            }
+            found.extend(matching);
+        }
+        if self.all {
+            found.extend(self.followed());
+        }
+        found.sort_by_key(|p| p.pid);
+        found.dedup_by_key(|p| p.pid);
+        Ok(found)
+    }
+
+    /// The processes running now that --comm or --all take.
+    pub fn followed(&self) -> Vec<Process> {
+        let me = std::process::id();
+        let mut out: Vec<Process> = all_processes()
+            .into_iter()
+            .filter(|p| p.pid != me && (self.all || self.comms.iter().any(|c| p.comm == comm_prefix(c))))
+            .collect();
+        out.sort_by_key(|p| p.pid);
+        out
+    }
+}
+
+/// What the kernel keeps of a name: comm is truncated to 15 bytes.
+fn comm_prefix(name: &str) -> String {
+    name.chars().take(15).collect()
+}
+
+/// Every process in /proc (our pid namespace's view: the host's, for tlsprof runs there).
+fn all_processes() -> Vec<Process> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut out: Vec<Process> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(Process::from_pid)
-        .filter(|p| p.comm == want)
-        .collect();
+        .collect()
+}
+
+/// Every process whose comm is `name`.
+pub fn processes_named(name: &str) -> Vec<Process> {
+    let want = comm_prefix(name);
+    let mut out: Vec<Process> = all_processes().into_iter().filter(|p| p.comm == want).collect();
     out.sort_by_key(|p| p.pid);
     out
+}
+
+/// Which program a process runs, as (device, inode) of /proc/PID/exe: changes when it execs. None for
+/// kernel threads and processes that have exited.
+pub fn exe_id(pid: u32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// The container or service a process runs in, as its cgroup (v2) path names it: `docker 0123456789ab` for
+/// a container runtime's scope (docker, podman, containerd, CRI-O), else the systemd unit
+/// (`nginx.service`). None at the root or in no unit. A target can choose its cgroup: untrusted text.
+pub fn container_of(pid: u32) -> Option<String> {
+    let bytes = fs::read(format!("/proc/{pid}/cgroup")).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    container_name(path)
+}
+
+fn container_name(cgroup: &str) -> Option<String> {
+    const RUNTIMES: [(&str, &str); 5] = [
+        ("docker-", "docker"),
+        ("libpod-", "podman"),
+        ("cri-containerd-", "containerd"),
+        ("crio-", "cri-o"),
+        ("containerd-", "containerd"),
+    ];
+    // The innermost unit: a container's own cgroups (a scope's sub-groups) sit below it.
+    let units: Vec<&str> = cgroup
+        .split('/')
+        .filter(|c| [".scope", ".service"].iter().any(|s| c.ends_with(s)))
+        .collect();
+    for unit in units.iter().rev() {
+        let stem = unit.trim_end_matches(".scope");
+        for (prefix, runtime) in RUNTIMES {
+            if let Some(id) = stem.strip_prefix(prefix) {
+                let short: String = id.chars().take(12).collect();
+                return Some(format!("{runtime} {short}"));
+            }
+        }
+    }
+    let unit = units.last()?;
+    // Long names are cut: a label, not a record of what the target wrote.
+    Some(unit.chars().take(128).collect())
 }
 
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
@@ -187,8 +275,7 @@ pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>) -> Vec<Mappin
 
 /// Inode of /proc/PID/exe, to recognise the executable among the mappings.
 pub fn exe_inode(pid: u32) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| m.ino())
+    exe_id(pid).map(|(_, ino)| ino)
 }
 
 /// Finds the mapping that contains a virtual address.
@@ -264,13 +351,48 @@ mod tests {
 
     #[test]
     fn unknown_pid_is_one_clear_error() {
-        let err = resolve(&[u32::MAX - 1], &[]).unwrap_err().to_string();
+        let selection = Selection {
+            pids: vec![u32::MAX - 1],
+            ..Selection::default()
+        };
+        let err = selection.resolve().unwrap_err().to_string();
         assert!(err.starts_with("no process with pid"), "{err}");
     }
 
     #[test]
     fn unknown_comm_is_one_clear_error() {
-        let err = resolve(&[], &["no-such-proc-xyz".into()]).unwrap_err().to_string();
+        let selection = Selection {
+            comms: vec!["no-such-proc-xyz".into()],
+            ..Selection::default()
+        };
+        let err = selection.resolve().unwrap_err().to_string();
         assert!(err.contains("no running process is named 'no-such-proc-xyz'"), "{err}");
+    }
+
+    #[test]
+    fn all_takes_every_process_but_tlsprof() {
+        let all = Selection {
+            all: true,
+            ..Selection::default()
+        };
+        let pids: Vec<u32> = all.resolve().unwrap().iter().map(|p| p.pid).collect();
+        assert!(pids.contains(&1), "{pids:?}");
+        assert!(!pids.contains(&std::process::id()), "{pids:?}");
+    }
+
+    #[test]
+    fn containers_are_named_by_their_runtime_scope_or_unit() {
+        let docker = "/system.slice/docker-3f4e5d6c7b8a9f0e1d2c3b4a5968778695a4b3c2d1e0f9e8d7c6b5a49382716.scope";
+        assert_eq!(container_name(docker).as_deref(), Some("docker 3f4e5d6c7b8a"));
+        let nested = "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abcdef0123456789.scope/init";
+        assert_eq!(container_name(nested).as_deref(), Some("containerd abcdef012345"));
+        let podman = "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-0011aabbccdd.scope/container";
+        assert_eq!(container_name(podman).as_deref(), Some("podman 0011aabbccdd"));
+        assert_eq!(
+            container_name("/system.slice/nginx.service").as_deref(),
+            Some("nginx.service")
+        );
+        assert_eq!(container_name("/"), None);
+        assert_eq!(container_name("/user.slice/user-0.slice"), None);
     }
 }
