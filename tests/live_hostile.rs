@@ -18,40 +18,6 @@ const HOSTILE_COMM: &str = "\x1b]0;pwn\x07\x1b[2J\u{fffd}";
 /// The same name as tlsprof prints it.
 const HOSTILE_PRINTED: &str = "\\x1b]0;pwn\\x07\\x1b[2J\u{fffd}";
 
-fn build_fixture(scratch: &Scratch) -> PathBuf {
-    let bin = scratch.path("hostile_target");
-    let out = run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/fixtures/hostile_target.c"))
-        .args(["-lssl", "-lcrypto"]));
-    assert!(
-        out.status.success(),
-        "build fixture: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
-        .arg(scratch.path("key.pem"))
-        .arg("-out")
-        .arg(scratch.path("cert.pem")));
-    assert!(
-        out.status.success(),
-        "openssl req: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
-}
-
 /// 64 KiB of noise (xorshift), not an ELF object.
 fn junk_file(path: &Path) {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -89,7 +55,7 @@ impl Target {
 
     /// With `--wait`, it makes no handshake before `go`.
     fn start_with(scratch: &Scratch, args: &[&str]) -> Target {
-        let bin = build_fixture(scratch);
+        let bin = build_hostile_target(scratch, "hostile_target");
         let junk = scratch.path("libssl.so.3");
         junk_file(&junk);
         let mut child = Command::new(&bin)

@@ -12,39 +12,6 @@ use std::time::Duration;
 
 use common::*;
 
-/// tests/fixtures/hostile_target.c built into `scratch` as `name`, and a certificate for it.
-fn build_fixture(scratch: &Scratch, name: &str) -> PathBuf {
-    let bin = scratch.path(name);
-    let out = run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/fixtures/hostile_target.c"))
-        .args(["-lssl", "-lcrypto"]));
-    assert!(out.status.success(), "build: {}", String::from_utf8_lossy(&out.stderr));
-    if !scratch.path("cert.pem").exists() {
-        let out = run(Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-            ])
-            .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
-            .arg(scratch.path("key.pem"))
-            .arg("-out")
-            .arg(scratch.path("cert.pem")));
-        assert!(
-            out.status.success(),
-            "openssl req: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    bin
-}
-
 /// The fixture running, its standard input and output held.
 struct Fixture {
     child: Child,
@@ -119,7 +86,7 @@ fn exec_is_probed_anew_and_named_against_the_program_it_ran() {
         return;
     }
     let scratch = Scratch::new("exec");
-    let first = build_fixture(&scratch, "first");
+    let first = build_hostile_target(&scratch, "first");
     let second = scratch.path("second");
     std::fs::copy(&first, &second).unwrap();
     let mut fixture = Fixture::start(&scratch, &first, &["--wait", "--exec", second.to_str().unwrap()], &[]);
@@ -196,7 +163,7 @@ fn libssl_replaced_on_disk_is_profiled_in_old_and_new_processes() {
         return;
     }
     let scratch = Scratch::new("libssl-upgrade");
-    let bin = build_fixture(&scratch, "tls_server");
+    let bin = build_hostile_target(&scratch, "tls_server");
     let libdir = scratch.path("lib");
     std::fs::create_dir(&libdir).unwrap();
     let libs = system_libraries(&bin);
@@ -286,7 +253,7 @@ fn two_hundred_targets_attached_and_counted() {
     }
     const TARGETS: usize = 200;
     let scratch = Scratch::new("many");
-    let bin = build_fixture(&scratch, "tls_server");
+    let bin = build_hostile_target(&scratch, "tls_server");
     let mut fixtures: Vec<Fixture> = (0..TARGETS)
         .map(|_| Fixture::start(&scratch, &bin, &["--wait"], &[]))
         .collect();
