@@ -41,14 +41,13 @@ fn check_estimate(r: &Value, field: &str, truth: u64, tolerance: f64, summary: &
         h["observed"][field],
         r["probing"]["windows"]
     );
-    assert!(
-        within(estimate, truth as f64, tolerance),
-        "estimated {estimate} {field} handshakes for {truth} by the clients (±{:.0}% allowed)\n{summary}",
-        tolerance * 100.0
-    );
-    assert!(
-        lo <= truth as f64 && truth as f64 <= hi,
-        "the 95% interval [{lo}, {hi}] of {field} misses the clients' {truth}\n{summary}"
+    assert_estimate(
+        &format!("{field} handshakes"),
+        estimate,
+        [lo, hi],
+        truth,
+        tolerance,
+        summary,
     );
 }
 

@@ -177,14 +177,13 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
         estimated >= 1.0,
         "no interval was estimated: the probes stayed attached\n{metrics}"
     );
-    assert!(
-        within(total, connections as f64, TOLERANCE),
-        "Prometheus has {total} handshakes for {connections} by the clients (±{:.0}% allowed)\n{metrics}",
-        TOLERANCE * 100.0
-    );
-    assert!(
-        lower <= connections as f64 && connections as f64 <= upper,
-        "the stated 95% interval [{lower}, {upper}] misses the clients' {connections}\n{metrics}"
+    assert_estimate(
+        "handshakes in Prometheus",
+        total,
+        [lower, upper],
+        connections,
+        TOLERANCE,
+        &metrics,
     );
     let sign = query(prom, "sum(tlsprof_stage_cpu_seconds_total{stage=\"sign\"})").expect("the sign stage's CPU");
     assert!(sign > 0.0, "sign stage CPU {sign}");

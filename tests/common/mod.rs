@@ -736,3 +736,17 @@ pub fn build_hostile_target(scratch: &Scratch, name: &str) -> PathBuf {
     }
     bin
 }
+
+/// An estimate of `what` is right: within `tolerance` of the clients' `truth`, and its 95% interval
+/// [`lo`, `hi`] contains it.
+pub fn assert_estimate(what: &str, estimate: f64, [lo, hi]: [f64; 2], truth: u64, tolerance: f64, context: &str) {
+    assert!(
+        within(estimate, truth as f64, tolerance),
+        "estimated {estimate} {what} for {truth} by the clients (±{:.0}% allowed)\n{context}",
+        tolerance * 100.0
+    );
+    assert!(
+        lo <= truth as f64 && truth as f64 <= hi,
+        "the 95% interval [{lo}, {hi}] of {what} misses the clients' {truth}\n{context}"
+    );
+}
