@@ -106,6 +106,7 @@ struct conn_state {
 /* Make the boundary types visible in BTF so the skeleton emits them for user space. */
 struct tree_key _tree_key = {};
 struct tree_val _tree_val = {};
+struct target_state _target_state = {};
 struct stack_sample _stack_sample = {};
 enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
@@ -118,12 +119,12 @@ enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
 enum tlsprof_site _site = SITE_ENTRY;
 enum tlsprof_target_flags _target_flags = TARGET_PROBED;
 
-/* tgid -> enum tlsprof_target_flags: processes being profiled; the sampler ignores everyone else. */
+/* tgid -> target_state: processes being profiled; the sampler ignores everyone else. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, struct target_state);
 } targets SEC(".maps");
 
 /* tid -> stage frames and on-CPU clock of every thread that entered a stage; LRU so dead threads age out. */
@@ -362,14 +363,14 @@ static __always_inline bool handshake_work(__u8 stage, __u32 flags)
 
 static __always_inline void note_unframed_work(__u32 tgid)
 {
-	__u8 *target = bpf_map_lookup_elem(&targets, &tgid);
+	struct target_state *target = bpf_map_lookup_elem(&targets, &tgid);
 
 	/* Not a target: tlsprof's own calibration calls. */
 	if (!target)
 		return;
 	count_stat(STAT_UNFRAMED_WORK);
-	if (!(*target & TARGET_UNFRAMED_WORK))
-		*target |= TARGET_UNFRAMED_WORK;
+	if (!(target->flags & TARGET_UNFRAMED_WORK))
+		target->flags |= TARGET_UNFRAMED_WORK;
 }
 
 /* Opens a stage frame of a thread or goroutine. sp: where the return address sits (a goroutine's: its
@@ -911,10 +912,13 @@ static __always_inline struct thread_state *current_thread(__u32 *tgid)
 static __always_inline int count_connection(long ret, bool connecting)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct target_state *target;
 
-	if (!(ret >= 0 || (connecting && ret == -EINPROGRESS)) || !bpf_map_lookup_elem(&targets, &tgid))
+	if (!(ret >= 0 || (connecting && ret == -EINPROGRESS)))
 		return 0;
-	count_stat(STAT_CONNECTIONS);
+	target = bpf_map_lookup_elem(&targets, &tgid);
+	if (target)
+		__sync_fetch_and_add(&target->connections, 1);
 	return 0;
 }
 

@@ -70,12 +70,22 @@ enum tlsprof_func_flags {
 	FF_GO_SIG_STACK_ARG = 1 << 18,
 };
 
-/* Values of the targets map: the process is a target, and what its probes saw. */
+/* Flags of a target_state: the process is a target, and what its probes saw. */
 enum tlsprof_target_flags {
 	TARGET_PROBED = 1 << 0,
 	/* A handshake stage ran outside any handshake call (or I/O call driving one): the process's handshakes
 	 * run inside SSL_read/SSL_write, which user space then probes too. */
 	TARGET_UNFRAMED_WORK = 1 << 1,
+};
+
+/* Values of the targets map: one per process being profiled. */
+struct target_state {
+	/* Connections the process accepted or opened (accept/accept4/connect returning a socket or
+	 * EINPROGRESS): counted all the time, without a trap, to scale the handshakes seen in probe windows. */
+	__u64 connections;
+	/* enum tlsprof_target_flags */
+	__u8 flags;
+	__u8 pad[7];
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
@@ -236,13 +246,10 @@ enum tlsprof_stat {
 	STAT_MISSED_RETURNS = 8,
 	/* Entries of FF_STEPPED functions on a target (also in STAT_PROBE_HITS): each a second trap. */
 	STAT_STEPPED_HITS = 9,
-	/* Connections a target accepted or opened (accept/accept4/connect returning a socket or EINPROGRESS):
-	 * counted all the time, without a trap, to scale the handshakes seen in probe windows. */
-	STAT_CONNECTIONS = 10,
 	/* Entries of handshake stages (key exchange, signature, verification, key schedule, resumption) outside
 	 * any handshake call or I/O call driving one: their handshakes are not counted (TARGET_UNFRAMED_WORK). */
-	STAT_UNFRAMED_WORK = 11,
-	STAT_COUNT = 12,
+	STAT_UNFRAMED_WORK = 10,
+	STAT_COUNT = 11,
 };
 
 #endif

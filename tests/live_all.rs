@@ -43,13 +43,14 @@ fn library_path(scratch: &Scratch, name: &str) -> String {
         .unwrap_or_else(|| panic!("ldd shows no {name}"))
 }
 
-fn handshakes_seen(report: &serde_json::Value, pid: u32) -> u64 {
+/// A target's handshakes over the recording, as the report gives them (exact: probes attached throughout).
+fn handshakes_of(report: &serde_json::Value, pid: u32) -> u64 {
     report["targets"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|t| t["pid"] == pid)
-        .map(|t| t["handshakes_seen"].as_u64().unwrap())
+        .map(|t| t["handshakes"].as_u64().unwrap())
         .sum()
 }
 
@@ -125,9 +126,9 @@ fn all_finds_nginx_node_and_a_process_started_in_new_namespaces() {
     let (summary, log) = rec.interrupt_with_log();
 
     let r = report_json(&recording);
-    let nginx_seen: u64 = nginx.workers().iter().map(|&w| handshakes_seen(&r, w)).sum();
-    let node_seen = handshakes_seen(&r, node.pid());
-    let hidden_seen = handshakes_seen(&r, hidden_pid);
+    let nginx_seen: u64 = nginx.workers().iter().map(|&w| handshakes_of(&r, w)).sum();
+    let node_seen = handshakes_of(&r, node.pid());
+    let hidden_seen = handshakes_of(&r, hidden_pid);
     eprintln!(
         "clients: nginx {nginx_connections}, node {node_connections}; namespaced server {made} on each side; \
          tlsprof --all saw nginx {nginx_seen}, node {node_seen}, namespaced {hidden_seen}"
@@ -155,7 +156,7 @@ fn all_finds_nginx_node_and_a_process_started_in_new_namespaces() {
     assert_eq!(target["container"], "docker \x1b[2J01234567", "{target}");
     assert!(
         summary.contains(&format!(
-            "(pid {hidden_pid}) in docker \\x1b[2J01234567: {hidden_seen} handshakes seen"
+            "(pid {hidden_pid}) in docker \\x1b[2J01234567: {hidden_seen} handshakes,"
         )),
         "{summary}"
     );

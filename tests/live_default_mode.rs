@@ -163,6 +163,53 @@ fn nginx_default_mode_10s_abandoned_handshakes_within_10_percent() {
     );
 }
 
+/// nginx and Node.js recorded together at the default budget, each under its own full-handshake load: each
+/// process's own estimate (its part of every probe window) within 10% of its clients' count, its interval
+/// containing it, and the processes adding up to the whole.
+#[test]
+fn nginx_and_node_default_mode_10s_each_process_within_10_percent() {
+    if !require_root("nginx_and_node_default_mode_10s_each_process_within_10_percent") {
+        return;
+    }
+    let scratch = Scratch::new("default-two");
+    let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
+    let (node, node_port) = start_node_server(&nginx.dir);
+    let worker = nginx.workers()[0];
+    let recording = scratch.path("two.tlsprof");
+    let rec = start(&record_args(&[worker, node.pid()], &recording, false));
+    let nginx_port = nginx.port;
+    let nginx_load = thread::spawn(move || s_time_new(nginx_port, 10));
+    let node_connections = s_time_new(node_port, 10);
+    let nginx_connections = nginx_load.join().unwrap();
+    let summary = rec.interrupt();
+    let r = report_json(&recording);
+    let mut sum = 0.0;
+    for (pid, truth, name) in [
+        (worker, nginx_connections, "nginx"),
+        (node.pid(), node_connections, "node"),
+    ] {
+        let t = r["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["pid"] == pid)
+            .unwrap();
+        let (estimate, ci) = (f(&t["handshakes"]), &t["handshakes_ci95"]);
+        eprintln!(
+            "{name}: {truth} by its clients; estimated {estimate} [{}, {}], {} seen",
+            ci[0], ci[1], t["observed_handshakes"]
+        );
+        assert_estimate(name, estimate, [f(&ci[0]), f(&ci[1])], truth, 0.10, &summary);
+        sum += estimate;
+    }
+    let total = f(&r["handshakes"]["total"]);
+    assert!(
+        within(sum, total, 0.02),
+        "processes {sum} vs the whole {total}\n{summary}"
+    );
+    assert!(summary.contains(&format!("(pid {worker}): ≈ ")), "{summary}");
+}
+
 /// A Node.js HTTPS server under full-handshake load, recorded at the default budget.
 fn node_default_mode(secs: u32, tolerance: f64, name: &str) {
     let scratch = Scratch::new(name);

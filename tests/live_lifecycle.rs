@@ -3,12 +3,13 @@
 //! pid) is probed anew, its samples named against the program they ran in; a libssl replaced on disk while
 //! mapped (a package upgrade) is profiled in the processes that keep the deleted file and in those that map
 //! the new one. Each counts every handshake its fixture made, and the report says what happened in one line.
+//! Continuous mode picks up targets that come and go and forgets each one that exits.
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -113,12 +114,12 @@ fn exec_is_probed_anew_and_named_against_the_program_it_ran() {
 
     let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
     let t = target(&raw, pid);
-    let seen = t["handshakes_seen"].as_u64().unwrap();
+    let seen = completed_in(&raw, pid);
     eprintln!("fixture: {before} + {after} handshakes on each side, before and after exec; tlsprof saw {seen}");
     assert_eq!(seen, 2 * (before + after), "{summary}\n{log}");
     assert_eq!(t["execs_at_s"].as_array().unwrap().len(), 1, "{t}");
     assert!(
-        summary.contains(&format!("(pid {pid}): {seen} handshakes seen,"))
+        summary.contains(&format!("(pid {pid}): {seen} handshakes,"))
             && summary.contains("ran a new program (exec), probed anew from"),
         "{summary}"
     );
@@ -197,10 +198,7 @@ fn libssl_replaced_on_disk_is_profiled_in_old_and_new_processes() {
     let (summary, _) = rec.interrupt_with_log();
 
     let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
-    let (old_seen, new_seen) = (
-        target(&raw, old_pid)["handshakes_seen"].as_u64().unwrap(),
-        target(&raw, new_pid)["handshakes_seen"].as_u64().unwrap(),
-    );
+    let (old_seen, new_seen) = (completed_in(&raw, old_pid), completed_in(&raw, new_pid));
     eprintln!(
         "before the upgrade: {old_made} handshakes on each side, {old_seen} seen; after: {new_made}, {new_seen} seen"
     );
@@ -283,7 +281,7 @@ fn two_hundred_targets_attached_and_counted() {
     let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&recording).unwrap()).unwrap();
     let mut short = Vec::new();
     for (pid, made) in pids.iter().zip(&made) {
-        let seen = target(&raw, pid.parse().unwrap())["handshakes_seen"].as_u64().unwrap();
+        let seen = completed_in(&raw, pid.parse().unwrap());
         if seen != 2 * made {
             short.push(format!("{pid}: {seen} of {}", 2 * made));
         }
@@ -295,4 +293,64 @@ fn two_hundred_targets_attached_and_counted() {
     );
     assert_eq!(raw["targets"].as_array().unwrap().len(), TARGETS);
     assert!(short.is_empty(), "handshakes missed: {short:?}\n{summary}");
+}
+
+/// `serve --comm`: targets that come and go one after another are each picked up, counted whole, and
+/// forgotten once they exit (the targets gauge falls back to 0), so continuous mode keeps nothing of
+/// processes gone.
+#[test]
+fn serve_counts_targets_that_come_and_go_and_forgets_them() {
+    if !require_root("serve_counts_targets_that_come_and_go_and_forgets_them") {
+        return;
+    }
+    let scratch = Scratch::new("churn");
+    let bin = build_hostile_target(&scratch, "churn");
+    let listen = free_port();
+    let mut first = Fixture::start(&scratch, &bin, &["--wait", "--name", "churn"], &[]);
+    let mut child = tlsprof()
+        .args(["serve", "--comm", "churn", "--max-overhead", "100", "--listen"])
+        .arg(format!("127.0.0.1:{listen}"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(child.stderr.take().unwrap(), |_| true);
+    let _serve = Running(child);
+    let mut log = String::new();
+    let wait_log = |text: &str, log: &mut String| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !log.contains(text) {
+            if let Ok(l) = lines.recv_timeout(Duration::from_millis(200)) {
+                log.push_str(&(l + "\n"));
+            }
+            assert!(Instant::now() < deadline, "tlsprof serve never said {text:?}:\n{log}");
+        }
+    };
+    wait_log("probes live", &mut log);
+    first.say("go\n");
+    std::thread::sleep(Duration::from_millis(1000));
+    let mut made = first.stop();
+    for _ in 0..3 {
+        let mut next = Fixture::start(&scratch, &bin, &["--wait", "--name", "churn"], &[]);
+        wait_log(&format!("attached to new process {} ", next.pid()), &mut log);
+        next.say("go\n");
+        std::thread::sleep(Duration::from_millis(1000));
+        made += next.stop();
+    }
+    // Each process, client and server, made `made` handshakes on each side; all were counted (the probes
+    // were attached throughout) once the last one's interval is in, and no target is left.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = get_text(listen, "/metrics");
+        let (counted, targets) = (scraped(&m, "tlsprof_handshakes_total"), scraped(&m, "tlsprof_targets"));
+        if counted == (2 * made) as f64 && targets == 0.0 {
+            eprintln!("4 processes one after another: {made} handshakes on each side, all counted; 0 targets left");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 30 s: {counted} handshakes counted of {}, {targets} targets left\n{m}\n{log}",
+            2 * made
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }

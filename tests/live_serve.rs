@@ -6,7 +6,6 @@
 //! reads `/profile?seconds=2` (needs root).
 mod common;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -21,35 +20,6 @@ use common::*;
 const LOAD_SECS: u32 = 20;
 /// The bound the default-mode tests hold a 10 s recording to (tests/live_default_mode.rs).
 const TOLERANCE: f64 = 0.10;
-
-/// GET `path` from a local HTTP server: status and body.
-fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap();
-    (status, raw[split + 4..].to_vec())
-}
-
-fn get_text(port: u16, path: &str) -> String {
-    let (status, body) = get(port, path);
-    let body = String::from_utf8(body).unwrap();
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
-}
-
-/// A sample's value summed over its label sets, from a scrape of tlsprof itself.
-fn scraped(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
-        .sum()
-}
 
 /// An instant query of Prometheus' HTTP API: the value of its one series, or None when it has none.
 fn query(port: u16, promql: &str) -> Option<f64> {

@@ -10,6 +10,6 @@ mod summary;
 pub use estimate::Estimate;
 pub use summary::{
     sample_stages, summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
+    LibrarySummary, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary, TargetSummary,
     UnnamedFileSummary,
 };

@@ -11,8 +11,8 @@ use super::causes::{self, Cause, CauseCounts, CauseSummary};
 use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::{
-    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, ProbeWindow, Recording, Role, Symbols,
-    Target, UnnamedFile,
+    CallGraph, CpuHistogram, Flavor, HandshakeCounts, Hits, Lost, Outcome, Recording, Role, Symbols, Target,
+    UnnamedFile, WindowPart,
 };
 
 /// Call-tree nodes below this share of TLS CPU are folded into a count, to keep the tree readable.
@@ -21,7 +21,7 @@ const TREE_MIN_SHARE: f64 = 0.001;
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     pub duration_s: f64,
-    pub targets: Vec<Target>,
+    pub targets: Vec<TargetSummary>,
     /// The targets' CPU over the whole recording.
     pub process_cpu_ms: f64,
     /// The targets' CPU while the stage probes were attached: what stage figures and `tls_share` compare with.
@@ -63,6 +63,20 @@ pub struct Summary {
     pub stacks: StackSummary,
     #[serde(skip)]
     pub call_tree: CallTree,
+}
+
+/// A target, and its part of the recording's handshakes and TLS CPU, estimated as the recording's are (from
+/// its part of each probe window). None in recordings that did not tell processes' handshakes apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetSummary {
+    #[serde(flatten)]
+    pub target: Target,
+    pub handshakes: Option<u64>,
+    pub handshakes_ci95: Option<[u64; 2]>,
+    /// Completed handshakes the probes saw in it (exact, in the probe windows).
+    pub observed_handshakes: Option<u64>,
+    pub tls_cpu_ms: Option<f64>,
+    pub tls_cpu_ms_ci95: Option<[f64; 2]>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -296,24 +310,94 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// The figures every part of the summary starts from: the targets' CPU, the probe windows, and the
+/// handshakes and TLS CPU over the whole recording.
+struct Core {
+    process_cpu_ms: f64,
+    probed_cpu_ms: f64,
+    probe_overhead_ms: f64,
+    observed_tls_ns: u64,
+    probing: ProbingSummary,
+    windows: Windows,
+    totals: HandshakeSummary,
+    /// TLS CPU over the recording, in ns.
+    tls: Estimate,
+}
+
+impl Core {
+    fn of(rec: &Recording) -> Core {
+        let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
+        let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
+        let probe_overhead_ms = rec.probe_cost.overhead_ms(Hits {
+            all: rec.probe_hits,
+            stepped: rec.probe_stepped_hits,
+        });
+        let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
+        let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
+        let windows = Windows::of(
+            rec,
+            &probing,
+            process_cpu_ms - probe_overhead_ms,
+            probed_cpu_ms - probe_overhead_ms,
+        );
+        let totals = handshake_totals(rec, &windows);
+        let tls = windows
+            .estimate(|w| w.stage_self_ns.values().sum::<u64>() as f64, observed_tls_ns as f64)
+            .at_least(totals.total_estimate.relative_error());
+        Core {
+            process_cpu_ms,
+            probed_cpu_ms,
+            probe_overhead_ms,
+            observed_tls_ns,
+            probing,
+            windows,
+            totals,
+            tls,
+        }
+    }
+}
+
+/// Each target with its part of the handshakes and TLS CPU, when the recording tells processes apart.
+fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
+    let attributed = rec.handshakes.iter().all(|g| g.pid.is_some());
+    rec.targets
+        .iter()
+        .map(|t| {
+            let one;
+            let core = if rec.targets.len() == 1 {
+                whole
+            } else {
+                one = Core::of(&rec.of_processes(&[t.pid]));
+                &one
+            };
+            let hs = &core.totals;
+            TargetSummary {
+                target: t.clone(),
+                handshakes: attributed.then_some(hs.total),
+                handshakes_ci95: attributed.then_some(hs.total_ci95),
+                observed_handshakes: attributed.then_some(hs.observed.total),
+                tls_cpu_ms: attributed.then_some(core.tls.value / 1e6),
+                tls_cpu_ms_ci95: attributed.then_some(core.tls.scaled(1e-6).ci95),
+            }
+        })
+        .collect()
+}
+
 pub fn summarize(rec: &Recording) -> Summary {
-    let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
-    let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
-    let probe_overhead_ms = rec.probe_cost.overhead_ms(Hits {
-        all: rec.probe_hits,
-        stepped: rec.probe_stepped_hits,
-    });
-    let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
+    let core = Core::of(rec);
+    let targets = target_figures(rec, &core);
+    let Core {
+        process_cpu_ms,
+        probed_cpu_ms,
+        probe_overhead_ms,
+        observed_tls_ns,
+        probing,
+        windows,
+        totals,
+        tls,
+    } = core;
     let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
     let record_layer = record_layer_sampled(rec, samples);
-    let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
-    let windows = Windows::of(
-        rec,
-        &probing,
-        process_cpu_ms - probe_overhead_ms,
-        probed_cpu_ms - probe_overhead_ms,
-    );
-    let totals = handshake_totals(rec, &windows);
     let rel = totals.total_estimate.relative_error();
     let mut stages = probed_stages(rec, &windows, rel);
     if !rec.all_probes && rec.sample_freq_hz > 0 {
@@ -323,9 +407,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         }
     }
     add_causes(&mut stages, causes::by_stage(rec));
-    let tls = windows
-        .estimate(|w| w.stage_self_ns.values().sum::<u64>() as f64, observed_tls_ns as f64)
-        .at_least(rel);
     let basis = Basis {
         stages,
         totals,
@@ -337,7 +418,7 @@ pub fn summarize(rec: &Recording) -> Summary {
     let observed_tls_ms = ms(observed_tls_ns);
     Summary {
         duration_s: rec.duration_s,
-        targets: rec.targets.clone(),
+        targets,
         process_cpu_ms,
         probed_cpu_ms,
         probing,
@@ -397,18 +478,19 @@ pub fn summarize(rec: &Recording) -> Summary {
 
 /// The probe windows as the estimates see them: each window's own CPU, against the targets' own CPU over
 /// the recording (the probes' estimated cost taken out of both).
-struct Windows<'a> {
-    /// None when the probes were attached throughout: every figure is exact.
-    windows: Option<Vec<&'a ProbeWindow>>,
+struct Windows {
+    /// Each window's figures for all the recording's processes together; None when the probes were
+    /// attached throughout: every figure is exact.
+    windows: Option<Vec<WindowPart>>,
     /// For recordings that kept no windows one by one: all windows as one.
-    merged: Option<ProbeWindow>,
+    merged: Option<WindowPart>,
     total_cpu_ms: f64,
     /// Connections the targets accepted or opened over the recording.
     connections: f64,
 }
 
-impl<'a> Windows<'a> {
-    fn of(rec: &'a Recording, probing: &ProbingSummary, total_cpu_ms: f64, probed_cpu_ms: f64) -> Windows<'a> {
+impl Windows {
+    fn of(rec: &Recording, probing: &ProbingSummary, total_cpu_ms: f64, probed_cpu_ms: f64) -> Windows {
         if !probing.part_time {
             return Windows {
                 windows: None,
@@ -417,28 +499,27 @@ impl<'a> Windows<'a> {
                 connections: 0.0,
             };
         }
-        let merged = rec.probing.window_figures.is_empty().then(|| ProbeWindow {
-            live_s: rec.probing.live_s,
+        let merged = rec.probing.window_figures.is_empty().then(|| WindowPart {
             // Without the windows' own CPU, the probed share of the CPU stands for it.
             own_cpu_ms: probing.cpu_share * total_cpu_ms.max(probed_cpu_ms),
-            ..ProbeWindow::default()
+            ..WindowPart::default()
         });
         Windows {
-            windows: Some(rec.probing.window_figures.iter().collect()),
+            windows: Some(rec.probing.window_figures.iter().map(|w| w.whole()).collect()),
             merged,
             total_cpu_ms,
-            connections: rec.probing.connections as f64,
+            connections: rec.connections() as f64,
         }
     }
 
     /// A count over the whole recording: scaled by the connections the targets accepted or opened (each
     /// carries one handshake at most, so the windows' ratio is steady), or by CPU when no connection was
     /// counted (recordings from before, sockets not made by accept or connect).
-    fn count(&self, per_window: impl Fn(&ProbeWindow) -> f64, observed: f64) -> Estimate {
+    fn count(&self, per_window: impl Fn(&WindowPart) -> f64, observed: f64) -> Estimate {
         if let (Some(windows), None) = (&self.windows, &self.merged) {
             let connections: Vec<f64> = windows.iter().map(|w| w.connections as f64).collect();
             if connections.iter().sum::<f64>() > 0.0 && self.connections > 0.0 {
-                let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
+                let seen: Vec<f64> = windows.iter().map(&per_window).collect();
                 // One handshake under way at each edge of each window.
                 let edges = 2.0 * windows.len() as f64;
                 return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit, edges);
@@ -449,7 +530,7 @@ impl<'a> Windows<'a> {
 
     /// A figure over the whole recording from what each window saw of it (`per_window`), or from `observed`
     /// when the probes saw everything or kept no windows one by one.
-    fn estimate(&self, per_window: impl Fn(&ProbeWindow) -> f64, observed: f64) -> Estimate {
+    fn estimate(&self, per_window: impl Fn(&WindowPart) -> f64, observed: f64) -> Estimate {
         let Some(windows) = &self.windows else {
             return Estimate::exact(observed);
         };
@@ -462,7 +543,7 @@ impl<'a> Windows<'a> {
                 0.0,
             );
         }
-        let seen: Vec<f64> = windows.iter().map(|w| per_window(w)).collect();
+        let seen: Vec<f64> = windows.iter().map(per_window).collect();
         let cpu: Vec<f64> = windows.iter().map(|w| w.own_cpu_ms).collect();
         estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals, 0.0)
     }
@@ -892,6 +973,27 @@ mod tests {
         let tls_ns = 650_000 + 100_000 + 4_300_000 + 100_000 + 20_000;
         assert_eq!(self_sum, tls_ns);
         assert_eq!(s.tls_cpu_ms, ms(tls_ns));
+    }
+
+    #[test]
+    fn each_target_gets_its_own_estimate_from_its_part_of_the_windows() {
+        let rec = crate::model::tests::two_process_recording();
+        let s = summarize(&rec);
+        assert!(s.handshakes.estimated);
+        // One handshake per connection in every window: 40 + 100 connections over the recording.
+        assert_eq!(s.handshakes.total, 140);
+        let of = |pid| s.targets.iter().find(|t| t.target.pid == pid).unwrap();
+        assert_eq!((of(10).handshakes, of(10).observed_handshakes), (Some(40), Some(4)));
+        assert_eq!((of(20).handshakes, of(20).observed_handshakes), (Some(100), Some(10)));
+        let ci = of(20).handshakes_ci95.unwrap();
+        assert!(ci[0] <= 100 && ci[1] >= 100 && ci[0] >= 10, "{ci:?}");
+        // Sign CPU per ms of the process's own CPU in the windows, times its own CPU over the recording.
+        let tls = of(20).tls_cpu_ms.unwrap();
+        assert!(tls > 0.0 && tls < s.tls_cpu_ms, "{tls} of {}", s.tls_cpu_ms);
+        // A recording that did not tell processes' handshakes apart says nothing per process.
+        let mut old = rec.clone();
+        old.handshakes.iter_mut().for_each(|g| g.pid = None);
+        assert!(summarize(&old).targets.iter().all(|t| t.handshakes.is_none()));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub mod speed_ops {
 }
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -87,9 +87,10 @@ pub struct Target {
     /// target's environment: untrusted text.
     #[serde(default)]
     pub container: Option<String>,
-    /// Handshakes the probes saw complete in it (exact, in the probe windows); None in older recordings.
+    /// Connections it accepted or opened over the recording, counted without probes: what the handshakes
+    /// seen in the probe windows scale by.
     #[serde(default)]
-    pub handshakes_seen: Option<u64>,
+    pub connections: u64,
     /// Seconds into the recording at which it was seen to have run a new program (exec): its probes and
     /// mappings were replaced then.
     #[serde(default)]
@@ -110,24 +111,49 @@ pub struct Probing {
     /// in recordings made before windows were kept one by one.
     #[serde(default)]
     pub window_figures: Vec<ProbeWindow>,
-    /// Connections the targets accepted or opened over the whole recording, counted without probes: what
-    /// the handshakes seen in the windows scale by. 0 in recordings made before it was counted.
-    #[serde(default)]
-    pub connections: u64,
 }
 
-/// One probe window: the handshakes and stage CPU the probes saw in it, and the targets' CPU during it.
+/// One probe window: what the probes saw in each target during it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ProbeWindow {
     pub live_s: f64,
-    /// The targets' CPU during the window, without the probes' estimated cost.
+    pub processes: Vec<WindowPart>,
+}
+
+/// What a probe window saw in one target (pid), or in several added together.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WindowPart {
+    pub pid: u32,
+    /// The process's CPU during the window, without the probes' estimated cost (the probes' hits are counted
+    /// for all targets together: each process's share of their cost is its share of the window's CPU).
     pub own_cpu_ms: f64,
-    /// Connections the targets accepted or opened during the window.
-    #[serde(default)]
+    /// Connections it accepted or opened during the window.
     pub connections: u64,
     pub handshakes: HandshakeCounts,
     /// Self CPU per stage in the window, the probes' cost taken out, in ns.
     pub stage_self_ns: BTreeMap<Stage, u64>,
+}
+
+impl WindowPart {
+    fn add(&mut self, other: &WindowPart) {
+        self.own_cpu_ms += other.own_cpu_ms;
+        self.connections += other.connections;
+        self.handshakes.add_counts(&other.handshakes);
+        for (stage, ns) in &other.stage_self_ns {
+            *self.stage_self_ns.entry(*stage).or_default() += ns;
+        }
+    }
+}
+
+impl ProbeWindow {
+    /// What the window saw in all its processes together (pid 0).
+    pub fn whole(&self) -> WindowPart {
+        let mut whole = WindowPart::default();
+        for p in &self.processes {
+            whole.add(p);
+        }
+        whole
+    }
 }
 
 /// Handshakes completed, by what was seen of them. `partial`: under way when the probes attached, so
@@ -146,6 +172,16 @@ pub struct HandshakeCounts {
 }
 
 impl HandshakeCounts {
+    pub fn add_counts(&mut self, o: &HandshakeCounts) {
+        self.total += o.total;
+        self.full += o.full;
+        self.resumed += o.resumed;
+        self.server += o.server;
+        self.client += o.client;
+        self.partial += o.partial;
+        self.abandoned += o.abandoned;
+    }
+
     pub fn add(&mut self, kind: &HandshakeKind, n: u64) {
         if kind.outcome == Outcome::Abandoned {
             self.abandoned += n;
@@ -294,9 +330,12 @@ pub enum Outcome {
     Abandoned,
 }
 
-/// Handshakes of one kind (and outcome), with a histogram of their CPU.
+/// Handshakes of one kind (and outcome) in one process, with a histogram of their CPU.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HandshakeGroup {
+    /// None in groups that add up several processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     #[serde(flatten)]
     pub kind: HandshakeKind,
     pub cpu: CpuHistogram,
@@ -448,19 +487,17 @@ impl Recording {
         let p = &self.probing;
         real("probing", [&p.max_overhead_pct, &p.live_s, &p.peak_overhead])?;
         real("openssl speed", self.openssl_speed.values())?;
+        let parts = || p.window_figures.iter().flat_map(|w| &w.processes);
         for w in &p.window_figures {
-            real("probe window", [&w.live_s, &w.own_cpu_ms])?;
-            sum("probe window", w.stage_self_ns.values())?;
+            real("probe window", [&w.live_s])?;
         }
-        sum(
-            "probe window connections",
-            p.window_figures.iter().map(|w| &w.connections),
-        )?;
-        sum(
-            "probe window handshakes",
-            p.window_figures.iter().map(|w| &w.handshakes.total),
-        )?;
-        sum("connections", [&p.connections])?;
+        for part in parts() {
+            real("probe window", [&part.own_cpu_ms])?;
+            sum("probe window", part.stage_self_ns.values())?;
+        }
+        sum("probe window connections", parts().map(|w| &w.connections))?;
+        sum("probe window handshakes", parts().map(|w| &w.handshakes.total))?;
+        sum("connections", self.targets.iter().map(|t| &t.connections))?;
         sum("call tree calls", self.tree.iter().map(|n| &n.calls))?;
         sum("call tree CPU", self.tree.iter().map(|n| &n.cpu_ns))?;
         sum("call tree self CPU", self.tree.iter().map(|n| &n.self_ns))?;
@@ -493,6 +530,77 @@ impl Recording {
             }
         }
         Ok(())
+    }
+
+    /// Connections the targets accepted or opened over the recording.
+    pub fn connections(&self) -> u64 {
+        self.targets.iter().map(|t| t.connections).sum()
+    }
+
+    /// The handshake groups of all processes together, one per kind.
+    pub fn kinds(&self) -> Vec<HandshakeGroup> {
+        let mut kinds: BTreeMap<&HandshakeKind, CpuHistogram> = BTreeMap::new();
+        for g in &self.handshakes {
+            kinds.entry(&g.kind).or_default().merge(&g.cpu);
+        }
+        kinds
+            .into_iter()
+            .map(|(kind, cpu)| HandshakeGroup {
+                pid: None,
+                kind: kind.clone(),
+                cpu,
+            })
+            .collect()
+    }
+
+    /// The part of the recording that is about some of its processes: their CPU, call tree, samples,
+    /// handshakes and windows. The probes' hits are counted for all targets together: the processes' share
+    /// of them is their share of the CPU while probed.
+    pub fn of_processes(&self, pids: &[u32]) -> Recording {
+        let mine = |pid: &u32| pids.contains(pid);
+        let targets: Vec<Target> = self.targets.iter().filter(|t| mine(&t.pid)).cloned().collect();
+        let probed = |ts: &[Target]| ts.iter().map(|t| t.probed_cpu_ms).sum::<f64>();
+        let all_probed = probed(&self.targets);
+        let share = if all_probed > 0.0 {
+            probed(&targets) / all_probed
+        } else {
+            targets.len() as f64 / self.targets.len().max(1) as f64
+        };
+        let mut probing = self.probing.clone();
+        for w in &mut probing.window_figures {
+            w.processes.retain(|p| mine(&p.pid));
+        }
+        Recording {
+            format: self.format.clone(),
+            format_version: self.format_version,
+            tlsprof_version: self.tlsprof_version.clone(),
+            duration_s: self.duration_s,
+            sample_freq_hz: self.sample_freq_hz,
+            call_graph: self.call_graph,
+            stack_bytes: self.stack_bytes,
+            unnamed_jit_pids: self.unnamed_jit_pids.iter().copied().filter(mine).collect(),
+            all_probes: self.all_probes,
+            targets,
+            libraries: self.libraries.clone(),
+            functions: self.functions.clone(),
+            tree: self.tree.iter().filter(|n| mine(&n.pid)).cloned().collect(),
+            samples: self.samples.iter().filter(|s| mine(&s.pid)).cloned().collect(),
+            frame_files: self.frame_files.clone(),
+            unnamed_files: self.unnamed_files.clone(),
+            debug_files: self.debug_files.clone(),
+            handshakes: self
+                .handshakes
+                .iter()
+                .filter(|g| g.pid.as_ref().is_some_and(mine))
+                .cloned()
+                .collect(),
+            lost: self.lost.clone(),
+            probe_cost: self.probe_cost,
+            probe_hits: (self.probe_hits as f64 * share).round() as u64,
+            probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
+            probing,
+            openssl_speed: self.openssl_speed.clone(),
+        }
     }
 
     pub fn comm_of(&self, pid: u32) -> &str {
@@ -567,7 +675,7 @@ pub(crate) mod tests {
                 probed_cpu_ms: 10.0,
                 io_driven_from_s: None,
                 container: None,
-                handshakes_seen: None,
+                connections: 0,
                 execs_at_s: Vec::new(),
             }],
             libraries: vec![lib],
@@ -628,6 +736,7 @@ pub(crate) mod tests {
                 ),
             ]),
             handshakes: vec![HandshakeGroup {
+                pid: Some(10),
                 kind: HandshakeKind {
                     role: Role::Server,
                     resumed: false,
@@ -656,10 +765,79 @@ pub(crate) mod tests {
                 windows: 1,
                 peak_overhead: 0.001,
                 window_figures: Vec::new(),
-                connections: 0,
             },
             openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
         }
+    }
+
+    /// The sample recording's nginx (pid 10) beside a node (pid 20), probed part of the time in two windows
+    /// that saw both: nginx's handshakes are one per connection, node's too.
+    pub fn two_process_recording() -> Recording {
+        let mut rec = sample_recording();
+        rec.probing.live_s = 0.5;
+        rec.targets[0].probed_cpu_ms = 5.0;
+        rec.targets[0].connections = 40;
+        let mut node = rec.targets[0].clone();
+        (
+            node.pid,
+            node.comm,
+            node.process_cpu_ms,
+            node.probed_cpu_ms,
+            node.connections,
+        ) = (20, "node".into(), 20.0, 10.0, 100);
+        rec.targets.push(node);
+        let mut group = rec.handshakes[0].clone();
+        group.pid = Some(20);
+        group.cpu = CpuHistogram::default();
+        for _ in 0..10 {
+            group.cpu.add(1_000_000);
+        }
+        rec.handshakes.push(group);
+        let more: Vec<TreeNode> = rec.tree.iter().map(|n| TreeNode { pid: 20, ..n.clone() }).collect();
+        rec.tree.extend(more);
+        let part = |pid, own_cpu_ms, n| WindowPart {
+            pid,
+            own_cpu_ms,
+            connections: n,
+            handshakes: HandshakeCounts {
+                total: n,
+                full: n,
+                server: n,
+                ..HandshakeCounts::default()
+            },
+            stage_self_ns: BTreeMap::from([(Stage::Sign, 1_000_000 * n)]),
+        };
+        let window = ProbeWindow {
+            live_s: 0.25,
+            processes: vec![part(10, 2.5, 2), part(20, 5.0, 5)],
+        };
+        rec.probing.window_figures = vec![window.clone(), window];
+        rec
+    }
+
+    #[test]
+    fn a_process_part_holds_its_own_figures_and_its_share_of_the_probe_hits() {
+        let rec = two_process_recording();
+        let node = rec.of_processes(&[20]);
+        assert_eq!(node.targets.len(), 1);
+        assert!(node.tree.iter().all(|n| n.pid == 20) && node.tree.len() == 5);
+        assert!(node.handshakes.iter().all(|g| g.pid == Some(20)) && node.handshakes.len() == 1);
+        assert_eq!(node.connections(), 100);
+        assert!(node
+            .probing
+            .window_figures
+            .iter()
+            .all(|w| w.processes.len() == 1 && w.processes[0].pid == 20));
+        // 10 of the 15 ms while probed.
+        assert_eq!(node.probe_hits, 67);
+        // The two kinds alike in both processes are one kind of the whole.
+        assert_eq!(rec.kinds().len(), 1);
+        assert_eq!(rec.kinds()[0].cpu.count, 14);
+        let whole = rec.probing.window_figures[0].whole();
+        assert_eq!(
+            (whole.connections, whole.handshakes.total, whole.own_cpu_ms),
+            (7, 7, 7.5)
+        );
     }
 
     #[test]

@@ -187,6 +187,7 @@ mod tests {
             resumed.add(300_000);
         }
         rec.handshakes.push(HandshakeGroup {
+            pid: Some(10),
             kind: HandshakeKind {
                 role: Role::Server,
                 resumed: true,

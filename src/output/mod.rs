@@ -96,7 +96,7 @@ mod tests {
             rec.handshakes[0].cpu.sum_ns = n[4];
             rec.probe_hits = n[5];
             rec.lost.samples = n[6];
-            rec.probing.connections = n[7];
+            rec.targets[0].connections = n[7];
             rec.tree[3].path = paths[0].clone();
             rec.samples[1].path = paths[1].clone();
             rec.tree.push(crate::model::TreeNode { pid: n[0] as u32, path: paths[2].clone(), calls: n[1], cpu_ns: n[2], self_ns: n[3] });

@@ -6,10 +6,10 @@ use std::fmt::Write;
 
 use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
-use crate::analyze::{CpuStats, RowKind, Summary, UnnamedFileSummary};
+use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
 use crate::catalogue::Stage;
 use crate::model::untrusted::{printable_lines, Printable};
-use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, Target, UnnamedReason};
+use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -30,7 +30,7 @@ fn join_pids(pids: &[u32]) -> String {
 fn targets_line(s: &Summary) -> String {
     let mut by_comm: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for t in &s.targets {
-        by_comm.entry(&t.comm).or_default().push(t.pid);
+        by_comm.entry(&t.target.comm).or_default().push(t.target.pid);
     }
     by_comm
         .iter()
@@ -43,22 +43,35 @@ fn targets_line(s: &Summary) -> String {
 }
 
 /// One line per process when there are several, or when one ran in a container or ran exec: where it ran,
-/// the handshakes the probes saw complete in it, its CPU, what happened to it.
+/// its handshakes and TLS CPU over the recording, its CPU, what happened to it.
 fn process_lines(s: &Summary) -> Vec<String> {
-    let notable = |t: &&Target| t.container.is_some() || !t.execs_at_s.is_empty();
-    if s.targets.len() < 2 && !s.targets.iter().any(|t| notable(&t)) {
+    let notable = |t: &TargetSummary| t.target.container.is_some() || !t.target.execs_at_s.is_empty();
+    if s.targets.len() < 2 && !s.targets.iter().any(notable) {
         return Vec::new();
     }
-    let header = "Processes (handshakes the probes saw complete; CPU over the recording, from its CPU clock):";
+    let header = "Processes (over the whole recording: handshakes completed and TLS CPU, ≈ estimated from the \
+                  probe windows with 95% intervals; CPU from its CPU clock):";
     std::iter::once(header.to_string())
-        .chain(s.targets.iter().map(|t| {
+        .chain(s.targets.iter().map(|ts| {
+            let t = &ts.target;
             let mut line = format!("  {} (pid {})", Printable(&t.comm), t.pid);
             if let Some(c) = &t.container {
                 line.push_str(&format!(" in {}", Printable(c)));
             }
             line.push(':');
-            if let Some(n) = t.handshakes_seen {
-                line.push_str(&format!(" {n} handshakes seen,"));
+            if let (Some(n), Some(ci), Some(seen)) = (ts.handshakes, ts.handshakes_ci95, ts.observed_handshakes) {
+                if ci[0] == ci[1] {
+                    line.push_str(&format!(" {n} handshakes,"));
+                } else {
+                    line.push_str(&format!(" ≈ {n} [{}–{}] handshakes ({seen} seen),", ci[0], ci[1]));
+                }
+            }
+            if let (Some(ms), Some(ci)) = (ts.tls_cpu_ms, ts.tls_cpu_ms_ci95) {
+                if ci[0] == ci[1] {
+                    line.push_str(&format!(" {ms:.1} ms TLS CPU,"));
+                } else {
+                    line.push_str(&format!(" ≈ {} ms TLS CPU,", interval(ms, ci, 1)));
+                }
             }
             line.push_str(&format!(" {:.1} ms CPU", t.process_cpu_ms));
             for at in &t.execs_at_s {
@@ -502,7 +515,7 @@ fn samples_line(s: &Summary) -> String {
         l.missed_returns,
         if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
     );
-    for t in &s.targets {
+    for t in s.targets.iter().map(|t| &t.target) {
         if let Some(from) = t.io_driven_from_s {
             line.push_str(&format!(
                 "\n{} (pid {}) leaves its handshakes to SSL_read/SSL_write: probed there from {from:.1} s into the recording",
@@ -575,7 +588,7 @@ mod tests {
 
     use crate::catalogue::Stage;
     use crate::model::tests::sample_recording;
-    use crate::model::{HandshakeCounts, ProbeWindow, Recording};
+    use crate::model::{HandshakeCounts, ProbeWindow, Recording, WindowPart};
 
     fn report(rec: &Recording) -> String {
         text(&summarize(rec), Group::Stage)
@@ -662,15 +675,18 @@ mod tests {
         rec.targets[0].probed_cpu_ms = 5.0;
         let window = |full| ProbeWindow {
             live_s: 0.25,
-            own_cpu_ms: 2.5,
-            connections: 0,
-            handshakes: HandshakeCounts {
-                total: full,
-                full,
-                server: full,
-                ..HandshakeCounts::default()
-            },
-            stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
+            processes: vec![WindowPart {
+                pid: 10,
+                own_cpu_ms: 2.5,
+                connections: 0,
+                handshakes: HandshakeCounts {
+                    total: full,
+                    full,
+                    server: full,
+                    ..HandshakeCounts::default()
+                },
+                stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
+            }],
         };
         rec.probing.window_figures = vec![window(2), window(2)];
         let s = summarize(&rec);

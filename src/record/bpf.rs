@@ -7,6 +7,7 @@ include!(concat!(env!("OUT_DIR"), "/tlsprof.skel.rs"));
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl plain::Plain for types::tree_key {}
 unsafe impl plain::Plain for types::tree_val {}
+unsafe impl plain::Plain for types::target_state {}
 unsafe impl plain::Plain for types::handshake_event {}
 unsafe impl plain::Plain for types::hello_event {}
 unsafe impl plain::Plain for types::stack_sample {}

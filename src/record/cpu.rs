@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! CPU meters: each target's CPU from its CPU-time clock, over the recording and while probed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::targets::{self, Process};
 
@@ -50,9 +50,14 @@ impl CpuMeters {
         self.0.values().map(|m| m.last_ms).sum()
     }
 
-    /// The targets' CPU while the stage probes were attached, so far.
-    pub fn probed_total_ms(&self) -> f64 {
-        self.0.values().map(|m| m.probed_ms).sum()
+    /// Each target's CPU while the stage probes were attached, so far.
+    pub fn probed_ms(&self) -> BTreeMap<u32, f64> {
+        self.0.iter().map(|(&pid, m)| (pid, m.probed_ms)).collect()
+    }
+
+    /// Forgets a target that exited.
+    pub fn forget(&mut self, pid: u32) {
+        self.0.remove(&pid);
     }
 
     /// A target's CPU over the recording and while probed, in ms.

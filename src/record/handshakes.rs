@@ -16,15 +16,14 @@ const MAX_PENDING_HELLOS: usize = 16384;
 
 pub struct Handshakes {
     cost: ProbeCost,
-    groups: BTreeMap<HandshakeKind, CpuHistogram>,
+    /// By process and kind.
+    groups: BTreeMap<(u32, HandshakeKind), CpuHistogram>,
     /// ServerHellos by (tgid, SSL *), until their handshake completes.
     hellos: HashMap<(u32, u64), wire::Hello>,
     pub completed: u64,
-    /// Completed handshakes by process.
-    pub completed_by_pid: HashMap<u32, u64>,
     pub abandoned: u64,
-    /// Handshakes of the current probe window.
-    window: HandshakeCounts,
+    /// Handshakes of the current probe window, by process.
+    window: BTreeMap<u32, HandshakeCounts>,
 }
 
 impl Handshakes {
@@ -34,9 +33,8 @@ impl Handshakes {
             groups: BTreeMap::new(),
             hellos: HashMap::new(),
             completed: 0,
-            completed_by_pid: HashMap::new(),
             abandoned: 0,
-            window: HandshakeCounts::default(),
+            window: BTreeMap::new(),
         }
     }
 
@@ -64,28 +62,34 @@ impl Handshakes {
             let hello = self.hellos.remove(&(e.tgid, e.ssl));
             let kind = classify(&e, hello);
             match kind.outcome {
-                Outcome::Completed => {
-                    self.completed += 1;
-                    *self.completed_by_pid.entry(e.tgid).or_default() += 1;
-                }
+                Outcome::Completed => self.completed += 1,
                 Outcome::Abandoned => self.abandoned += 1,
             }
-            self.window.add(&kind, 1);
-            self.groups.entry(kind).or_default().add(cpu_ns);
+            self.window.entry(e.tgid).or_default().add(&kind, 1);
+            self.groups.entry((e.tgid, kind)).or_default().add(cpu_ns);
         }
     }
 
-    /// The current window's handshakes; the next window starts from none.
-    pub fn take_window(&mut self) -> HandshakeCounts {
+    /// The current window's handshakes by process; the next window starts from none.
+    pub fn take_window(&mut self) -> BTreeMap<u32, HandshakeCounts> {
         std::mem::take(&mut self.window)
     }
 
-    /// The handshakes counted since the last call, by kind; counting starts again from none.
+    /// The handshakes counted since the last call, by process and kind; counting starts again from none.
     pub fn take_groups(&mut self) -> Vec<HandshakeGroup> {
         std::mem::take(&mut self.groups)
             .into_iter()
-            .map(|(kind, cpu)| HandshakeGroup { kind, cpu })
+            .map(|((pid, kind), cpu)| HandshakeGroup {
+                pid: Some(pid),
+                kind,
+                cpu,
+            })
             .collect()
+    }
+
+    /// Forgets what is kept of a process that exited: its ServerHellos waiting for a handshake.
+    pub fn forget(&mut self, pid: u32) {
+        self.hellos.retain(|&(tgid, _), _| tgid != pid);
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
-use super::bpf::types::tlsprof_target_flags as target_flags;
+use super::bpf::types::{target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
 use super::objects::{self, TlsObject};
 use super::status;
@@ -194,13 +194,18 @@ impl TargetSet {
             self.attach_object(skel, p, &m, &obj, opts)?;
         }
         if found_any {
+            // A target that ran exec keeps counting its connections; its flags start again.
+            let key = p.pid.to_ne_bytes();
+            let mut state = target_state::default();
+            if let Ok(Some(old)) = skel.maps.targets.lookup(&key, MapFlags::ANY) {
+                let _ = plain::copy_from_bytes(&mut state, &old);
+            }
+            state.flags = target_flags::TARGET_PROBED.0 as u8;
+            // SAFETY: target_state is Plain.
+            let bytes = unsafe { plain::as_bytes(&state) };
             skel.maps
                 .targets
-                .update(
-                    &p.pid.to_ne_bytes(),
-                    &[target_flags::TARGET_PROBED.0 as u8],
-                    MapFlags::ANY,
-                )
+                .update(&key, bytes, MapFlags::ANY)
                 .context("add target")?;
             self.maps.insert(p.pid, maps);
             fill_library_versions(&mut self.libraries);
@@ -213,6 +218,24 @@ impl TargetSet {
             let _ = skel.maps.targets.delete(&p.pid.to_ne_bytes());
         }
         Ok(found_any)
+    }
+
+    /// Forgets everything of a process that exited: its probes, mappings and target entry. Continuous mode
+    /// keeps nothing of processes gone, however many come and go.
+    pub fn forget_exited(&mut self, skel: &TlsprofSkel, pid: u32) {
+        self.forget(pid);
+        self.maps.remove(&pid);
+        self.examined.remove(&pid);
+        for l in &mut self.libraries {
+            l.pids.retain(|&p| p != pid);
+        }
+        let _ = skel.maps.targets.delete(&pid.to_ne_bytes());
+    }
+
+    /// Forgets processes looked at (those without TLS code too, under --all) that are gone.
+    pub fn forget_gone(&mut self) {
+        self.examined
+            .retain(|&pid, e| Process::from_pid(pid).is_some_and(|p| p.start_ticks == e.start_ticks && p.alive()));
     }
 
     /// Detaches and forgets the probes of a process, to probe what it runs now instead.
@@ -348,8 +371,10 @@ impl TargetSet {
             .keys()
             .filter_map(|k| Some(u32::from_ne_bytes(k.try_into().ok()?)))
             .filter(|pid| {
-                let flags = skel.maps.targets.lookup(&pid.to_ne_bytes(), MapFlags::ANY);
-                matches!(flags, Ok(Some(v)) if v.first().is_some_and(|f| u32::from(*f) & target_flags::TARGET_UNFRAMED_WORK.0 != 0))
+                let mut state = target_state::default();
+                matches!(skel.maps.targets.lookup(&pid.to_ne_bytes(), MapFlags::ANY), Ok(Some(v))
+                    if plain::copy_from_bytes(&mut state, &v).is_ok()
+                        && u32::from(state.flags) & target_flags::TARGET_UNFRAMED_WORK.0 != 0)
             })
             .collect();
         let mut started = Vec::new();

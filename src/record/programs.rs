@@ -3,6 +3,7 @@
 //! scheduler tracepoint that run for the whole recording, the socket tracepoints of the hello capture, and
 //! the kernel side's counters.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
@@ -11,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use super::bpf::types::{tlsprof_call_graph, tlsprof_stat};
+use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use super::AttachOptions;
 use crate::model::{CallGraph, Hits, ProbeCost};
@@ -162,6 +163,20 @@ impl<'obj> Programs<'obj> {
     /// A counter of enum tlsprof_stat, summed over CPUs.
     pub fn stat(&self, stat: tlsprof_stat) -> u64 {
         stat_sum(&self.skel, stat)
+    }
+
+    /// Each target's connections so far (target_state.connections).
+    pub fn target_connections(&self) -> BTreeMap<u32, u64> {
+        let map = &self.skel.maps.targets;
+        map.keys()
+            .filter_map(|key| {
+                let pid = u32::from_ne_bytes(key.as_slice().try_into().ok()?);
+                let value = map.lookup(&key, MapFlags::ANY).ok()??;
+                let mut state = target_state::default();
+                plain::copy_from_bytes(&mut state, &value).ok()?;
+                Some((pid, state.connections))
+            })
+            .collect()
     }
 
     /// Probe hits on the targets (the calibration's own are not theirs).

@@ -148,6 +148,19 @@ impl SampleAggregator {
         self.maps.insert(pid, maps);
     }
 
+    /// Forgets a process that exited, unless stacks of it still wait to be named. True when forgotten.
+    pub fn forget(&mut self, pid: u32) -> bool {
+        if self.stacks.keys().any(|k| k.pid == pid) {
+            return false;
+        }
+        self.maps.remove(&pid);
+        self.unwinders.remove(&pid);
+        if let Some(sym) = &mut self.symbolizer {
+            sym.forget(pid);
+        }
+        true
+    }
+
     /// A process that ran a new program (exec): the stacks taken so far are named against the mappings of the
     /// program they ran in, then its samples are unwound and named against the new ones.
     pub fn replace_process(&mut self, pid: u32, maps: Vec<Mapping>, functions: &[Function]) {

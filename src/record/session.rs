@@ -101,15 +101,19 @@ fn run(
         programs.target_probe_ms(),
         cpu.total_ms(),
     );
-    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs| Reading {
-        now,
-        probed_cpu_ms: cpu.probed_total_ms(),
-        probe_ms: programs.target_probe_ms(),
-        connections: programs.stat(tlsprof_stat::STAT_CONNECTIONS),
+    // Each target's connections as last read: a process keeps its count once it is no longer a target.
+    let mut connections: BTreeMap<u32, u64> = BTreeMap::new();
+    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs, connections: &mut BTreeMap<u32, u64>| {
+        connections.extend(programs.target_connections());
+        Reading {
+            now,
+            probed_cpu_ms: cpu.probed_ms(),
+            probe_ms: programs.target_probe_ms(),
+            connections: connections.clone(),
+        }
     };
-    let connections_at_start = programs.stat(tlsprof_stat::STAT_CONNECTIONS);
     let mut windows = WindowLog::default();
-    windows.open(reading(started, &cpu, &programs));
+    windows.open(reading(started, &cpu, &programs, &mut connections));
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
@@ -137,22 +141,23 @@ fn run(
         samples.borrow_mut().name_when_due(&targets.functions);
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
-        let now = reading(Instant::now(), &cpu, &programs);
-        match governor.tick(now.now, now.probe_ms, cpu.total_ms()) {
+        let now = Instant::now();
+        match governor.tick(now, programs.target_probe_ms(), cpu.total_ms()) {
             Action::Pause => {
+                let at = reading(now, &cpu, &programs, &mut connections);
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
                 targets.pause(&mut programs.skel)?;
                 rb.consume().context("drain the ring buffers")?;
                 let tree = read_tree(&programs)?;
                 let seen = handshakes.borrow_mut().take_window();
-                windows.close(now, seen, tree, &targets.functions, &probe_cost);
+                windows.close(&at, seen, tree, &targets.functions, &probe_cost);
                 hello.close();
             }
             Action::Resume => {
                 targets.resume(&mut programs.skel)?;
                 cpu.poll(&live, false);
-                let now = reading(Instant::now(), &cpu, &programs);
+                let now = reading(Instant::now(), &cpu, &programs, &mut connections);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
             }
@@ -207,28 +212,30 @@ fn run(
         if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());
-            let at = reading(Instant::now(), &cpu, &programs);
+            let at = reading(Instant::now(), &cpu, &programs, &mut connections);
             let tree = read_tree(&programs)?;
             if governor.live() {
                 // The live window is cut here: its two parts go with the intervals they fall in.
                 let seen = handshakes.borrow_mut().take_window();
-                windows.close(at, seen, tree.clone(), &targets.functions, &probe_cost);
-                windows.open(at);
+                windows.close(&at, seen, tree.clone(), &targets.functions, &probe_cost);
+                windows.open(at.clone());
             }
-            let connections = interval.connections(&programs);
+            let recorded = interval.targets(&live, &cpu, &at.connections, &io_driven, &containers);
+            let interval_connections: u64 = recorded.iter().map(|t| t.connections).sum();
             let mut window_figures = std::mem::take(&mut windows.closed);
-            match window_figures.iter().rfind(|w| w.connections > 0) {
+            let saw_connections = |w: &ProbeWindow| w.processes.iter().any(|p| p.connections > 0);
+            match window_figures.iter().rfind(|w| saw_connections(w)) {
                 Some(w) => interval.last_seen = Some(w.clone()),
                 // The probes were detached while this interval's connections came (the duty cycle paused
                 // through it, or a burst came and went between windows): the last window that saw
                 // connections stands for it, as handshakes per connection and stage CPU per CPU ms hold.
-                None if connections > 0 || window_figures.is_empty() => {
+                None if interval_connections > 0 || window_figures.is_empty() => {
                     window_figures.extend(interval.last_seen.clone())
                 }
                 None => {}
             }
             let parts = Parts {
-                recorded: interval.targets(&live, &cpu, &io_driven, &containers),
+                recorded,
                 handshakes: handshakes.borrow_mut().take_groups(),
                 named: samples.borrow_mut().take_named(&targets.functions),
                 tree: interval.tree.delta(tree),
@@ -241,11 +248,32 @@ fn run(
                     windows: window_figures.len() as u32,
                     peak_overhead: governor.peak_overhead,
                     window_figures,
-                    connections,
                 },
             };
             (s.take)(parts.into_recording(&programs, &targets, opts)?);
             interval.start = at.now;
+            // Nothing is kept of a target that exited once its last figures are handed over: memory stays
+            // bounded however many processes come and go.
+            let exited: Vec<u32> = live
+                .iter()
+                .filter(|p| !p.alive() && samples.borrow_mut().forget(p.pid))
+                .map(|p| p.pid)
+                .collect();
+            for &pid in &exited {
+                live.retain(|p| p.pid != pid);
+                cpu.forget(pid);
+                containers.remove(&pid);
+                io_driven.remove(&pid);
+                execs.remove(&pid);
+                connections.remove(&pid);
+                interval.cpu.remove(&pid);
+                interval.tree.forget(pid);
+                windows.tree_seen.forget(pid);
+                handshakes.borrow_mut().forget(pid);
+                targets.forget_exited(&programs.skel, pid);
+            }
+            forget_tree_nodes(&programs, &exited);
+            targets.forget_gone();
         }
         status.show(
             elapsed,
@@ -265,17 +293,11 @@ fn run(
     let end = Instant::now();
     rb.consume().context("drain the ring buffers")?;
     cpu.poll(&live, governor.live());
-    let connections = programs.stat(tlsprof_stat::STAT_CONNECTIONS) - connections_at_start;
+    let at = reading(end, &cpu, &programs, &mut connections);
     if governor.live() {
         let tree = read_tree(&programs)?;
         let seen = handshakes.borrow_mut().take_window();
-        windows.close(
-            reading(end, &cpu, &programs),
-            seen,
-            tree,
-            &targets.functions,
-            &probe_cost,
-        );
+        windows.close(&at, seen, tree, &targets.functions, &probe_cost);
     }
     eprint!("{}", status.clear());
     hello.close();
@@ -286,9 +308,7 @@ fn run(
         windows: governor.windows,
         peak_overhead: governor.peak_overhead,
         window_figures: windows.closed,
-        connections,
     };
-    let seen = handshakes.borrow().completed_by_pid.clone();
     let recorded = live
         .iter()
         .map(|p| {
@@ -300,7 +320,7 @@ fn run(
                 probed_cpu_ms,
                 io_driven_from_s: io_driven.get(&p.pid).copied(),
                 container: containers.remove(&p.pid).flatten(),
-                handshakes_seen: Some(seen.get(&p.pid).copied().unwrap_or(0)),
+                connections: at.connections.get(&p.pid).copied().unwrap_or(0),
                 execs_at_s: execs.remove(&p.pid).unwrap_or_default(),
             }
         })
@@ -323,11 +343,10 @@ fn run(
 struct Interval {
     start: Instant,
     probed: Duration,
-    connections: u64,
     hits: Hits,
     lost: Lost,
-    /// Per target: CPU and CPU while probed.
-    cpu: HashMap<u32, (f64, f64)>,
+    /// Per target: CPU, CPU while probed, and connections.
+    cpu: HashMap<u32, (f64, f64, u64)>,
     tree: TreeSeen,
     /// The last probe window that saw connections.
     last_seen: Option<ProbeWindow>,
@@ -338,7 +357,6 @@ impl Interval {
         Interval {
             start: now,
             probed: Duration::ZERO,
-            connections: programs.stat(tlsprof_stat::STAT_CONNECTIONS),
             hits: programs.target_probe_hits(),
             lost: counted_losses(programs),
             cpu: HashMap::new(),
@@ -349,11 +367,6 @@ impl Interval {
 
     fn probed(&mut self, now: Duration) -> Duration {
         now.saturating_sub(std::mem::replace(&mut self.probed, now))
-    }
-
-    fn connections(&mut self, programs: &Programs) -> u64 {
-        let now = programs.stat(tlsprof_stat::STAT_CONNECTIONS);
-        now.saturating_sub(std::mem::replace(&mut self.connections, now))
     }
 
     fn hits(&mut self, programs: &Programs) -> Hits {
@@ -382,19 +395,22 @@ impl Interval {
         }
     }
 
-    /// The targets with their CPU over the interval; those that exited before it are left out.
+    /// The targets with their CPU and connections over the interval; those that exited before it are left
+    /// out.
     fn targets(
         &mut self,
         live: &[Process],
         cpu: &CpuMeters,
+        connections: &BTreeMap<u32, u64>,
         io_driven: &HashMap<u32, f64>,
         containers: &HashMap<u32, Option<String>>,
     ) -> Vec<Target> {
         let mut out = Vec::new();
         for p in live {
             let (total, probed) = cpu.of(p.pid);
-            let (t0, p0) = self.cpu.insert(p.pid, (total, probed)).unwrap_or_default();
-            if !p.alive() && total == t0 {
+            let conns = connections.get(&p.pid).copied().unwrap_or(0);
+            let (t0, p0, c0) = self.cpu.insert(p.pid, (total, probed, conns)).unwrap_or_default();
+            if !p.alive() && total == t0 && conns == c0 {
                 continue;
             }
             out.push(Target {
@@ -404,7 +420,7 @@ impl Interval {
                 probed_cpu_ms: (probed - p0).max(0.0),
                 io_driven_from_s: io_driven.get(&p.pid).copied(),
                 container: containers.get(&p.pid).cloned().flatten(),
-                handshakes_seen: None,
+                connections: conns.saturating_sub(c0),
                 execs_at_s: Vec::new(),
             });
         }
@@ -479,6 +495,25 @@ impl Parts {
             // Measured by the caller once the recording is over (speed::measure).
             openssl_speed: BTreeMap::new(),
         })
+    }
+}
+
+/// Deletes the call-tree nodes of processes that exited: the map is bounded, and its nodes would count
+/// against new processes' room.
+fn forget_tree_nodes(programs: &Programs, pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let map = &programs.skel.maps.tree;
+    let gone: Vec<Vec<u8>> = map
+        .keys()
+        .filter(|key| {
+            key.get(..4)
+                .is_some_and(|tgid| pids.contains(&u32::from_ne_bytes(tgid.try_into().expect("4 bytes"))))
+        })
+        .collect();
+    for key in gone {
+        let _ = map.delete(&key);
     }
 }
 

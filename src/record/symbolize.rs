@@ -211,6 +211,14 @@ impl FrameSymbolizer {
         self.maps.insert(pid, maps);
     }
 
+    /// Forgets a process that exited.
+    pub fn forget(&mut self, pid: u32) {
+        self.maps.remove(&pid);
+        self.uprobe_pages.remove(&pid);
+        self.perf_maps.remove(&pid);
+        self.unnamed_jit.retain(|&p| p != pid);
+    }
+
     /// Drops the names of addresses seen so far (the kernel's and files' symbol tables stay loaded) and the
     /// perf maps read so far, which JIT runtimes keep appending to.
     pub fn forget_addresses(&mut self) {

@@ -6,17 +6,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use crate::catalogue::Stage;
-use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode};
+use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
 
 /// The counters a window's figures are differences of, read at one moment.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Reading {
     pub now: Instant,
-    /// The targets' CPU while probed, and the probes' cost so far (ms).
-    pub probed_cpu_ms: f64,
+    /// Each target's CPU while probed so far (ms).
+    pub probed_cpu_ms: BTreeMap<u32, f64>,
+    /// The probes' cost so far, all targets together (ms).
     pub probe_ms: f64,
-    /// The connection counter (STAT_CONNECTIONS).
-    pub connections: u64,
+    /// Each target's connections so far (target_state.connections).
+    pub connections: BTreeMap<u32, u64>,
 }
 
 #[derive(Default)]
@@ -24,7 +25,7 @@ pub struct WindowLog {
     /// The counters when the open window opened.
     open: Option<Reading>,
     /// The kernel's call tree when the last window closed: each window's share is the difference.
-    tree_seen: TreeSeen,
+    pub tree_seen: TreeSeen,
     pub closed: Vec<ProbeWindow>,
 }
 
@@ -33,6 +34,11 @@ pub struct WindowLog {
 pub struct TreeSeen(HashMap<(u32, Vec<u16>), RawNode>);
 
 impl TreeSeen {
+    /// Forgets the nodes of a process that exited.
+    pub fn forget(&mut self, pid: u32) {
+        self.0.retain(|(p, _), _| *p != pid);
+    }
+
     /// The nodes' calls and CPU since the last call, given the tree now.
     pub fn delta(&mut self, tree: Vec<RawNode>) -> Vec<RawNode> {
         let mut delta = Vec::with_capacity(tree.len());
@@ -67,24 +73,19 @@ impl WindowLog {
         self.open = Some(at);
     }
 
-    /// The open window closes at `at`, having seen `handshakes`; `tree` is the kernel's call tree so far.
+    /// The open window closes at `at`, having seen `handshakes` (by process); `tree` is the kernel's call
+    /// tree so far.
     pub fn close(
         &mut self,
-        at: Reading,
-        handshakes: HandshakeCounts,
+        at: &Reading,
+        handshakes: BTreeMap<u32, HandshakeCounts>,
         tree: Vec<RawNode>,
         functions: &[Function],
         cost: &ProbeCost,
     ) {
-        let Reading {
-            now,
-            probed_cpu_ms,
-            probe_ms,
-            connections,
-        } = at;
         let Some(open) = self.open.take() else { return };
         let delta = self.tree_seen.delta(tree);
-        let mut stage_self_ns: BTreeMap<Stage, u64> = BTreeMap::new();
+        let mut stage_self_ns: BTreeMap<u32, BTreeMap<Stage, u64>> = BTreeMap::new();
         for n in corrected_tree(delta, cost) {
             let stage = n
                 .path
@@ -92,15 +93,116 @@ impl WindowLog {
                 .and_then(|&f| functions.get(usize::from(f)))
                 .and_then(|f| f.stage);
             if let Some(stage) = stage {
-                *stage_self_ns.entry(stage).or_default() += n.self_ns;
+                *stage_self_ns.entry(n.pid).or_default().entry(stage).or_default() += n.self_ns;
             }
         }
+        let probed: BTreeMap<u32, f64> = at
+            .probed_cpu_ms
+            .iter()
+            .map(|(pid, ms)| {
+                (
+                    *pid,
+                    (ms - open.probed_cpu_ms.get(pid).copied().unwrap_or(0.0)).max(0.0),
+                )
+            })
+            .collect();
+        // The probes' cost, shared by the processes as their CPU in the window.
+        let probed_all: f64 = probed.values().sum();
+        let own_share = if probed_all > 0.0 {
+            (1.0 - (at.probe_ms - open.probe_ms) / probed_all).max(0.0)
+        } else {
+            0.0
+        };
+        let mut pids: Vec<u32> = probed
+            .keys()
+            .chain(handshakes.keys())
+            .chain(stage_self_ns.keys())
+            .copied()
+            .collect();
+        pids.extend(at.connections.keys());
+        pids.sort_unstable();
+        pids.dedup();
+        let processes = pids
+            .into_iter()
+            .map(|pid| WindowPart {
+                pid,
+                own_cpu_ms: probed.get(&pid).copied().unwrap_or(0.0) * own_share,
+                connections: at
+                    .connections
+                    .get(&pid)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(open.connections.get(&pid).copied().unwrap_or(0)),
+                handshakes: handshakes.get(&pid).copied().unwrap_or_default(),
+                stage_self_ns: stage_self_ns.remove(&pid).unwrap_or_default(),
+            })
+            .filter(|p| {
+                p.own_cpu_ms > 0.0
+                    || p.connections > 0
+                    || p.handshakes != HandshakeCounts::default()
+                    || !p.stage_self_ns.is_empty()
+            })
+            .collect();
         self.closed.push(ProbeWindow {
-            live_s: now.saturating_duration_since(open.now).as_secs_f64(),
-            own_cpu_ms: ((probed_cpu_ms - open.probed_cpu_ms) - (probe_ms - open.probe_ms)).max(0.0),
-            connections: connections.saturating_sub(open.connections),
-            handshakes,
-            stage_self_ns,
+            live_s: at.now.saturating_duration_since(open.now).as_secs_f64(),
+            processes,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    #[test]
+    fn a_window_is_split_by_process_and_the_probes_cost_shared_by_cpu() {
+        let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64| Reading {
+            now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
+            probed_cpu_ms: BTreeMap::from([(10, probed[0]), (20, probed[1])]),
+            probe_ms,
+            connections: BTreeMap::from([(10, conns[0]), (20, conns[1])]),
+        };
+        let mut log = WindowLog::default();
+        log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0));
+        let kind = crate::model::HandshakeKind {
+            role: Role::Server,
+            resumed: false,
+            certificate_key: None,
+            key_exchange: None,
+            version: None,
+            cipher: None,
+            resumption: None,
+            outcome: Default::default(),
+        };
+        let mut seen = BTreeMap::new();
+        seen.entry(20).or_insert_with(HandshakeCounts::default).add(&kind, 4);
+        let functions = vec![Function {
+            name: "EVP_DigestSign".into(),
+            library: 0,
+            stage: Some(Stage::Sign),
+        }];
+        let tree = vec![RawNode {
+            pid: 20,
+            path: vec![0],
+            calls: 4,
+            cpu_ns: 4_000_000,
+            nested: Hits::default(),
+        }];
+        // 30 ms of CPU while probed (10 + 20), 3 ms of it the probes'.
+        log.close(
+            &at(250.0, [110.0, 70.0], [9, 8], 4.0),
+            seen,
+            tree,
+            &functions,
+            &ProbeCost::default(),
+        );
+        let w = &log.closed[0];
+        let part = |pid| w.processes.iter().find(|p| p.pid == pid).unwrap();
+        assert!((part(10).own_cpu_ms - 9.0).abs() < 1e-9 && (part(20).own_cpu_ms - 18.0).abs() < 1e-9);
+        assert_eq!((part(10).connections, part(20).connections), (2, 5));
+        assert_eq!((part(10).handshakes.total, part(20).handshakes.total), (0, 4));
+        assert_eq!(part(20).stage_self_ns[&Stage::Sign], 4_000_000);
+        assert!(part(10).stage_self_ns.is_empty());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::Summary;
+use crate::analyze::{summarize, Summary};
 use crate::model::{Outcome, Recording, Role};
 use crate::output::prometheus::{Exposition, Type};
 
@@ -56,7 +56,8 @@ struct Histogram {
     count: u64,
 }
 
-/// The whole-serve 95% interval of a process's handshakes: the intervals' own, added as independent errors.
+/// The whole-serve 95% interval of a process group's handshakes: the intervals' own, added as independent
+/// errors.
 #[derive(Default)]
 struct Interval {
     value: f64,
@@ -67,7 +68,7 @@ struct Interval {
 #[derive(Default)]
 pub struct Metrics {
     handshakes: Counter,
-    handshakes_interval: BTreeMap<String, Interval>,
+    handshakes_interval: BTreeMap<Labels, Interval>,
     abandoned: Counter,
     stage_cpu: Counter,
     tls_cpu: Counter,
@@ -78,22 +79,25 @@ pub struct Metrics {
     samples: Counter,
     lost: Counter,
     intervals: Counter,
-    handshake_cpu: BTreeMap<String, Histogram>,
+    handshake_cpu: BTreeMap<Labels, Histogram>,
     /// From the last interval: the probes' estimated cost over the targets' own CPU, and the budget.
     overhead: Option<(f64, f64)>,
+    /// The processes profiled in the last interval.
+    targets: usize,
 }
 
-/// The process label of an interval: its targets' names (one name for --comm NAME).
-fn process_label(rec: &Recording) -> String {
-    // Escaped where every label value is (output::prometheus).
-    let mut names: Vec<String> = rec.targets.iter().map(|t| t.comm.clone()).collect();
-    names.sort();
-    names.dedup();
-    if names.is_empty() {
-        "?".into()
-    } else {
-        names.join(",")
+/// The targets of an interval by their labels: the process name and the container its cgroup names (empty
+/// when none). Label values are escaped where every one is (output::prometheus).
+fn process_groups(rec: &Recording) -> BTreeMap<Labels, Vec<u32>> {
+    let mut groups: BTreeMap<Labels, Vec<u32>> = BTreeMap::new();
+    for t in &rec.targets {
+        let labels = vec![
+            ("process", t.comm.clone()),
+            ("container", t.container.clone().unwrap_or_default()),
+        ];
+        groups.entry(labels).or_default().push(t.pid);
     }
+    groups
 }
 
 fn or_unknown(v: &Option<String>) -> String {
@@ -101,58 +105,19 @@ fn or_unknown(v: &Option<String>) -> String {
 }
 
 impl Metrics {
-    /// Adds one interval: `summary` is `rec`'s.
+    /// Adds one interval: `summary` is `rec`'s. Each process group's figures are its part of the interval,
+    /// estimated as the report estimates each process's.
     pub fn add(&mut self, rec: &Recording, summary: &Summary) {
-        let process = process_label(rec);
-        let p = || vec![("process", process.clone())];
-        let hs = &summary.handshakes;
-        // The kinds seen share the estimated total as they share what the windows saw (as in the report).
-        let kinds: Vec<_> = hs
-            .kinds
-            .iter()
-            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial)
-            .collect();
-        let seen: u64 = kinds.iter().map(|k| k.count).sum();
-        let total = hs.total_estimate;
-        if seen > 0 {
-            for k in kinds {
-                let labels = vec![
-                    ("process", process.clone()),
-                    (
-                        "role",
-                        if k.role == Role::Server { "server" } else { "client" }.to_string(),
-                    ),
-                    ("kind", if k.resumed { "resumed" } else { "full" }.to_string()),
-                    ("version", or_unknown(&k.version)),
-                    ("cipher", or_unknown(&k.cipher)),
-                    ("group", or_unknown(&k.key_exchange)),
-                    ("certificate_key", or_unknown(&k.certificate_key)),
-                ];
-                self.handshakes.add(labels, total.value * k.count as f64 / seen as f64);
+        let groups = process_groups(rec);
+        if groups.len() == 1 {
+            let (labels, _) = groups.iter().next().expect("one group");
+            self.add_group(labels, rec, summary);
+        } else {
+            for (labels, pids) in &groups {
+                let part = rec.of_processes(pids);
+                self.add_group(labels, &part, &summarize(&part));
             }
-        } else if total.value > 0.0 {
-            // Only handshakes under way at attach were seen: nothing says what they were.
-            let mut labels = p();
-            for k in ["role", "kind", "version", "cipher", "group", "certificate_key"] {
-                labels.push((k, "unknown".into()));
-            }
-            self.handshakes.add(labels, total.value);
         }
-        let i = self.handshakes_interval.entry(process.clone()).or_default();
-        i.value += total.value.max(0.0);
-        i.below_sq += (total.value - total.ci95[0]).max(0.0).powi(2);
-        i.above_sq += (total.ci95[1] - total.value).max(0.0).powi(2);
-        self.abandoned.add(p(), hs.abandoned as f64);
-        for st in &summary.stages {
-            let labels = vec![("process", process.clone()), ("stage", st.name.name().to_string())];
-            self.stage_cpu.add(labels, st.self_cpu_ms / 1e3);
-        }
-        self.tls_cpu.add(p(), summary.tls_cpu_ms / 1e3);
-        self.target_cpu.add(p(), summary.process_cpu_ms / 1e3);
-        self.probe_cpu.add(p(), summary.probe_overhead_ms / 1e3);
-        self.probed_seconds.add(p(), summary.probing.live_s);
-        self.connections.add(p(), rec.probing.connections as f64);
-        self.samples.add(p(), summary.lost.samples_taken as f64);
         let l = &summary.lost;
         for (event, n) in [
             ("samples", l.samples),
@@ -168,10 +133,72 @@ impl Metrics {
         ] {
             self.lost.add(vec![("event", event.to_string())], n as f64);
         }
-        let estimated = if hs.estimated { "true" } else { "false" };
+        self.targets = rec.targets.len();
+        let estimated = if summary.handshakes.estimated { "true" } else { "false" };
         self.intervals.add(vec![("estimated", estimated.to_string())], 1.0);
-        if self.handshake_cpu.len() < MAX_SERIES || self.handshake_cpu.contains_key(&process) {
-            let h = self.handshake_cpu.entry(process.clone()).or_default();
+        let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;
+        if own_ms > 0.0 {
+            self.overhead = Some((
+                summary.probe_overhead_ms / own_ms,
+                summary.probing.max_overhead_pct / 100.0,
+            ));
+        }
+    }
+
+    /// Adds one process group's part of an interval: `summary` is `rec`'s.
+    fn add_group(&mut self, group: &Labels, rec: &Recording, summary: &Summary) {
+        let p = || group.clone();
+        let hs = &summary.handshakes;
+        // The kinds seen share the estimated total as they share what the windows saw (as in the report).
+        let kinds: Vec<_> = hs
+            .kinds
+            .iter()
+            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial)
+            .collect();
+        let seen: u64 = kinds.iter().map(|k| k.count).sum();
+        let total = hs.total_estimate;
+        if seen > 0 {
+            for k in kinds {
+                let mut labels = p();
+                labels.extend([
+                    (
+                        "role",
+                        if k.role == Role::Server { "server" } else { "client" }.to_string(),
+                    ),
+                    ("kind", if k.resumed { "resumed" } else { "full" }.to_string()),
+                    ("version", or_unknown(&k.version)),
+                    ("cipher", or_unknown(&k.cipher)),
+                    ("group", or_unknown(&k.key_exchange)),
+                    ("certificate_key", or_unknown(&k.certificate_key)),
+                ]);
+                self.handshakes.add(labels, total.value * k.count as f64 / seen as f64);
+            }
+        } else if total.value > 0.0 {
+            // Only handshakes under way at attach were seen: nothing says what they were.
+            let mut labels = p();
+            for k in ["role", "kind", "version", "cipher", "group", "certificate_key"] {
+                labels.push((k, "unknown".into()));
+            }
+            self.handshakes.add(labels, total.value);
+        }
+        let i = self.handshakes_interval.entry(p()).or_default();
+        i.value += total.value.max(0.0);
+        i.below_sq += (total.value - total.ci95[0]).max(0.0).powi(2);
+        i.above_sq += (total.ci95[1] - total.value).max(0.0).powi(2);
+        self.abandoned.add(p(), hs.abandoned as f64);
+        for st in &summary.stages {
+            let mut labels = p();
+            labels.push(("stage", st.name.name().to_string()));
+            self.stage_cpu.add(labels, st.self_cpu_ms / 1e3);
+        }
+        self.tls_cpu.add(p(), summary.tls_cpu_ms / 1e3);
+        self.target_cpu.add(p(), summary.process_cpu_ms / 1e3);
+        self.probe_cpu.add(p(), summary.probe_overhead_ms / 1e3);
+        self.probed_seconds.add(p(), summary.probing.live_s);
+        self.connections.add(p(), rec.connections() as f64);
+        self.samples.add(p(), summary.samples as f64);
+        if self.handshake_cpu.len() < MAX_SERIES || self.handshake_cpu.contains_key(group) {
+            let h = self.handshake_cpu.entry(p()).or_default();
             for (&bucket, &n) in &hs.cpu.buckets {
                 // The bucket's middle: within 1% of each value in it (model::CpuHistogram).
                 let s = 1.01f64.powf(f64::from(bucket) + 0.5) / 1e9;
@@ -183,13 +210,6 @@ impl Metrics {
             }
             h.sum_s += hs.cpu.sum_ns as f64 / 1e9;
             h.count += hs.cpu.count;
-        }
-        let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;
-        if own_ms > 0.0 {
-            self.overhead = Some((
-                summary.probe_overhead_ms / own_ms,
-                summary.probing.max_overhead_pct / 100.0,
-            ));
         }
     }
 
@@ -216,9 +236,9 @@ impl Metrics {
                 ("tlsprof_handshakes_ci95_upper", "upper", 1.0),
             ] {
                 e.family(name, Type::Gauge, &help(bound));
-                for (process, i) in &self.handshakes_interval {
+                for (labels, i) in &self.handshakes_interval {
                     let half = if sign < 0.0 { i.below_sq } else { i.above_sq }.sqrt();
-                    e.sample(name, &[("process", process)], (i.value + sign * half).max(0.0));
+                    e.sample(name, &borrowed(labels), (i.value + sign * half).max(0.0));
                 }
             }
         }
@@ -253,19 +273,18 @@ impl Metrics {
                 "CPU per completed handshake, the probes' cost taken out: every handshake the probes saw \
                  (a sample of all), each placed within 1% of its value.",
             );
-            for (process, h) in &self.handshake_cpu {
+            for (labels, h) in &self.handshake_cpu {
+                let labels = borrowed(labels);
                 let mut cumulative = 0;
                 for (i, n) in h.buckets.iter().enumerate() {
                     cumulative += n;
                     let le = CPU_BUCKETS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
-                    e.sample(
-                        &format!("{name}_bucket"),
-                        &[("process", process), ("le", &le)],
-                        cumulative as f64,
-                    );
+                    let mut with_le = labels.clone();
+                    with_le.push(("le", &le));
+                    e.sample(&format!("{name}_bucket"), &with_le, cumulative as f64);
                 }
-                e.sample(&format!("{name}_sum"), &[("process", process)], h.sum_s);
-                e.sample(&format!("{name}_count"), &[("process", process)], h.count as f64);
+                e.sample(&format!("{name}_sum"), &labels, h.sum_s);
+                e.sample(&format!("{name}_count"), &labels, h.count as f64);
             }
         }
         self.probe_cpu.render(
@@ -288,6 +307,12 @@ impl Metrics {
             );
             e.sample("tlsprof_probe_overhead_budget_ratio", &[], budget);
         }
+        e.family(
+            "tlsprof_targets",
+            Type::Gauge,
+            "Processes profiled in the last interval (those that exited before it are forgotten).",
+        );
+        e.sample("tlsprof_targets", &[], self.targets as f64);
         self.probed_seconds.render(
             &mut e,
             "tlsprof_probes_attached_seconds_total",
@@ -322,7 +347,7 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::summarize;
+
     use crate::model::tests::sample_recording;
 
     /// Every sample line of a scrape: (name with labels, value).
@@ -355,19 +380,22 @@ mod tests {
             before = now;
         }
         // Two intervals of 4 full server handshakes each (the sample recording's).
-        let key = "tlsprof_handshakes_total{process=\"nginx\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
+        let key = "tlsprof_handshakes_total{process=\"nginx\",container=\"\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
                    cipher=\"TLS_AES_256_GCM_SHA384\",group=\"x25519\",certificate_key=\"RSA-2048\"}";
         assert_eq!(before[key], 8.0);
-        assert_eq!(before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\"}"], 8.0);
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.0025\"}"],
+            before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\",container=\"\"}"],
             8.0
         );
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",le=\"0.001\"}"],
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",le=\"0.0025\"}"],
+            8.0
+        );
+        assert_eq!(
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",le=\"0.001\"}"],
             0.0
         );
-        let sign = before["tlsprof_stage_cpu_seconds_total{process=\"nginx\",stage=\"sign\"}"];
+        let sign = before["tlsprof_stage_cpu_seconds_total{process=\"nginx\",container=\"\",stage=\"sign\"}"];
         let expected: f64 = summarize(&rec)
             .stages
             .iter()
@@ -376,6 +404,25 @@ mod tests {
             .sum();
         assert!((sign - 2.0 * expected / 1e3).abs() < 1e-12, "{sign} {expected}");
         assert_eq!(before["tlsprof_intervals_total{estimated=\"false\"}"], 3.0);
+    }
+
+    #[test]
+    fn each_process_has_its_own_series_with_its_own_estimate() {
+        let rec = crate::model::tests::two_process_recording();
+        let mut m = Metrics::default();
+        m.add(&rec, &summarize(&rec));
+        let now = samples(&m.render());
+        let total = |process: &str| -> f64 {
+            now.iter()
+                .filter(|(k, _)| {
+                    k.starts_with("tlsprof_handshakes_total{") && k.contains(&format!("process=\"{process}\""))
+                })
+                .map(|(_, v)| v)
+                .sum()
+        };
+        assert_eq!((total("nginx"), total("node")), (40.0, 100.0));
+        assert_eq!(now["tlsprof_connections_total{process=\"node\",container=\"\"}"], 100.0);
+        assert!(now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",stage=\"sign\"}"] > 0.0);
     }
 
     #[test]

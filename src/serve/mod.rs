@@ -161,12 +161,11 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.lost = Default::default();
     out.probing.live_s = 0.0;
     out.probing.windows = 0;
-    out.probing.connections = 0;
     out.probing.window_figures.clear();
     let mut targets: BTreeMap<u32, Target> = BTreeMap::new();
     let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
     let mut samples = BTreeMap::new();
-    let mut handshakes: BTreeMap<HandshakeKind, CpuHistogram> = BTreeMap::new();
+    let mut handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram> = BTreeMap::new();
     for r in recs {
         out.duration_s += r.duration_s;
         out.probe_hits += r.probe_hits;
@@ -190,17 +189,18 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
         let p = &mut out.probing;
         p.live_s += r.probing.live_s;
         p.windows += r.probing.windows;
-        p.connections += r.probing.connections;
         p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
         p.window_figures.extend(r.probing.window_figures.iter().cloned());
         for t in &r.targets {
             let m = targets.entry(t.pid).or_insert_with(|| Target {
                 process_cpu_ms: 0.0,
                 probed_cpu_ms: 0.0,
+                connections: 0,
                 ..t.clone()
             });
             m.process_cpu_ms += t.process_cpu_ms;
             m.probed_cpu_ms += t.probed_cpu_ms;
+            m.connections += t.connections;
         }
         for n in &r.tree {
             let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
@@ -218,7 +218,7 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
             *samples.entry(key).or_insert(0) += s.count;
         }
         for g in &r.handshakes {
-            handshakes.entry(g.kind.clone()).or_default().merge(&g.cpu);
+            handshakes.entry((g.pid, g.kind.clone())).or_default().merge(&g.cpu);
         }
         out.frame_files
             .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -251,7 +251,7 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
     out.handshakes = handshakes
         .into_iter()
-        .map(|(kind, cpu)| crate::model::HandshakeGroup { kind, cpu })
+        .map(|((pid, kind), cpu)| crate::model::HandshakeGroup { pid, kind, cpu })
         .collect();
     out
 }

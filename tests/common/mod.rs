@@ -2,8 +2,8 @@
 //! Shared pieces of the live tests: root check, targets (nginx, Node.js, the fixture), running tlsprof.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -212,9 +212,6 @@ pub fn node_openssl_version(node: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// A `tlsprof record` run; `wait_live` returns once its probes are attached. Unless the test sets
-/// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
-/// (tests/live_governor.rs covers the default duty cycle).
 /// The lines a child writes to `stream` that `keep` accepts, as they come.
 pub fn lines_of(stream: impl Read + Send + 'static, keep: fn(&str) -> bool) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -228,9 +225,14 @@ pub fn lines_of(stream: impl Read + Send + 'static, keep: fn(&str) -> bool) -> m
     rx
 }
 
+/// A `tlsprof record` run; `start` returns once its probes are attached. Unless the test sets
+/// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
+/// (tests/live_governor.rs covers the default duty cycle).
 pub struct Recorder {
     child: Child,
     stderr_lines: mpsc::Receiver<String>,
+    /// Read as it comes: a summary longer than the pipe's buffer would otherwise block tlsprof at exit.
+    stdout: std::thread::JoinHandle<String>,
     pub stderr: String,
 }
 
@@ -250,9 +252,16 @@ impl Recorder {
             .spawn()
             .unwrap();
         let stderr_lines = lines_of(child.stderr.take().unwrap(), |_| true);
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        });
         let mut rec = Recorder {
             child,
             stderr_lines,
+            stdout,
             stderr: String::new(),
         };
         rec.wait_for("probes live");
@@ -340,8 +349,7 @@ impl Recorder {
                     self.stderr.push_str(&line);
                     self.stderr.push('\n');
                 }
-                let mut out = String::new();
-                self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                let out = self.stdout.join().unwrap();
                 assert!(status.success(), "tlsprof record failed: {}\n{out}", self.stderr);
                 return (out, self.stderr);
             }
@@ -362,6 +370,17 @@ pub fn report_json(recording: &Path) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Handshakes a recording (its raw JSON) saw complete in one process, in the probe windows.
+pub fn completed_in(raw: &Value, pid: u32) -> u64 {
+    raw["handshakes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["pid"] == pid && g["outcome"] != "abandoned")
+        .map(|g| g["cpu"]["count"].as_u64().unwrap())
+        .sum()
 }
 
 pub fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -749,4 +768,33 @@ pub fn assert_estimate(what: &str, estimate: f64, [lo, hi]: [f64; 2], truth: u64
         lo <= truth as f64 && truth as f64 <= hi,
         "the 95% interval [{lo}, {hi}] of {what} misses the clients' {truth}\n{context}"
     );
+}
+
+/// GET `path` from a local HTTP server: status and body.
+pub fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap();
+    (status, raw[split + 4..].to_vec())
+}
+
+pub fn get_text(port: u16, path: &str) -> String {
+    let (status, body) = get(port, path);
+    let body = String::from_utf8(body).unwrap();
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
+}
+
+/// A sample's value summed over its label sets, from a scrape of tlsprof itself.
+pub fn scraped(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
 }
