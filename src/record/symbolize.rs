@@ -153,8 +153,8 @@ fn uprobe_pages(pid: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Addresses named since the last forget_addresses(), at most: one batch of stacks needs far fewer.
-const CACHE_LIMIT: usize = 32_768;
+/// Addresses named since the last forget_addresses(), at most: most batches of stacks need fewer.
+const CACHE_LIMIT: usize = 8_192;
 
 pub struct FrameSymbolizer {
     maps: HashMap<u32, Vec<Mapping>>,
@@ -195,7 +195,8 @@ impl FrameSymbolizer {
             uprobe_pages,
             perf_maps: HashMap::new(),
             symbolizer: Symbolizer::new(),
-            cache: HashMap::new(),
+            // Sized once: a cache that doubled the first time a batch needed more room would keep that size.
+            cache: HashMap::with_capacity(CACHE_LIMIT),
             go_tables: HashMap::new(),
             unnamed_jit: Vec::new(),
             files: HashMap::new(),
