@@ -51,11 +51,17 @@ impl StatusLine {
     }
 }
 
+/// Subjects warned about, at most: continuous mode meets ever new processes. Past it, the set starts again.
+const MAX_WARNED: usize = 4096;
+
 /// Prints a warning on its own line, once per subject for the whole run (a file that many processes map is
 /// named once), clearing the status line first when one may be showing.
 pub fn warn_once(subject: &str, message: &str) {
     static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.len() >= MAX_WARNED && !warned.contains(subject) {
+        warned.clear();
+    }
     if warned.insert(subject.to_string()) {
         let clear = if std::io::stderr().is_terminal() {
             "\r\x1b[K"
