@@ -20,17 +20,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-//go:noinline
-func deep(n int, seed byte) uint64 {
-	var pad [512]byte
-	pad[n%len(pad)] = seed
-	if n == 0 {
-		return uint64(pad[0]) + 1
-	}
-	return deep(n-1, seed+1)*31 + uint64(pad[n%len(pad)])
-}
+	"tlsprof.example/go/internal/stack"
+)
 
 type result struct {
 	Connections int64  `json:"connections"`
@@ -144,7 +136,7 @@ func one(addr string, cfg *tls.Config, recurse int, seed byte, res *result, fail
 	}
 	want := "ok"
 	if recurse > 0 {
-		want = fmt.Sprint(deep(recurse, seed))
+		want = fmt.Sprint(stack.Deep(recurse, seed))
 	}
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != want {
 		atomic.AddInt64(&res.WrongAnswer, 1)

@@ -30,19 +30,9 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-)
 
-// deep returns a checksum of n nested calls, each with a 512-byte frame the compiler cannot elide.
-//
-//go:noinline
-func deep(n int, seed byte) uint64 {
-	var pad [512]byte
-	pad[n%len(pad)] = seed
-	if n == 0 {
-		return uint64(pad[0]) + 1
-	}
-	return deep(n-1, seed+1)*31 + uint64(pad[n%len(pad)])
-}
+	"tlsprof.example/go/internal/stack"
+)
 
 func newKey(kind string) (crypto.Signer, error) {
 	switch kind {
@@ -141,7 +131,7 @@ func main() {
 		MaxVersion:             tls.VersionTLS13,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			time.Sleep(*park)
-			if *recurse > 0 && deep(*recurse, 1) == 0 {
+			if *recurse > 0 && stack.Deep(*recurse, 1) == 0 {
 				return nil, fmt.Errorf("unreachable")
 			}
 			return &cert, nil
@@ -154,7 +144,7 @@ func main() {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	// /recurse?n=N&seed=S answers deep(N, S), which the client checks against its own computation.
+	// /recurse?n=N&seed=S answers stack.Deep(N, S), which the client checks against its own computation.
 	mux.HandleFunc("/recurse", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		seed, _ := strconv.Atoi(r.URL.Query().Get("seed"))
@@ -162,7 +152,7 @@ func main() {
 			http.Error(w, "n out of range", http.StatusBadRequest)
 			return
 		}
-		fmt.Fprintln(w, deep(n, byte(seed)))
+		fmt.Fprintln(w, stack.Deep(n, byte(seed)))
 	})
 	mux.HandleFunc("/sign-clock", func(w http.ResponseWriter, r *http.Request) {
 		all, signer := clocked.calls.Load(), clocked.signerCalls.Load()
