@@ -98,22 +98,25 @@ def own_cpu_lines(data):
     return lines
 
 
+def growth_line(line, samples, minutes):
+    """A "memory does not grow" line: RSS from the second tenth of a run of `minutes` to the last tenth."""
+    early, late, slope = rss_growth(samples)
+    reach = ""
+    if slope and slope > 0 and late < BUDGET_RSS_MB:
+        reach = f" (if it kept that pace: 64 MB after {minutes + (BUDGET_RSS_MB - late) / slope:.0f} min)"
+    return (line, f"RSS {fnum(early)} MB at {minutes * 0.1:g}–{minutes * 0.2:g} min → {fnum(late)} MB in the last "
+                  f"tenth; trend {fnum(slope, 2)} MB/min{reach}",
+            verdict(None if early is None else within([late - early], BUDGET_RSS_GROWTH_MB)))
+
+
 def memory_lines(data):
     long = data.get("long")
     if long:
-        early, late, slope = rss_growth(long)
         peak = long["maxrss_mb"]
-        lines = [(f"Peak RSS ≤ 64 MB over a {long['minutes']:g}-minute recording",
-                  f"{fnum(peak)} MB (ru_maxrss)", verdict(within([peak], BUDGET_RSS_MB)))]
-        reach = ""
-        if slope and slope > 0 and late < BUDGET_RSS_MB:
-            reach = f" (if it kept that pace: 64 MB after {long['minutes'] + (BUDGET_RSS_MB - late) / slope:.0f} min)"
-        lines.append(("Memory does not grow with duration (≤ 1 MB from the second tenth of the recording to the "
-                      "last)",
-                      f"RSS {fnum(early)} MB at {long['minutes'] * 0.1:g}–{long['minutes'] * 0.2:g} min → "
-                      f"{fnum(late)} MB in the last tenth; trend {fnum(slope, 2)} MB/min{reach}",
-                      verdict(None if early is None else within([late - early], BUDGET_RSS_GROWTH_MB))))
-        return lines
+        return [(f"Peak RSS ≤ 64 MB over a {long['minutes']:g}-minute recording",
+                 f"{fnum(peak)} MB (ru_maxrss)", verdict(within([peak], BUDGET_RSS_MB))),
+                growth_line("Memory does not grow with duration (≤ 1 MB from the second tenth of the recording to "
+                            "the last)", long["samples"], long["minutes"])]
     # No long recording: the line names the recordings that were made.
     seconds = data["settings"]["seconds"]
     peaks = [r["prof_maxrss_mb"] for r in runs_of(data, "full", "tlsprof") + runs_of(data, "keepalive", "tlsprof")

@@ -191,35 +191,48 @@ def attach_table(data):
     return table(["What", "median (min–max)", "n"], rows)
 
 
-def probing_note(rep):
-    p = rep.get("probing") or {}
-    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time ({100 * (p.get('cpu_share') or 0):.0f}% of "
-            f"the worker's CPU) in {p.get('windows')} windows, "
-            f"≈ {p.get('handshakes_estimated') or 0:.0f} handshakes estimated over the recording")
+def handshakes_note(rep, clients):
+    """What tlsprof's report said of the handshakes, against the count of the target's clients."""
+    h, p = rep["handshakes"], rep.get("probing") or {}
+    windows = (f"probes attached {100 * (p.get('fraction') or 0):.0f}% of the time and "
+               f"{100 * (p.get('cpu_share') or 0):.0f}% of the worker's CPU, in {p.get('windows')} windows")
+    if not isinstance(h, dict):
+        # Raw data from before the benchmark kept the in-window count and the interval: the report's total alone.
+        return f"tlsprof's report: {h} handshakes (`handshakes.total`; {windows})"
+    if not h["estimated"]:
+        return f"tlsprof counted {h['total']} ({windows}: exact)"
+    lo, hi = h["total_ci95"]
+    inside = "inside" if lo <= clients <= hi else "**outside**"
+    return (f"tlsprof saw {h['observed']} in its probe windows ({windows}) and estimated ≈ {h['total']} "
+            f"[{lo}–{hi}] over the recording (95% interval; the clients' count is {inside} it)")
+
+
+def rss_table(samples, clk_tck):
+    """About a dozen of the RSS samples, the last one included."""
+    picked = samples[::max(1, len(samples) // 12)]
+    if samples and picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+    rows = [[f"{int(x['t_s'] // 60)}:{int(x['t_s'] % 60):02d}", fnum(x["rss_mb"]), fnum(x["hwm_mb"]),
+             fnum(x["cpu_ticks"] * 1e3 / clk_tck, 0)] for x in picked]
+    return table(["elapsed m:ss", "VmRSS MB", "VmHWM MB", "tlsprof CPU ms since live"], rows)
 
 
 def long_values(long, clk_tck):
     """The figures of the long-recording section; {} without one (the template then drops the section)."""
     if not long:
         return {}
-    early, late, slope = rss_growth(long)
+    early, late, slope = rss_growth(long["samples"])
     rep, mine, other = long["report"], long["twin"], long["control"]
-    samples = long["samples"]
-    picked = samples[::max(1, len(samples) // 12)]
-    if samples and picked[-1] is not samples[-1]:
-        picked.append(samples[-1])
-    rows = [[f"{int(x['t_s'] // 60)}:{int(x['t_s'] % 60):02d}", fnum(x["rss_mb"]), fnum(x["hwm_mb"]),
-             fnum(x["cpu_ticks"] * 1e3 / clk_tck, 0)] for x in picked]
     return {
-        "long_handshakes": mine["requests"], "long_rate": fnum(mine["rate"], 0), "long_seen": rep["handshakes"],
-        "long_probing": probing_note(rep), "long_kib": f"{long['file_bytes'] / 1024:.0f}",
+        "long_handshakes": mine["requests"], "long_rate": fnum(mine["rate"], 0),
+        "long_seen": handshakes_note(rep, mine["requests"]), "long_kib": f"{long['file_bytes'] / 1024:.0f}",
         "long_cpu_us": fnum(mine["cpu_us_per_req_ns"], 1), "long_control_cpu_us": fnum(other["cpu_us_per_req_ns"], 1),
         "long_control_handshakes": other["requests"], "long_paired": fpct(long["paired_overhead"], 2),
         "long_attach_ms": fnum(long.get("cpu_attach_ms"), 0), "long_cpu_frac": fpct(long["cpu_frac"], 2, False),
         "long_finish_ms": fnum(long.get("cpu_finish_ms"), 0), "long_finish_s": fnum(long.get("finish_s"), 1),
         "long_total_ms": fnum(long["cpu_total_ms"], 0), "long_maxrss": fnum(long["maxrss_mb"]),
         "long_rss_early": fnum(early), "long_rss_late": fnum(late), "long_rss_slope": fnum(slope, 3),
-        "long_table": table(["elapsed m:ss", "VmRSS MB", "VmHWM MB", "tlsprof CPU ms since live"], rows),
+        "long_table": rss_table(long["samples"], clk_tck),
     }
 
 
