@@ -6,8 +6,10 @@ and is SKIP, never judged on another figure.
 """
 
 from .common import med, spread
-from .figures import accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of
-from .fmt import fnum, fpct
+from .figures import (accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of,
+                      serve_figures)
+from .fmt import fnum, fpaired, fpct
+from .settings import setting
 
 BUDGET_FULL_OVERHEAD = 0.01
 BUDGET_KEEPALIVE_OVERHEAD = 0.03
@@ -128,6 +130,36 @@ def memory_lines(data):
             ("Memory does not grow with duration", "not measured: no long recording (--long-minutes 0)", "SKIP")]
 
 
+def serve_lines(data):
+    """Continuous mode, judged as the defaults' overhead and the long recording's memory are, and its counter
+    against the clients'."""
+    serve, f = data.get("serve"), serve_figures(data.get("serve"))
+    minutes = f", {serve['minutes']:g} min" if serve else ""
+    lines = [f"Continuous mode (serve{minutes}): overhead within the budget (≤ 1% target CPU per handshake, as "
+             f"the defaults' line)",
+             "Continuous mode: memory does not grow (≤ 1 MB from the second tenth of the run to the last)",
+             "Continuous mode: handshakes counter within its stated interval of the clients' count, sign stage "
+             "CPU counted"]
+    if not f:
+        why = ("this benchmark had no continuous-mode stage" if "serve_minutes" not in data["settings"]
+               else f"--serve-minutes {setting(data['settings'], 'serve_minutes'):g}")
+        return [(line, f"not measured ({why})", "SKIP") for line in lines]
+    slices = len(f["slices"])
+    per_slice = (f"; per {serve['slice_s'] / 60:g}-minute slice, median (min…max) of {slices}: "
+                 f"{fpaired(f['slices'])}" if slices > 1 else "")
+    sign = f["sign_cpu_s"]
+    return [
+        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B{per_slice}; tlsprof's own CPU "
+                   f"{fpct(serve['cpu_frac'], 2, False)} of a core",
+         verdict(within([f["paired"]], BUDGET_FULL_OVERHEAD))),
+        growth_line(lines[1], serve["samples"], serve["minutes"]),
+        (lines[2], f"`sum(tlsprof_handshakes_total)` {fnum(f['handshakes'], 0)} [{fnum(f['lower'], 0)}–"
+                   f"{fnum(f['upper'], 0)}] after the load, {fnum(f['clients'], 0)} by twin A's clients "
+                   f"({fpct(f['error'], 2)}); sign {fnum(sign, 2)} s",
+         verdict(f["inside"] and bool(sign))),
+    ]
+
+
 def time_lines(data):
     s = data["settings"]
     live = [r["prof_live_s"] for r in data["runs"] if r["condition"] == "tlsprof"]
@@ -184,4 +216,4 @@ def counter_lines(data):
 def budget_lines(data):
     """(budget line, what was measured, PASS/**FAIL**/SKIP) for every line of the budget."""
     return (overhead_lines(data) + counter_lines(data) + own_cpu_lines(data) + memory_lines(data)
-            + time_lines(data) + accuracy_lines(data))
+            + serve_lines(data) + time_lines(data) + accuracy_lines(data))

@@ -169,3 +169,21 @@ def counter_figures(data):
         "share_keepalive": ns_per_conn / keep_ns if ns_per_conn is not None and keep_ns else None,
         "programs": programs,
     }
+
+
+def serve_figures(serve):
+    """The figures of the continuous-mode stage; None without one."""
+    if not serve:
+        return None
+    slices = [x["paired_overhead"] for x in serve["slices"]]
+    final, clients = serve["final"], serve["clients"]
+    counted = [x["handshakes"] for x in serve["scrapes"] + [final] if x["handshakes"] is not None]
+    early, late, slope = rss_growth(serve["samples"])
+    return {
+        "paired": serve["paired_overhead"], "slices": slices, "slices_median": med(slices),
+        "slices_spread": spread(slices), "rss_early": early, "rss_late": late, "rss_slope": slope,
+        "handshakes": final["handshakes"], "lower": final["handshakes_lower"], "upper": final["handshakes_upper"],
+        "clients": clients, "inside": final["handshakes_lower"] <= clients <= final["handshakes_upper"],
+        "error": relative_error(final["handshakes"], clients), "sign_cpu_s": final["sign_cpu_s"],
+        "monotonic": all(b >= a for a, b in zip(counted, counted[1:])),
+    }
