@@ -180,8 +180,8 @@ def serve_figures(serve):
     counted = [x["handshakes"] for x in serve["scrapes"] + [final] if x["handshakes"] is not None]
     early, late, slope = rss_growth(serve["samples"])
     return {
-        "paired": serve["paired_overhead"], "slices": slices, "slices_median": med(slices),
-        "slices_spread": spread(slices), "rss_early": early, "rss_late": late, "rss_slope": slope,
+        "paired": serve["paired_overhead"], "slices": slices, "rss_early": early, "rss_late": late,
+        "rss_slope": slope,
         "handshakes": final["handshakes"], "lower": final["handshakes_lower"], "upper": final["handshakes_upper"],
         "clients": clients, "inside": final["handshakes_lower"] <= clients <= final["handshakes_upper"],
         "error": relative_error(final["handshakes"], clients), "sign_cpu_s": final["sign_cpu_s"],
