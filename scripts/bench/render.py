@@ -255,6 +255,8 @@ def serve_values(serve, clk_tck):
                     for i, (x, start, end) in enumerate(zip(serve["slices"], [0.0] + ends, ends))])
     return {
         "serve_slices": len(serve["slices"]), "serve_slice_min": f"{serve['slice_s'] / 60:g}",
+        **{f"serve_{k}": f"{serve['schedule'][k]:g}" for k in ("scrape_every_s", "profile_seconds",
+                                                                "first_profile_s", "profile_every_s")},
         "serve_live_s": fnum(serve["live_s"], 2),
         "serve_scrapes": f"{len(scrapes)} scrapes of {fmed([x['bytes'] / 1024 for x in scrapes])} KiB, answered in "
                          f"{fmed([x['fetch_s'] * 1e3 for x in scrapes])} ms",

@@ -238,7 +238,10 @@ def serve_run(bench):
         raise
     mine, other = whole([s["twin"] for s in slices]), whole([s["control"] for s in slices])
     bench.data["serve"] = {
-        "minutes": a.serve_minutes, "slice_s": slice_s, "slices": slices, "twin": mine, "control": other,
+        "minutes": a.serve_minutes, "slice_s": slice_s,
+        "schedule": {"scrape_every_s": SCRAPE_EVERY_S, "profile_seconds": PROFILE_SECONDS,
+                     "first_profile_s": FIRST_PROFILE_S, "profile_every_s": PROFILE_EVERY_S},
+        "slices": slices, "twin": mine, "control": other,
         "paired_overhead": paired_overhead(mine, other), "clients": mine["requests"],
         "samples": watch.samples, "scrapes": watch.scrapes, "profiles": watch.profiles, "final": final,
         "live_s": hit[0] - child.started, "cpu_attach_ms": ticks0 * 1e3 / CLK_TCK, "cpu_frac": cpu_s / wall_s,
