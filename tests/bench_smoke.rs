@@ -87,6 +87,7 @@ fn bench_smoke_run_writes_the_tables() {
         " profiles of ",
         "| slice | elapsed m:ss |",
         "| 1 | 0:00–",
+        "| 6 | ",
         "| elapsed m:ss | VmRSS MB |",
     ] {
         assert!(serve.contains(text), "no {text:?} in:\n{serve}");

@@ -144,12 +144,10 @@ def serve_lines(data):
         why = ("this benchmark had no continuous-mode stage" if "serve_minutes" not in data["settings"]
                else f"--serve-minutes {setting(data['settings'], 'serve_minutes'):g}")
         return [(line, f"not measured ({why})", "SKIP") for line in lines]
-    slices = len(f["slices"])
-    per_slice = (f"; per {serve['slice_s'] / 60:g}-minute slice, median (min…max) of {slices}: "
-                 f"{fpaired(f['slices'])}" if slices > 1 else "")
     sign = f["sign_cpu_s"]
     return [
-        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B{per_slice}; tlsprof's own CPU "
+        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B; per {serve['slice_s'] / 60:g}-"
+                   f"minute slice, median (min…max) of {len(f['slices'])}: {fpaired(f['slices'])}; tlsprof's own CPU "
                    f"{fpct(serve['cpu_frac'], 2, False)} of a core",
          verdict(within([f["paired"]], BUDGET_FULL_OVERHEAD))),
         growth_line(lines[1], serve["samples"], serve["minutes"]),

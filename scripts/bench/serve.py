@@ -24,8 +24,9 @@ PROFILE_EVERY_S = 60.0
 PROFILE_SECONDS = 30
 # The first profile once a few of tlsprof's intervals are in (it hands one over every 5 s).
 FIRST_PROFILE_S = 20.0
-# The overhead is also measured per slice of about this length: one run of the clients per twin each.
-SLICE_S = 300.0
+# The overhead is also measured per slice, a sixth of the run (5 minutes of the default 30): one run of the clients
+# per twin each.
+SLICES = 6
 # SIGTERM must end it at least this soon.
 STOP_GRACE_S = 10.0
 # After the load, the wait for its last connections to reach the counters.
@@ -172,11 +173,10 @@ def serve_run(bench):
     """The stage; its raw data go to bench.data["serve"]."""
     a = bench.args
     twin = bench.twins[0]
-    slices_n = max(1, round(a.serve_minutes * 60 / SLICE_S))
     # s_time counts whole seconds.
-    slice_s = round(a.serve_minutes * 60 / slices_n)
+    slices_n, slice_s = SLICES, max(2, round(a.serve_minutes * 60 / SLICES))
     log(f"continuous mode: {a.serve_minutes:g} min of tlsprof serve (defaults) on nginx {twin.name}'s worker, full "
-        f"handshakes on both twins in {slices_n} slice(s) of {slice_s} s, /metrics every {SCRAPE_EVERY_S:g} s, "
+        f"handshakes on both twins in {slices_n} slices of {slice_s} s, /metrics every {SCRAPE_EVERY_S:g} s, "
         f"/profile?seconds={PROFILE_SECONDS} every {PROFILE_EVERY_S:g} s")
     for t in bench.twins:
         t.check_worker()
