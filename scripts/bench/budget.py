@@ -146,9 +146,9 @@ def serve_lines(data):
         return [(line, f"not measured ({why})", "SKIP") for line in lines]
     sign = f["sign_cpu_s"]
     return [
-        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B; per {serve['slice_s'] / 60:g}-"
-                   f"minute slice, median (min…max) of {len(f['slices'])}: {fpaired(f['slices'])}; tlsprof's own CPU "
-                   f"{fpct(serve['cpu_frac'], 2, False)} of a core",
+        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B; per slice "
+                   f"({len(f['slices'])} of {serve['slice_s']} s), median (min…max): {fpaired(f['slices'])}; "
+                   f"tlsprof's own CPU {fpct(serve['cpu_frac'], 2, False)} of a core",
          verdict(within([f["paired"]], BUDGET_FULL_OVERHEAD))),
         growth_line(lines[1], serve["samples"], serve["minutes"]),
         (lines[2], f"`sum(tlsprof_handshakes_total)` {fnum(f['handshakes'], 0)} [{fnum(f['lower'], 0)}–"

@@ -254,7 +254,7 @@ def serve_values(serve, clk_tck):
                      fpct(x["paired_overhead"], 2)]
                     for i, (x, start, end) in enumerate(zip(serve["slices"], [0.0] + ends, ends))])
     return {
-        "serve_slices": len(serve["slices"]), "serve_slice_min": f"{serve['slice_s'] / 60:g}",
+        "serve_slices": len(serve["slices"]), "serve_slice_s": serve["slice_s"],
         **{f"serve_{k}": f"{serve['schedule'][k]:g}" for k in ("scrape_every_s", "profile_seconds",
                                                                 "first_profile_s", "profile_every_s")},
         "serve_live_s": fnum(serve["live_s"], 2),
