@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Live: a test-sized run of the benchmark (scripts/bench.py --smoke) works end to end and writes its tables.
-//! It checks the harness, not the figures: a smoke run is far too short to judge overhead (needs root).
+//! It checks the harness, not the figures: a smoke run is far too short to judge overhead (needs root). Its half
+//! minute of continuous mode runs `tlsprof serve` through a few scrapes and profiles.
 mod common;
 
 use std::process::Command;
@@ -36,6 +37,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Accuracy: CPU per operation",
         "## Attach and report time",
         "## Connection counter (accept/accept4/connect tracepoints)",
+        "## Continuous mode (serve, 0.5 minutes)",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
@@ -65,6 +67,30 @@ fn bench_smoke_run_writes_the_tables() {
             md.contains(&format!("| `{prog}` |")),
             "no counter row for {prog}:\n{md}"
         );
+    }
+    // Continuous mode ran (tlsprof serve scraped and asked for profiles, or the run fails): its budget lines,
+    // its figures against the clients' and the twin's, its slice and memory tables.
+    for row in [
+        "| Continuous mode (serve, 0.5 min): overhead within the budget",
+        "| Continuous mode: memory does not grow",
+        "| Continuous mode: handshakes counter within its stated interval",
+    ] {
+        assert!(md.contains(row), "no budget row {row:?}:\n{md}");
+    }
+    let serve = md
+        .split("\n## ")
+        .find(|s| s.starts_with("Continuous mode (serve"))
+        .unwrap();
+    for text in [
+        "`sum(tlsprof_handshakes_total)` was ",
+        " scrapes of ",
+        " profiles of ",
+        "| slice | elapsed m:ss |",
+        "| 1 | 0:00–",
+        "| 6 | ",
+        "| elapsed m:ss | VmRSS MB |",
+    ] {
+        assert!(serve.contains(text), "no {text:?} in:\n{serve}");
     }
     // The run put the statistics back as it found them.
     assert_eq!(

@@ -6,8 +6,10 @@ and is SKIP, never judged on another figure.
 """
 
 from .common import med, spread
-from .figures import accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of
-from .fmt import fnum, fpct
+from .figures import (accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of,
+                      serve_figures)
+from .fmt import fnum, fpaired, fpct
+from .settings import setting
 
 BUDGET_FULL_OVERHEAD = 0.01
 BUDGET_KEEPALIVE_OVERHEAD = 0.03
@@ -98,22 +100,25 @@ def own_cpu_lines(data):
     return lines
 
 
+def growth_line(line, samples, minutes):
+    """A "memory does not grow" line: RSS from the second tenth of a run of `minutes` to the last tenth."""
+    early, late, slope = rss_growth(samples)
+    reach = ""
+    if slope and slope > 0 and late < BUDGET_RSS_MB:
+        reach = f" (if it kept that pace: 64 MB after {minutes + (BUDGET_RSS_MB - late) / slope:.0f} min)"
+    return (line, f"RSS {fnum(early)} MB at {minutes * 0.1:g}–{minutes * 0.2:g} min → {fnum(late)} MB in the last "
+                  f"tenth; trend {fnum(slope, 2)} MB/min{reach}",
+            verdict(None if early is None else within([late - early], BUDGET_RSS_GROWTH_MB)))
+
+
 def memory_lines(data):
     long = data.get("long")
     if long:
-        early, late, slope = rss_growth(long)
         peak = long["maxrss_mb"]
-        lines = [(f"Peak RSS ≤ 64 MB over a {long['minutes']:g}-minute recording",
-                  f"{fnum(peak)} MB (ru_maxrss)", verdict(within([peak], BUDGET_RSS_MB)))]
-        reach = ""
-        if slope and slope > 0 and late < BUDGET_RSS_MB:
-            reach = f" (if it kept that pace: 64 MB after {long['minutes'] + (BUDGET_RSS_MB - late) / slope:.0f} min)"
-        lines.append(("Memory does not grow with duration (≤ 1 MB from the second tenth of the recording to the "
-                      "last)",
-                      f"RSS {fnum(early)} MB at {long['minutes'] * 0.1:g}–{long['minutes'] * 0.2:g} min → "
-                      f"{fnum(late)} MB in the last tenth; trend {fnum(slope, 2)} MB/min{reach}",
-                      verdict(None if early is None else within([late - early], BUDGET_RSS_GROWTH_MB))))
-        return lines
+        return [(f"Peak RSS ≤ 64 MB over a {long['minutes']:g}-minute recording",
+                 f"{fnum(peak)} MB (ru_maxrss)", verdict(within([peak], BUDGET_RSS_MB))),
+                growth_line("Memory does not grow with duration (≤ 1 MB from the second tenth of the recording to "
+                            "the last)", long["samples"], long["minutes"])]
     # No long recording: the line names the recordings that were made.
     seconds = data["settings"]["seconds"]
     peaks = [r["prof_maxrss_mb"] for r in runs_of(data, "full", "tlsprof") + runs_of(data, "keepalive", "tlsprof")
@@ -123,6 +128,34 @@ def memory_lines(data):
              f"{fnum(peak)} MB (ru_maxrss, the most of {len(peaks)} recordings)",
              verdict(within([peak], BUDGET_RSS_MB))),
             ("Memory does not grow with duration", "not measured: no long recording (--long-minutes 0)", "SKIP")]
+
+
+def serve_lines(data):
+    """Continuous mode, judged as the defaults' overhead and the long recording's memory are, and its counter
+    against the clients'."""
+    serve, f = data.get("serve"), serve_figures(data.get("serve"))
+    minutes = f", {serve['minutes']:g} min" if serve else ""
+    lines = [f"Continuous mode (serve{minutes}): overhead within the budget (≤ 1% target CPU per handshake, as "
+             f"the defaults' line)",
+             "Continuous mode: memory does not grow (≤ 1 MB from the second tenth of the run to the last)",
+             "Continuous mode: handshakes counter within its stated interval of the clients' count, sign stage "
+             "CPU counted"]
+    if not f:
+        why = ("this benchmark had no continuous-mode stage" if "serve_minutes" not in data["settings"]
+               else f"--serve-minutes {setting(data['settings'], 'serve_minutes'):g}")
+        return [(line, f"not measured ({why})", "SKIP") for line in lines]
+    sign = f["sign_cpu_s"]
+    return [
+        (lines[0], f"{fpct(f['paired'], 2)} over the whole run, paired with twin B; per slice "
+                   f"({len(f['slices'])} of {serve['slice_s']} s), median (min…max): {fpaired(f['slices'])}; "
+                   f"tlsprof's own CPU {fpct(serve['cpu_frac'], 2, False)} of a core",
+         verdict(within([f["paired"]], BUDGET_FULL_OVERHEAD))),
+        growth_line(lines[1], serve["samples"], serve["minutes"]),
+        (lines[2], f"`sum(tlsprof_handshakes_total)` {fnum(f['handshakes'], 0)} [{fnum(f['lower'], 0)}–"
+                   f"{fnum(f['upper'], 0)}] after the load, {fnum(f['clients'], 0)} by twin A's clients "
+                   f"({fpct(f['error'], 2)}); sign {fnum(sign, 2)} s",
+         verdict(f["inside"] and bool(sign))),
+    ]
 
 
 def time_lines(data):
@@ -181,4 +214,4 @@ def counter_lines(data):
 def budget_lines(data):
     """(budget line, what was measured, PASS/**FAIL**/SKIP) for every line of the budget."""
     return (overhead_lines(data) + counter_lines(data) + own_cpu_lines(data) + memory_lines(data)
-            + time_lines(data) + accuracy_lines(data))
+            + serve_lines(data) + time_lines(data) + accuracy_lines(data))

@@ -26,6 +26,9 @@ def parse_args(argv):
                    help=f"seconds of load per run (default {d['seconds']})")
     p.add_argument("--long-minutes", type=float, default=d["long_minutes"],
                    help="minutes of the long recording; 0 skips it")
+    p.add_argument("--serve-minutes", type=float, default=d["serve_minutes"],
+                   help=f"minutes of continuous mode (`tlsprof serve`, scraped as Prometheus would) after the long "
+                        f"recording (default {d['serve_minutes']:g}); 0 skips it")
     p.add_argument("--full-clients", type=int, default=d["full_clients"],
                    help=f"parallel `openssl s_time -new` clients (default {d['full_clients']})")
     p.add_argument("--conditions", default=",".join(DEFAULT_CONDITIONS),
@@ -39,13 +42,14 @@ def parse_args(argv):
     p.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"), help="where to write the tables")
     p.add_argument("--raw", help="also write every measurement as JSON here")
     p.add_argument("--from-raw", metavar="JSON", help="render the tables from a --raw file; measure nothing")
-    p.add_argument("--rss-interval", type=float, default=5.0, help="seconds between RSS samples (long recording)")
+    p.add_argument("--rss-interval", type=float, default=5.0, help="seconds between RSS samples (long recording, continuous mode)")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (recordings, logs)")
     p.add_argument("--go", action="store_true",
                    help="also measure two Go servers (examples/go, built with the machine's go) under full handshakes "
                         "from examples/go/client: the go_full workload")
     p.add_argument("--smoke", action="store_true",
-                   help="test-sized run: 1 round, 2 s per run, no long recording; skips bpftrace/perf if absent")
+                   help=f"test-sized run: 1 round, 2 s per run, no long recording, "
+                        f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")
     args = p.parse_args(argv)
     if args.smoke:
         for key, value in SMOKE.items():
@@ -56,9 +60,12 @@ def parse_args(argv):
         p.error(f"unknown condition {unknown[0]!r}: choose from {', '.join(CONDITIONS)}")
     args.conditions = ["none"] + [c for c in DEFAULT_CONDITIONS if c in conds and c != "none"]
     if (args.rounds < 1 or args.seconds < 2 or args.full_clients < 1 or args.long_minutes < 0
-            or args.accuracy_repeats < 1):
+            or args.serve_minutes < 0 or args.accuracy_repeats < 1):
         p.error("--rounds, --full-clients and --accuracy-repeats must be ≥ 1, --seconds ≥ 2 (s_time counts whole "
-                "seconds), --long-minutes ≥ 0")
+                "seconds), --long-minutes and --serve-minutes ≥ 0")
+    if 0 < args.serve_minutes < SMOKE["serve_minutes"]:
+        p.error(f"--serve-minutes: 0 (skip) or at least {SMOKE['serve_minutes']:g}, time for a profile and a few "
+                f"scrapes")
     # Operations per fixture run: enough for about a second of CPU each (the smoke run: a tenth of that).
     scale = 10 if args.smoke else 1
     args.fixture_ops = {("x25519", "rsa2048"): (10000 // scale, 1000 // scale),

@@ -83,7 +83,8 @@ def accuracy_rows(data):
         speed = [r[speed_key] for r in data["speed"]]
         ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]
         fixture_as_speed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in speed_recs]
-        calls = [r[f"tlsprof_{stage}_calls"] for r in runs]
+        # Counted in the probe windows (raw data from before the report kept them: the one count it had).
+        calls = [r.get(f"tlsprof_{stage}_observed_calls", r[f"tlsprof_{stage}_calls"]) for r in runs]
         expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]
         m_ours, m_unp, m_speed, m_ours_sp = med(ours), med(unprobed), med(speed), med(ours_as_speed)
         rows.append({
@@ -99,9 +100,10 @@ def accuracy_rows(data):
     return rows
 
 
-def rss_growth(long):
-    """RSS change from the second tenth of the recording to the last tenth (medians), and the trend."""
-    s = [x for x in long["samples"] if x["rss_mb"]]
+def rss_growth(samples):
+    """RSS from the second tenth of the samples and the last tenth (medians), and the least-squares trend after
+    the first minute in MB/min: (early, late, slope), None where there are too few samples."""
+    s = [x for x in samples if x["rss_mb"]]
     if len(s) < 10:
         return None, None, None
     n = len(s)
@@ -166,4 +168,22 @@ def counter_figures(data):
         "keepalive_ns": keep_ns,
         "share_keepalive": ns_per_conn / keep_ns if ns_per_conn is not None and keep_ns else None,
         "programs": programs,
+    }
+
+
+def serve_figures(serve):
+    """The figures of the continuous-mode stage; None without one."""
+    if not serve:
+        return None
+    slices = [x["paired_overhead"] for x in serve["slices"]]
+    final, clients = serve["final"], serve["clients"]
+    counted = [x["handshakes"] for x in serve["scrapes"] + [final] if x["handshakes"] is not None]
+    early, late, slope = rss_growth(serve["samples"])
+    return {
+        "paired": serve["paired_overhead"], "slices": slices, "rss_early": early, "rss_late": late,
+        "rss_slope": slope,
+        "handshakes": final["handshakes"], "lower": final["handshakes_lower"], "upper": final["handshakes_upper"],
+        "clients": clients, "inside": final["handshakes_lower"] <= clients <= final["handshakes_upper"],
+        "error": relative_error(final["handshakes"], clients), "sign_cpu_s": final["sign_cpu_s"],
+        "monotonic": all(b >= a for a, b in zip(counted, counted[1:])),
     }

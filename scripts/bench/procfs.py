@@ -41,6 +41,18 @@ def status_kb(pid, key):
     return None
 
 
+def memory_sample(pid, t_s, ticks0):
+    """A process's VmRSS and VmHWM (MB) and its CPU ticks since `ticks0`, at `t_s`; None if it is gone."""
+    rss, hwm = status_kb(pid, "VmRSS"), status_kb(pid, "VmHWM")
+    try:
+        ticks = cpu_ticks(pid)
+    except OSError:
+        return None
+    if rss is None:
+        return None
+    return {"t_s": t_s, "rss_mb": rss / 1024.0, "hwm_mb": (hwm or 0) / 1024.0, "cpu_ticks": ticks - ticks0}
+
+
 def ctx_switches(pid):
     """(voluntary, involuntary) context switches of the process's live threads: each one runs every sched_switch
     program on the machine."""

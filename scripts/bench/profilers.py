@@ -34,11 +34,17 @@ def report_summary(tlsprof, recording):
         raise BenchError(f"tlsprof report --json: {out.stderr.strip()}")
     r = json.loads(out.stdout)
     stages = {s["name"]: s for s in r.get("stages", [])}
+    h = r.get("handshakes") or {}
     return {
-        "stages": {n: {k: s.get(k) for k in ("calls", "cpu_ms", "self_cpu_ms", "cpu_us_per_call", "sampled")}
+        # calls and CPU are for the whole recording (estimated when the probes were attached part of the time);
+        # `observed` is what the probe windows saw, as the function table's calls are.
+        "stages": {n: {k: s.get(k) for k in ("calls", "cpu_ms", "self_cpu_ms", "cpu_us_per_call", "sampled",
+                                             "observed")}
                    for n, s in stages.items()},
         "functions": [{k: f.get(k) for k in ("name", "stage", "calls")} for f in r.get("functions", [])],
-        "handshakes": (r.get("handshakes") or {}).get("total"),
+        # total: the whole recording's (estimated, with its interval, or exact); observed.total: in the windows.
+        "handshakes": {"estimated": h.get("estimated"), "total": h.get("total"), "total_ci95": h.get("total_ci95"),
+                       "observed": (h.get("observed") or {}).get("total")},
         **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
                                  "process_cpu_ms", "samples", "lost_samples", "all_probes", "duration_s")},
     }, elapsed

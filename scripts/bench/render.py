@@ -7,10 +7,10 @@ import re
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, rss_growth, runs_of,
-                      unpaired_spread)
+                      serve_figures, unpaired_spread)
 from .fmt import fmed, fnum, fpaired, fpct, frange, table
 from .profilers import CONDITIONS
-from .settings import reproduce_command
+from .settings import reproduce_command, setting
 from .workloads import WORKLOADS
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "BENCHMARKS.md.in")
@@ -191,35 +191,93 @@ def attach_table(data):
     return table(["What", "median (min–max)", "n"], rows)
 
 
-def probing_note(rep):
-    p = rep.get("probing") or {}
-    return (f"attached {100 * (p.get('fraction') or 0):.0f}% of the time ({100 * (p.get('cpu_share') or 0):.0f}% of "
-            f"the worker's CPU) in {p.get('windows')} windows, "
-            f"≈ {p.get('handshakes_estimated') or 0:.0f} handshakes estimated over the recording")
+def handshakes_note(rep, clients):
+    """What tlsprof's report said of the handshakes, against the count of the target's clients."""
+    h, p = rep["handshakes"], rep.get("probing") or {}
+    windows = (f"probes attached {100 * (p.get('fraction') or 0):.0f}% of the time and "
+               f"{100 * (p.get('cpu_share') or 0):.0f}% of the worker's CPU, in {p.get('windows')} windows")
+    if not isinstance(h, dict):
+        # Raw data from before the benchmark kept the in-window count and the interval: the report's total alone.
+        return f"tlsprof's report: {h} handshakes (`handshakes.total`; {windows})"
+    if not h["estimated"]:
+        return f"tlsprof counted {h['total']} ({windows}: exact)"
+    lo, hi = h["total_ci95"]
+    inside = "inside" if lo <= clients <= hi else "**outside**"
+    return (f"tlsprof saw {h['observed']} in its probe windows ({windows}) and estimated ≈ {h['total']} "
+            f"[{lo}–{hi}] over the recording (95% interval; the clients' count is {inside} it)")
+
+
+def rss_table(samples, clk_tck):
+    """About a dozen of the RSS samples, the last one included."""
+    picked = samples[::max(1, len(samples) // 12)]
+    if samples and picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+    rows = [[f"{int(x['t_s'] // 60)}:{int(x['t_s'] % 60):02d}", fnum(x["rss_mb"]), fnum(x["hwm_mb"]),
+             fnum(x["cpu_ticks"] * 1e3 / clk_tck, 0)] for x in picked]
+    return table(["elapsed m:ss", "VmRSS MB", "VmHWM MB", "tlsprof CPU ms since live"], rows)
 
 
 def long_values(long, clk_tck):
     """The figures of the long-recording section; {} without one (the template then drops the section)."""
     if not long:
         return {}
-    early, late, slope = rss_growth(long)
+    early, late, slope = rss_growth(long["samples"])
     rep, mine, other = long["report"], long["twin"], long["control"]
-    samples = long["samples"]
-    picked = samples[::max(1, len(samples) // 12)]
-    if samples and picked[-1] is not samples[-1]:
-        picked.append(samples[-1])
-    rows = [[f"{int(x['t_s'] // 60)}:{int(x['t_s'] % 60):02d}", fnum(x["rss_mb"]), fnum(x["hwm_mb"]),
-             fnum(x["cpu_ticks"] * 1e3 / clk_tck, 0)] for x in picked]
     return {
-        "long_handshakes": mine["requests"], "long_rate": fnum(mine["rate"], 0), "long_seen": rep["handshakes"],
-        "long_probing": probing_note(rep), "long_kib": f"{long['file_bytes'] / 1024:.0f}",
+        "long_handshakes": mine["requests"], "long_rate": fnum(mine["rate"], 0),
+        "long_seen": handshakes_note(rep, mine["requests"]), "long_kib": f"{long['file_bytes'] / 1024:.0f}",
         "long_cpu_us": fnum(mine["cpu_us_per_req_ns"], 1), "long_control_cpu_us": fnum(other["cpu_us_per_req_ns"], 1),
         "long_control_handshakes": other["requests"], "long_paired": fpct(long["paired_overhead"], 2),
         "long_attach_ms": fnum(long.get("cpu_attach_ms"), 0), "long_cpu_frac": fpct(long["cpu_frac"], 2, False),
         "long_finish_ms": fnum(long.get("cpu_finish_ms"), 0), "long_finish_s": fnum(long.get("finish_s"), 1),
         "long_total_ms": fnum(long["cpu_total_ms"], 0), "long_maxrss": fnum(long["maxrss_mb"]),
         "long_rss_early": fnum(early), "long_rss_late": fnum(late), "long_rss_slope": fnum(slope, 3),
-        "long_table": table(["elapsed m:ss", "VmRSS MB", "VmHWM MB", "tlsprof CPU ms since live"], rows),
+        "long_table": rss_table(long["samples"], clk_tck),
+    }
+
+
+def serve_values(serve, clk_tck):
+    """The figures of the continuous-mode section; {} without one (the template then drops the section)."""
+    f = serve_figures(serve)
+    if not f:
+        return {}
+    mine, other, final = serve["twin"], serve["control"], serve["final"]
+    scrapes, profiles = serve["scrapes"] + [final], serve["profiles"]
+
+    def span(a, b):
+        return f"{int(a // 60)}:{int(a % 60):02d}–{int(b // 60)}:{int(b % 60):02d}"
+
+    ends = [x["end_s"] for x in serve["slices"]]
+    slices = table(["slice", "elapsed m:ss", "handshakes A / B", "CPU µs/handshake A / B", "paired overhead"],
+                   [[i + 1, span(start, end), f"{x['twin']['requests']} / {x['control']['requests']}",
+                     f"{fnum(x['twin']['cpu_us_per_req_ns'])} / {fnum(x['control']['cpu_us_per_req_ns'])}",
+                     fpct(x["paired_overhead"], 2)]
+                    for i, (x, start, end) in enumerate(zip(serve["slices"], [0.0] + ends, ends))])
+    return {
+        "serve_slices": len(serve["slices"]), "serve_slice_s": serve["slice_s"],
+        **{f"serve_{k}": f"{serve['schedule'][k]:g}" for k in ("scrape_every_s", "profile_seconds",
+                                                                "first_profile_s", "profile_every_s")},
+        "serve_live_s": fnum(serve["live_s"], 2),
+        "serve_scrapes": f"{len(scrapes)} scrapes of {fmed([x['bytes'] / 1024 for x in scrapes])} KiB, answered in "
+                         f"{fmed([x['fetch_s'] * 1e3 for x in scrapes])} ms",
+        "serve_profiles": f"{len(profiles)} profiles of {fmed([x['bytes'] / 1024 for x in profiles])} KiB gzipped, "
+                          f"answered in {fmed([x['fetch_s'] * 1e3 for x in profiles], 0)} ms",
+        "serve_handshakes": mine["requests"], "serve_rate": fnum(mine["rate"], 0),
+        "serve_cpu_us": fnum(mine["cpu_us_per_req_ns"]), "serve_control_handshakes": other["requests"],
+        "serve_control_cpu_us": fnum(other["cpu_us_per_req_ns"]), "serve_paired": fpct(f["paired"], 2),
+        "serve_slices_paired": fpaired(f["slices"]),
+        "serve_counted": fnum(f["handshakes"], 0), "serve_lower": fnum(f["lower"], 0),
+        "serve_upper": fnum(f["upper"], 0), "serve_error": fpct(f["error"], 2),
+        "serve_inside": "inside" if f["inside"] else "**outside**",
+        "serve_connections": fnum(final["connections"], 0), "serve_intervals": fnum(final["intervals"], 0),
+        "serve_estimated": fnum(final["estimated_intervals"] or 0, 0), "serve_sign": fnum(f["sign_cpu_s"], 2),
+        "serve_lost": fnum(final["lost_events"], 0),
+        "serve_monotonic": "never went down" if f["monotonic"] else "**went down**",
+        "serve_attach_ms": fnum(serve["cpu_attach_ms"], 0), "serve_cpu_frac": fpct(serve["cpu_frac"], 2, False),
+        "serve_total_ms": fnum(serve["cpu_total_ms"], 0), "serve_stop_s": fnum(serve["stop_s"], 2),
+        "serve_maxrss": fnum(serve["maxrss_mb"]), "serve_rss_early": fnum(f["rss_early"]),
+        "serve_rss_late": fnum(f["rss_late"]), "serve_rss_slope": fnum(f["rss_slope"], 3),
+        "serve_slices_table": slices, "serve_table": rss_table(serve["samples"], clk_tck),
     }
 
 
@@ -247,7 +305,7 @@ def unpaired_text(data, workload):
 
 
 def render(data, template=None):
-    s, mach, long = data["settings"], data["machine"], data.get("long")
+    s, mach, long, serve = data["settings"], data["machine"], data.get("long"), data.get("serve")
     clk_tck = mach.get("clk_tck", CLK_TCK)
     bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
@@ -265,6 +323,7 @@ def render(data, template=None):
         "reproduce": reproduce_command(s), "rounds": s["rounds"], "conditions": ", ".join(s["conditions"]),
         "seconds": s["seconds"], "full_clients": s["full_clients"],
         "long_minutes": f"{long['minutes'] if long else s['long_minutes']:g}",
+        "serve_minutes": f"{serve['minutes'] if serve else setting(s, 'serve_minutes'):g}",
         "worker_cpu": data.get("worker_cpu"),
         "unpaired_full": unpaired_text(data, "full"), "unpaired_keepalive": unpaired_text(data, "keepalive"),
         "paired_none_full": fpaired(paired(data, "full", "none")),
@@ -283,6 +342,7 @@ def render(data, template=None):
         "attach_table": attach_table(data),
         "counter": bool(counter_figures(data)), **counter_values(data),
         "long": long, **long_values(long, clk_tck),
+        "serve": serve, **serve_values(serve, clk_tck),
         "runs_table": runs_table(data),
     }
     if template is None:

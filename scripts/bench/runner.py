@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The benchmark run: interleaved rounds of overhead runs on the twins, the accuracy runs, the long recording.
+"""The benchmark run: interleaved rounds of overhead runs on the twins, the accuracy runs, the long recording, then
+continuous mode (serve.py).
 
 Every measurement goes into `Bench.data`, the raw data that render.py turns into BENCHMARKS.md (and --raw saves).
 """
@@ -18,8 +19,9 @@ from . import bpfstats
 from .common import CLK_TCK, REPO, BenchError, log, med
 from .machine import facts
 from .processes import Child, LineWatcher, run_text
-from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, status_kb
+from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
+from .serve import serve_run
 from .settings import settings_of
 from .twins import GoServer, Nginx, build_go, go_tool, paired_overhead, pin_twins, twin_figures, worker_counters
 from .workloads import GO_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full, wait_clients
@@ -58,7 +60,7 @@ class Bench:
         self.fixture = None
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
-                     "report_times_short": [], "long": None, "skipped": []}
+                     "report_times_short": [], "long": None, "serve": None, "skipped": []}
 
     def session(self, condition, tag, timed_report=False):
         return Session(self.tlsprof, self.scratch, condition, tag,
@@ -199,12 +201,14 @@ class Bench:
                "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"]}
         for stage in ("derive", "sign"):
             s = rep["stages"].get(stage) or {}
+            seen = (s.get("observed") or {}).get("calls")
             rec[f"tlsprof_{stage}_us"] = s.get("cpu_us_per_call")
             rec[f"tlsprof_{stage}_calls"] = s.get("calls")
+            rec[f"tlsprof_{stage}_observed_calls"] = seen
             # Probed functions entered per operation (EVP_DigestSign → RSA_sign is two): each adds an entry and
-            # a return hit inside the fixture's clock window.
+            # a return hit inside the fixture's clock window. The function table counts what the windows saw.
             fn_calls = sum(f["calls"] or 0 for f in rep.get("functions", []) if f.get("stage") == stage)
-            rec[f"{stage}_functions_per_op"] = fn_calls / s["calls"] if s.get("calls") else None
+            rec[f"{stage}_functions_per_op"] = fn_calls / seen if seen else None
         self.data["accuracy"].append(rec)
         mode = " as speed" if as_speed else ""
         ours = {k: "–" if rec[k] is None else f"{rec[k]:.1f}" for k in ("tlsprof_derive_us", "tlsprof_sign_us")}
@@ -249,11 +253,9 @@ class Bench:
             p0 = cpu_ticks(sess.pid)
             # Sampled while recording; after the duration tlsprof finishes (symbolizes, writes): timed apart.
             while sess.child.poll() is None and time.monotonic() < t0 + secs:
-                rss = status_kb(sess.pid, "VmRSS")
-                if rss is not None:
-                    samples.append({"t_s": time.monotonic() - t0, "rss_mb": rss / 1024.0,
-                                    "hwm_mb": (status_kb(sess.pid, "VmHWM") or 0) / 1024.0,
-                                    "cpu_ticks": cpu_ticks(sess.pid) - p0})
+                sample = memory_sample(sess.pid, time.monotonic() - t0, p0)
+                if sample:
+                    samples.append(sample)
                 time.sleep(min(a.rss_interval, max(0.0, t0 + secs - time.monotonic())))
             wait_clients(clients, time.monotonic() + 60, "full")
             w1 = [worker_counters(t.worker) for t in self.twins]
@@ -335,6 +337,9 @@ class Bench:
                 self.save_raw()
             if a.long_minutes > 0:
                 self.long_run()
+                self.save_raw()
+            if a.serve_minutes > 0:
+                serve_run(self)
         finally:
             for twin in self.twins + self.go_twins:
                 twin.stop()

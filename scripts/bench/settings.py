@@ -3,10 +3,19 @@
 
 from .profilers import DEFAULT_CONDITIONS
 
-DEFAULTS = {"rounds": 5, "seconds": 10, "long_minutes": 10, "full_clients": 2, "speed_seconds": 2,
-            "accuracy_repeats": 3}
-# --smoke: a test-sized run that checks the harness, far too short to judge a figure.
-SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "speed_seconds": 1, "accuracy_repeats": 1}
+DEFAULTS = {"rounds": 5, "seconds": 10, "long_minutes": 10, "serve_minutes": 30, "full_clients": 2,
+            "speed_seconds": 2, "accuracy_repeats": 3}
+# --smoke: a test-sized run that checks the harness, far too short to judge a figure. Its continuous-mode stage
+# lasts long enough for a profile and a couple of scrapes.
+SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "serve_minutes": 0.5, "speed_seconds": 1,
+         "accuracy_repeats": 1}
+# What a raw file saved before a setting existed ran: no continuous-mode stage.
+BEFORE = {"serve_minutes": 0}
+
+
+def setting(s, key):
+    """A setting of a saved run, also of one saved before the setting existed."""
+    return s.get(key, BEFORE.get(key, DEFAULTS[key]))
 
 
 def settings_of(args):
@@ -24,8 +33,8 @@ def reproduce_command(s):
         return "sudo python3 scripts/bench.py --smoke" + go
     parts = ["sudo python3 scripts/bench.py" + go]
     for key, default in DEFAULTS.items():
-        if s.get(key, default) != default:
-            parts.append(f"--{key.replace('_', '-')} {s[key]}")
+        if setting(s, key) != default:
+            parts.append(f"--{key.replace('_', '-')} {setting(s, key):g}")
     if s["conditions"] != DEFAULT_CONDITIONS:
         parts.append(f"--conditions {','.join(s['conditions'])}")
     return " ".join(parts)
