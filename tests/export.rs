@@ -158,6 +158,37 @@ fn pprof_export_reads_in_go_tool_pprof_with_the_reports_figures() {
 }
 
 #[test]
+fn pprof_export_gives_the_recordings_wall_clock_start_and_length() {
+    let Some(go) = go() else { return };
+    let scratch = Scratch::new("export-time");
+    // The checked-in recording predates the start's keeping: give it one.
+    let mut rec: serde_json::Value = serde_json::from_slice(&std::fs::read(golden("before.tlsprof")).unwrap()).unwrap();
+    rec["start_unix_ns"] = 1_795_000_000_123_456_789u64.into();
+    let started = scratch.path("started.tlsprof");
+    std::fs::write(&started, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let profile = scratch.path("started.pb.gz");
+    stdout_of(
+        tlsprof()
+            .args(["export", "--format", "pprof", "--output"])
+            .arg(&profile)
+            .arg(&started),
+    );
+    let raw = pprof(&go, &profile, &["-raw"]);
+    assert!(
+        raw.lines()
+            .any(|l| l == "Time: 2026-11-18 11:06:40.123456789 +0000 UTC"),
+        "{raw}"
+    );
+    // go tool pprof prints three significant digits of the seconds.
+    let duration: f64 = raw
+        .lines()
+        .find_map(|l| l.strip_prefix("Duration: "))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in go tool pprof -raw:\n{raw}"));
+    assert!((duration - f(&rec["duration_s"])).abs() < 0.1, "{duration}");
+}
+
+#[test]
 fn folded_and_json_exports_are_the_flame_graphs_and_the_reports() {
     let scratch = Scratch::new("export-text");
     let folded = scratch.path("before.folded");

@@ -112,6 +112,20 @@ fn handshakes(rec: &Recording, role: Role, resumed: Option<bool>) -> CpuHistogra
     all
 }
 
+/// The CPU a resumed handshake saved over a full one, as measured: the difference of their means, when the
+/// lower end of its 95% interval (each mean's standard error from its histogram; a lone resumed handshake
+/// taken to vary as the full ones do) is above zero; None when the two are not clearly apart.
+fn measured_saving_ns(full: &CpuHistogram, resumed: &CpuHistogram) -> Option<f64> {
+    let resumed_var = if resumed.count < 2 {
+        full.variance_ns2()
+    } else {
+        resumed.variance_ns2()
+    };
+    let se = (full.variance_ns2() / full.count.max(1) as f64 + resumed_var / resumed.count.max(1) as f64).sqrt();
+    let saved = full.mean_ns() - resumed.mean_ns();
+    (saved - 1.96 * se > 0.0).then_some(saved)
+}
+
 /// The `openssl speed` operations (model::speed_ops) whose cost advice on these handshakes would quote: an
 /// ECDSA signature for RSA certificates, X25519 for finite-field or slow-curve exchanges.
 pub fn references_needed(handshakes: &[HandshakeGroup]) -> Vec<&'static str> {
@@ -204,37 +218,41 @@ pub fn advise(rec: &Recording, basis: &Basis) -> Vec<Advice> {
             let full_us = server_full_cpu.mean_ns() / 1e3;
             // A resumed handshake skips the certificate's work: measured here if any were resumed.
             let resumed_cpu = handshakes(rec, Role::Server, Some(true));
-            let resumed_us = if resumed_cpu.count > 0 {
-                resumed_cpu.mean_ns() / 1e3
+            let saved_us = if resumed_cpu.count > 0 {
+                measured_saving_ns(&server_full_cpu, &resumed_cpu).map(|ns| ns / 1e3)
             } else {
-                full_us - (stage_self(Stage::Sign) + stage_self(Stage::Verify)) / 1e3 / server_full as f64
+                Some((stage_self(Stage::Sign) + stage_self(Stage::Verify)) / 1e3 / server_full as f64)
             };
-            let saved = (full_us - resumed_us).max(0.0) * server_full as f64 * 0.9 * 1e3;
-            out.push(Advice {
-                id: "session_resumption",
-                evidence: format!(
-                    "{:.0}% of {server_total} server handshakes seen were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms{}",
-                    resumed_share * 100.0,
-                    full_us / 1e3,
-                    resumed_us / 1e3,
-                    if resumed_cpu.count > 0 {
-                        ""
-                    } else {
-                        " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)"
-                    }
-                ),
-                change: match sw {
-                    Software::Nginx => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.".into(),
-                    Software::Node => "Let clients resume: keep session tickets on (the default) and give every worker the same `ticketKeys` (tls.createServer({ ticketKeys })), or handle 'newSession'/'resumeSession' with a shared cache.".into(),
-                    Software::Go => "Let clients resume: keep session tickets on (tls.Config.SessionTicketsDisabled false, the default) and, with several instances behind a balancer, give them all the same ticket keys with tls.Config.SetSessionTicketKeys (rotated together): each instance otherwise makes its own, and a ticket from one is a full handshake on another.".into(),
-                    Software::Other => "Let clients resume: enable the session cache (SSL_CTX_set_session_cache_mode) and session tickets, with ticket keys shared across instances.".into(),
-                },
-                estimated_saving: format!(
-                    "if 90% of returning clients resume: about -{:.0}% TLS CPU ({:.2} ms saved per resumed handshake)",
-                    100.0 * saved / tls_ns.max(1.0),
-                    (full_us - resumed_us) / 1e3
-                ),
-            });
+            // Advice states only a saving it measured clearly above zero, and one that rounds to a percent at least.
+            let saved = saved_us.map_or(0.0, |us| us * server_full as f64 * 0.9 * 1e3);
+            let saved_pct = 100.0 * saved / tls_ns.max(1.0);
+            if let Some(saved_us) = saved_us.filter(|_| saved_pct >= 0.5) {
+                let resumed_us = full_us - saved_us;
+                out.push(Advice {
+                    id: "session_resumption",
+                    evidence: format!(
+                        "{:.0}% of {server_total} server handshakes seen were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms{}",
+                        resumed_share * 100.0,
+                        full_us / 1e3,
+                        resumed_us / 1e3,
+                        if resumed_cpu.count > 0 {
+                            ""
+                        } else {
+                            " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)"
+                        }
+                    ),
+                    change: match sw {
+                        Software::Nginx => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.".into(),
+                        Software::Node => "Let clients resume: keep session tickets on (the default) and give every worker the same `ticketKeys` (tls.createServer({ ticketKeys })), or handle 'newSession'/'resumeSession' with a shared cache.".into(),
+                        Software::Go => "Let clients resume: keep session tickets on (tls.Config.SessionTicketsDisabled false, the default) and, with several instances behind a balancer, give them all the same ticket keys with tls.Config.SetSessionTicketKeys (rotated together): each instance otherwise makes its own, and a ticket from one is a full handshake on another.".into(),
+                        Software::Other => "Let clients resume: enable the session cache (SSL_CTX_set_session_cache_mode) and session tickets, with ticket keys shared across instances.".into(),
+                    },
+                    estimated_saving: format!(
+                        "if 90% of returning clients resume: about -{saved_pct:.0}% TLS CPU ({:.2} ms saved per resumed handshake)",
+                        saved_us / 1e3
+                    ),
+                });
+            }
         }
     }
 
@@ -453,6 +471,28 @@ mod tests {
         // 4 full handshakes signing 1105 µs each; ECDSA at 40 µs: 4 × 1065 µs of 5170 µs TLS CPU.
         assert!(ecdsa.estimated_saving.contains("about -82% TLS CPU"), "{ecdsa:?}");
         assert!(advice[1].change.contains("ssl_session_cache"), "{:?}", advice[1]);
+    }
+
+    #[test]
+    fn resumption_advice_states_only_a_saving_it_measured() {
+        let with_resumed = |ns: &[u64]| {
+            let mut rec = sample_recording();
+            let mut group = rec.handshakes[0].clone();
+            group.kind.resumed = true;
+            group.cpu = crate::model::CpuHistogram::default();
+            for &v in ns {
+                group.cpu.add(v);
+            }
+            rec.handshakes.push(group);
+            advise(&rec).into_iter().find(|a| a.id == "session_resumption")
+        };
+        // Resumed handshakes costing what the full ones cost (1.2–1.4 ms): no saving measured, no advice.
+        assert!(with_resumed(&[1_250_000, 1_350_000]).is_none());
+        assert!(with_resumed(&[1_300_000]).is_none());
+        // Clearly cheaper ones: the measured difference.
+        let advice = with_resumed(&[300_000, 320_000, 310_000]).expect("resumption advice");
+        assert!(advice.estimated_saving.contains("0.98 ms saved"), "{advice:?}");
+        assert!(!advice.estimated_saving.contains("-0%"), "{advice:?}");
     }
 
     #[test]

@@ -89,15 +89,6 @@ impl<'a> Stager<'a> {
         self.by_name(s).or_else(|| self.record_layer(s))
     }
 
-    /// The sampled read or write stage of a sample the probes did not place and no stage frame claims: a
-    /// handshake driven from SSL_read (Node.js) is the handshake's.
-    pub fn sampled_record_layer(&self, s: &Sample) -> Option<Stage> {
-        if !s.path.is_empty() || self.by_name(s).is_some() {
-            return None;
-        }
-        Self::record_layer_frame(s).map(|sf| sf.stage)
-    }
-
     fn by_name(&self, s: &Sample) -> Option<StageFrame> {
         let found: Vec<(usize, Stage)> = s
             .frames
@@ -429,10 +420,8 @@ mod tests {
         // A handshake driven from SSL_read is the handshake's; the record layer is what no stage claims.
         let node = sample(vec![], &["uv_run", "SSL_read", "state_machine.part.0", "EVP_MD_fetch"]);
         assert_eq!(place(&node), Some((Stage::Handshake, 2)));
-        assert_eq!(stager.sampled_record_layer(&node), None);
         let read = sample(vec![], &["uv_run", "SSL_read", "libssl.so.3+0x1"]);
         assert_eq!(place(&read), Some((Stage::Read, 1)));
-        assert_eq!(stager.sampled_record_layer(&read), Some(Stage::Read));
         assert!(place(&sample(vec![], &["main", "epoll_wait"])).is_none());
     }
 

@@ -233,7 +233,7 @@ pub struct UnnamedFileSummary {
     pub samples: u64,
 }
 
-/// Shares of the CPU samples inside the record layer, outside every probed stage.
+/// Shares of the CPU samples in the record layer's stages (read, write), as the causes place them.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct RecordLayerShares {
     pub read: f64,
@@ -397,7 +397,8 @@ pub fn summarize(rec: &Recording) -> Summary {
         tls,
     } = core;
     let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
-    let record_layer = record_layer_sampled(rec, samples);
+    let stage_samples = causes::by_stage(rec);
+    let record_layer = record_layer_sampled(&stage_samples, samples);
     let rel = totals.total_estimate.relative_error();
     let mut stages = probed_stages(rec, &windows, rel);
     if !rec.all_probes && rec.sample_freq_hz > 0 {
@@ -406,7 +407,7 @@ pub fn summarize(rec: &Recording) -> Summary {
             stages.push(sampled_stage(stage, share, samples, own_ms));
         }
     }
-    add_causes(&mut stages, causes::by_stage(rec));
+    add_causes(&mut stages, stage_samples);
     let basis = Basis {
         stages,
         totals,
@@ -651,7 +652,7 @@ fn sampled_stage(stage: Stage, share: f64, samples: u64, own_ms: f64) -> StageSu
 }
 
 /// Each stage's causes: its self CPU (over the whole recording, with its interval) shared out by its samples.
-fn add_causes(stages: &mut [StageSummary], mut counts: std::collections::BTreeMap<Stage, CauseCounts>) {
+fn add_causes(stages: &mut [StageSummary], mut counts: BTreeMap<Stage, CauseCounts>) {
     for st in stages {
         if let Some(c) = counts.remove(&st.name) {
             st.causes = c.summaries(st.self_cpu_ms, st.self_cpu_ms_ci95);
@@ -813,22 +814,19 @@ pub fn sample_stages(rec: &Recording) -> Vec<Option<Stage>> {
         .collect()
 }
 
-/// Share of samples inside the record layer, found in the sampled stacks: SSL_read*, SSL_write*, outside
-/// every probed stage, and outside every stage function the frames name (Node.js handshakes run inside
-/// SSL_read: they are the handshake's, not the record layer's). Sampled, so available without probing those
-/// per-request functions.
-fn record_layer_sampled(rec: &Recording, samples: u64) -> RecordLayerShares {
-    let total = samples.max(1) as f64;
-    let stager = causes::Stager::new(rec);
-    let mut shares = RecordLayerShares::default();
-    for s in &rec.samples {
-        match stager.sampled_record_layer(s) {
-            Some(Stage::Read) => shares.read += s.count as f64 / total,
-            Some(Stage::Write) => shares.write += s.count as f64 / total,
-            _ => {}
-        }
+/// Share of the CPU samples in the read and write stages: the samples whose causes those stages list
+/// (causes::Stager places both), so a sampled row and its causes count the same samples. Sampled, so
+/// available without probing those per-request functions.
+fn record_layer_sampled(stage_samples: &BTreeMap<Stage, CauseCounts>, samples: u64) -> RecordLayerShares {
+    let share = |stage| {
+        stage_samples
+            .get(&stage)
+            .map_or(0.0, |c| (c.samples + c.probe_samples) as f64 / samples.max(1) as f64)
+    };
+    RecordLayerShares {
+        read: share(Stage::Read),
+        write: share(Stage::Write),
     }
-    shares
 }
 
 #[derive(Default)]
@@ -1049,6 +1047,44 @@ mod tests {
             tagged.contains(&("EVP_PKEY_derive", Some(Stage::KeySchedule))),
             "{tagged:?}"
         );
+    }
+
+    #[test]
+    fn sampled_record_layer_rows_count_the_samples_their_causes_list() {
+        let mut rec = sample_recording();
+        // SSL_read is a catalogue function (probed with --all-probes or as a handshake driver): outside the
+        // probe windows its frame places a sample by name, as the record layer's frame would.
+        rec.functions.push(crate::model::Function {
+            name: "SSL_read".into(),
+            library: 0,
+            stage: Some(Stage::Read),
+        });
+        rec.probing.live_s = 1.0;
+        let sample = |frames: &[&str], count| crate::model::Sample {
+            pid: 10,
+            path: vec![],
+            frames: frames.iter().map(|s| s.to_string()).collect(),
+            kernel: Vec::new(),
+            complete: true,
+            count,
+        };
+        rec.samples.push(sample(
+            &["main", "ngx_ssl_recv", "SSL_read", "BIO_read", "__GI___libc_read"],
+            3,
+        ));
+        rec.samples.push(sample(&["main", "SSL_write", "libssl.so.3+0x1"], 1));
+        let s = summarize(&rec);
+        let total: u64 = rec.samples.iter().map(|s| s.count).sum();
+        for (stage, share) in [
+            (Stage::Read, s.record_layer_sampled.read),
+            (Stage::Write, s.record_layer_sampled.write),
+        ] {
+            let row = s.stages.iter().find(|st| st.name == stage && st.sampled).unwrap();
+            let listed: u64 = row.causes.iter().map(|c| c.samples).sum::<u64>() + row.probe_samples;
+            assert!(listed > 0, "{stage:?}");
+            assert_eq!(share, listed as f64 / total as f64, "{stage:?}");
+            assert!(row.self_cpu_ms > 0.0, "{stage:?}: a row with causes has CPU");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::Stage;
+use super::{Family, Stage};
 
 /// What a stage's CPU was spent on, from the frames below its stage frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -87,8 +87,9 @@ impl Cause {
         }
     }
 
-    /// What the cause covers, for the text report.
-    pub fn describe(self) -> &'static str {
+    /// What the cause covers, for the text report; `families`: the TLS library families of the targets,
+    /// whose own code `tls_messages` is.
+    pub fn describe(self, families: &[Family]) -> &'static str {
         match self {
             Cause::Lookups => "algorithm lookups: fetches, name maps, property queries, parameters, EVP contexts",
             Cause::SocketIo => "socket I/O: BIO layer, system calls, kernel network stack",
@@ -99,7 +100,13 @@ impl Cause {
             Cause::Encryption => "record encryption and cipher setup",
             Cause::KeyDerivation => "key derivation (HKDF, PRF)",
             Cause::PublicKey => "public-key operations: signatures, key exchange, keys, their arithmetic",
-            Cause::TlsMessages => "libssl's own code: state machine, messages, extensions, records",
+            Cause::TlsMessages => match (families.contains(&Family::OpenSsl), families.contains(&Family::Go)) {
+                (true, true) => {
+                    "libssl's and Go's crypto/tls package's own code: state machine, messages, extensions, records"
+                }
+                (false, true) => "Go's crypto/tls package's own code: state machine, messages, extensions, records",
+                _ => "libssl's own code: state machine, messages, extensions, records",
+            },
             Cause::Application => "the application's callbacks",
             Cause::ErrorQueue => "OpenSSL's error queue",
             Cause::Memory => "memory allocation and page faults",

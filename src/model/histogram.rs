@@ -42,6 +42,20 @@ impl CpuHistogram {
         }
     }
 
+    /// The sample variance of the values (ns²), from the bucket midpoints: to within the 1% bucket width.
+    pub fn variance_ns2(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let mean = self.mean_ns();
+        let squares: f64 = self
+            .buckets
+            .iter()
+            .map(|(b, n)| *n as f64 * (BUCKET_GROWTH.powf(*b as f64 + 0.5) - mean).powi(2))
+            .sum();
+        squares / (self.count - 1) as f64
+    }
+
     /// The value below which fraction `q` of the values lie, to within the 1% bucket width.
     pub fn quantile_ns(&self, q: f64) -> f64 {
         if self.count == 0 {

@@ -32,6 +32,10 @@ pub struct Recording {
     pub format: String,
     pub format_version: u32,
     pub tlsprof_version: String,
+    /// When the recording started, on the wall clock (Unix time, ns); None in recordings made before it
+    /// was kept.
+    #[serde(default)]
+    pub start_unix_ns: Option<u64>,
     pub duration_s: f64,
     pub sample_freq_hz: u64,
     pub call_graph: CallGraph,
@@ -574,6 +578,7 @@ impl Recording {
             format: self.format.clone(),
             format_version: self.format_version,
             tlsprof_version: self.tlsprof_version.clone(),
+            start_unix_ns: self.start_unix_ns,
             duration_s: self.duration_s,
             sample_freq_hz: self.sample_freq_hz,
             call_graph: self.call_graph,
@@ -662,6 +667,7 @@ pub(crate) mod tests {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
             tlsprof_version: "test".into(),
+            start_unix_ns: Some(1_700_000_000_000_000_000),
             duration_s: 2.0,
             sample_freq_hz: 99,
             call_graph: CallGraph::Dwarf,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
-use crate::catalogue::Stage;
+use crate::catalogue::{Family, Stage};
 use crate::model::untrusted::{printable_lines, Printable};
 use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason};
 
@@ -328,6 +328,15 @@ fn causes_section(out: &mut String, s: &Summary) {
     if s.stages.iter().all(|st| st.causes.is_empty()) {
         return;
     }
+    // The library families of the targets, whose own code tls_messages names.
+    let families: Vec<Family> = s
+        .libraries
+        .iter()
+        .map(|l| match l.flavor {
+            Flavor::Go => Family::Go,
+            Flavor::Shared | Flavor::Static | Flavor::App => Family::OpenSsl,
+        })
+        .collect();
     let _ = writeln!(
         out,
         "\nCauses within stages (from the CPU samples below each stage frame; CPU estimated: the stage's self CPU × the cause's share of its samples, 95% interval; the frames that named it):"
@@ -364,7 +373,7 @@ fn causes_section(out: &mut String, s: &Summary) {
                 c.cpu_ms_ci95[0],
                 c.cpu_ms_ci95[1],
                 c.samples,
-                c.name.describe(),
+                c.name.describe(&families),
                 frames.join(", ")
             );
             if c.name == Cause::Unattributed {
@@ -642,6 +651,19 @@ mod tests {
             grouped.lines().any(|l| l.ends_with("          bn_mul_mont")),
             "{grouped}"
         );
+    }
+
+    #[test]
+    fn tls_messages_names_the_library_family_of_the_targets() {
+        let mut rec = sample_recording();
+        rec.samples[0].frames.push("ossl_statem_accept".into());
+        let t = report(&rec);
+        assert!(t.contains("tls_messages") && t.contains("libssl's own code"), "{t}");
+        rec.libraries[0].flavor = Flavor::Go;
+        rec.samples[0].frames.push("crypto/tls.(*Conn).serverHandshake".into());
+        let t = report(&rec);
+        assert!(t.contains("Go's crypto/tls package's own code"), "{t}");
+        assert!(!t.contains("libssl's own code"), "{t}");
     }
 
     #[test]

@@ -105,8 +105,8 @@ fn parse_hello(data: &[u8]) -> Option<((u32, u64), wire::Hello)> {
 
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
 /// resumed ones authenticate with the session's secret instead (a TLS 1.3 server says so: pre_shared_key).
-/// A full server handshake that used the private key but made no signature decrypted an RSA-encrypted
-/// premaster secret.
+/// RSA key transport only where the ServerHello named such a suite: a private-key operation without a
+/// signature seen is no proof (a signer the probes do not see, as Go's crypto.Signer, makes none).
 fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
     let cert_ops = u32::from(e.cert_ops);
     let role = match u32::from(e.role) {
@@ -115,8 +115,8 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
         _ => Role::Partial,
     };
     let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
-    let rsa_transport = cert_ops & ff::FF_PRIVATE_KEY_OP.0 != 0 && u32::from(e.sig_made) != ff::FF_SIG_LEN_PTR.0;
     let hello = hello.unwrap_or_default();
+    let rsa_transport = hello.cipher.as_deref().is_some_and(wire::rsa_key_transport);
     // TLS 1.3 resumes with a pre-shared key; TLS 1.2's ServerHello does not say whether by ID or ticket.
     let resumption = match (resumed, hello.version) {
         (true, Some("TLSv1.3")) if hello.psk => Some("TLS 1.3 PSK".to_string()),
@@ -143,5 +143,39 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
         } else {
             Outcome::Completed
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rsa_key_transport_only_where_the_server_hello_names_it() {
+        // A full server handshake whose signer the probes did not see (Go's crypto.Signer), no ServerHello.
+        let mut e = handshake_event {
+            role: ff::FF_ROLE_SERVER.0 as u16,
+            cert_ops: ff::FF_PRIVATE_KEY_OP.0 as u16,
+            ..handshake_event::default()
+        };
+        assert_eq!(classify(&e, None).key_exchange, None);
+        let hello = |cipher: &str| wire::Hello {
+            version: Some("TLSv1.2"),
+            cipher: Some(cipher.into()),
+            ..wire::Hello::default()
+        };
+        assert_eq!(
+            classify(&e, Some(hello("AES128-GCM-SHA256"))).key_exchange.as_deref(),
+            Some("RSA key transport")
+        );
+        assert_eq!(
+            classify(&e, Some(hello("ECDHE-RSA-AES128-GCM-SHA256"))).key_exchange,
+            None
+        );
+        e.secret_len = 32;
+        assert_eq!(
+            classify(&e, None).key_exchange.as_deref(),
+            Some("ECDHE (X25519 or P-256)")
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, RingBufferBuilder};
@@ -91,6 +91,10 @@ fn run(
     );
 
     let started = Instant::now();
+    let started_unix_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_nanos() as u64);
     let mut cpu = CpuMeters::default();
     for p in &live {
         cpu.start(p.pid);
@@ -241,6 +245,7 @@ fn run(
                 tree: interval.tree.delta(tree),
                 lost: interval.lost(&programs),
                 hits: interval.hits(&programs),
+                start_unix_ns: started_unix_ns.map(|ns| ns + (interval.start - started).as_nanos() as u64),
                 duration_s: (at.now - interval.start).as_secs_f64(),
                 probing: Probing {
                     max_overhead_pct: opts.max_overhead_pct,
@@ -332,6 +337,7 @@ fn run(
         tree: read_tree(&programs)?,
         lost: counted_losses(&programs),
         hits: programs.target_probe_hits(),
+        start_unix_ns: started_unix_ns,
         duration_s: (end - started).as_secs_f64(),
         probing,
     };
@@ -454,6 +460,7 @@ struct Parts {
     /// The BPF side's losses (counted_losses).
     lost: Lost,
     hits: Hits,
+    start_unix_ns: Option<u64>,
     duration_s: f64,
     probing: Probing,
 }
@@ -472,6 +479,7 @@ impl Parts {
             format: model::FORMAT.into(),
             format_version: model::FORMAT_VERSION,
             tlsprof_version: env!("CARGO_PKG_VERSION").into(),
+            start_unix_ns: self.start_unix_ns,
             duration_s: self.duration_s,
             sample_freq_hz: opts.attach.freq_hz,
             call_graph: opts.attach.call_graph,

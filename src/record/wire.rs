@@ -180,6 +180,15 @@ fn cipher_name(c: u16) -> String {
     name.to_string()
 }
 
+/// A TLS 1.2 cipher suite (as cipher_name names it) whose key exchange is RSA key transport: the client
+/// encrypts the premaster secret to the certificate's RSA key.
+pub fn rsa_key_transport(cipher: &str) -> bool {
+    matches!(
+        cipher,
+        "AES128-GCM-SHA256" | "AES256-GCM-SHA384" | "AES128-SHA" | "AES256-SHA"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,6 +156,7 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
         ..(**latest).clone()
     };
     out.duration_s = 0.0;
+    out.start_unix_ns = recs.iter().filter_map(|r| r.start_unix_ns).min();
     out.probe_hits = 0;
     out.probe_stepped_hits = 0;
     out.lost = Default::default();
@@ -264,8 +265,11 @@ mod tests {
     #[test]
     fn intervals_merge_into_one_recording_with_their_sums() {
         let one = Arc::new(sample_recording());
-        let merged = merge(&[one.clone(), one.clone()]);
+        let mut next = sample_recording();
+        next.start_unix_ns = one.start_unix_ns.map(|ns| ns + 2_000_000_000);
+        let merged = merge(&[Arc::new(next), one.clone()]);
         assert_eq!(merged.duration_s, 2.0 * one.duration_s);
+        assert_eq!(merged.start_unix_ns, one.start_unix_ns, "the earliest interval's start");
         assert_eq!(merged.targets.len(), 1);
         assert_eq!(merged.targets[0].process_cpu_ms, 2.0 * one.targets[0].process_cpu_ms);
         assert_eq!(merged.tree.len(), one.tree.len());

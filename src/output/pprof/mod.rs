@@ -257,6 +257,7 @@ impl<'a> Builder<'a> {
         self.profile.sample_type = vec![samples, cpu];
         self.profile.period = period_ns.round() as i64;
         self.profile.duration_nanos = (rec.duration_s * 1e9).round() as i64;
+        self.profile.time_nanos = rec.start_unix_ns.map_or(0, |ns| ns as i64);
         self.profile.comment = vec![comment];
         self.profile.string_table = self.strings;
         self.profile
@@ -284,6 +285,17 @@ mod tests {
             .iter()
             .find(|l| p.string_table[l.key as usize] == key)
             .map(|l| p.string_table[l.str as usize].as_str())
+    }
+
+    #[test]
+    fn profile_time_is_the_recordings_wall_clock_start_and_length() {
+        let mut rec = sample_recording();
+        let p = decode(&pprof(&rec, &summarize(&rec)));
+        assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
+        assert_eq!(p.duration_nanos, 2_000_000_000);
+        // A recording made before the start was kept: no time rather than a wrong one.
+        rec.start_unix_ns = None;
+        assert_eq!(decode(&pprof(&rec, &summarize(&rec))).time_nanos, 0);
     }
 
     #[test]
