@@ -93,7 +93,6 @@ struct conn_state {
 	__u16 cert_ops;
 	__u16 sig_len;
 	__u16 secret_len;
-	__u16 sig_made;
 	__u16 returned_secret_len;
 	__u32 epoch;
 	__u8 counted;
@@ -309,7 +308,6 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 	e->nested_stepped = c->handshake_stepped;
 	e->sig_len = c->sig_len;
 	e->secret_len = c->secret_len;
-	e->sig_made = c->sig_made;
 	e->outcome = outcome;
 	e->returned_secret_len = c->returned_secret_len;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -451,9 +449,6 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 
 		if (c)
 			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
-		/* Go's signatures carry no length to read: the key operation was a signature, not a decryption. */
-		if (c && (flags & FF_GO_ABI) && (flags & FF_PRIVATE_KEY_OP) && stage == STAGE_SIGN)
-			c->sig_made = FF_SIG_LEN_PTR;
 	}
 
 	f = &ts->frames[d];
@@ -614,7 +609,6 @@ static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u32 flags, __u
 		c->secret_len = len;
 	} else {
 		c->sig_len = len;
-		c->sig_made = (flags & (FF_SIG_LEN_PTR | FF_GO_SIG_RESULT)) ? FF_SIG_LEN_PTR : FF_SIG_LEN_ARG;
 	}
 }
 

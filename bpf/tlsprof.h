@@ -222,8 +222,6 @@ struct handshake_event {
 	/* Length of the last signature made or checked, and of the shared secret; 0 when none was seen. */
 	__u16 sig_len;
 	__u16 secret_len;
-	/* FF_SIG_LEN_PTR when the signature was made here, FF_SIG_LEN_ARG when it was checked. */
-	__u16 sig_made;
 	/* enum tlsprof_outcome. */
 	__u16 outcome;
 	/* Length of the secret an FF_SECRET_LEN_RET function returned; 0 when none was seen. */
