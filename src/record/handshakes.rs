@@ -11,8 +11,9 @@ use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlspro
 use super::wire;
 use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Outcome, ProbeCost, Role};
 
-/// ServerHellos captured for connections whose handshakes have not completed yet; bounded, as some never do.
-const MAX_PENDING_HELLOS: usize = 16384;
+/// ServerHellos captured for connections whose handshakes have not completed yet, at most: some never do.
+/// The table is sized for it at start, so that it never doubles late in a recording.
+const MAX_PENDING_HELLOS: usize = 4096;
 
 pub struct Handshakes {
     cost: ProbeCost,
@@ -31,7 +32,7 @@ impl Handshakes {
         Handshakes {
             cost,
             groups: BTreeMap::new(),
-            hellos: HashMap::new(),
+            hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
             completed: 0,
             abandoned: 0,
             window: BTreeMap::new(),
@@ -85,6 +86,13 @@ impl Handshakes {
                 cpu,
             })
             .collect()
+    }
+
+    /// The stage probes detach: no handshake event comes until they attach again, so the ServerHellos still
+    /// waiting for one are dropped. Hellos the capture takes while the probes are detached (it runs on its
+    /// own schedule) would otherwise pile up until the bound.
+    pub fn forget_pending_hellos(&mut self) {
+        self.hellos.clear();
     }
 
     /// Forgets what is kept of a process that exited: its ServerHellos waiting for a handshake.

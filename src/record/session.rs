@@ -155,6 +155,7 @@ fn run(
                 rb.consume().context("drain the ring buffers")?;
                 let tree = read_tree(&programs)?;
                 let seen = handshakes.borrow_mut().take_window();
+                handshakes.borrow_mut().forget_pending_hellos();
                 windows.close(&at, seen, tree, &targets.functions, &probe_cost);
                 hello.close();
             }
