@@ -9,12 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-/// How much probed time each decision is based on: short, so that the budget buys many windows spread
-/// over the recording rather than a few long ones (the estimates for the whole recording come from them).
-const CHUNK: Duration = Duration::from_millis(200);
-/// The first window, before anything says what the probes cost on these targets: short, as nothing pays
-/// for it in advance.
-const FIRST_CHUNK: Duration = Duration::from_millis(200);
+/// The least probed time a decision is based on: the session decides at each of its polls, so a chunk is
+/// one poll. Short, so that the budget buys many windows spread over the recording rather than a few long
+/// ones (the estimates for the whole recording come from them, and the machine's speed drifts within
+/// seconds); the first window, before anything says what the probes cost, is no longer.
+const CHUNK: Duration = Duration::from_millis(50);
 /// Unspent budget is kept for at most this long of the targets' CPU: a quiet hour does not pay for minutes
 /// of costly probing later.
 const SAVED: Duration = Duration::from_secs(10);
@@ -33,7 +32,6 @@ enum State {
     Live {
         window_start: Instant,
         chunk_start: Instant,
-        chunk: Duration,
     },
     /// Since `since`, when the targets' CPU clocks summed to `cpu_ms`.
     Paused { since: Instant, cpu_ms: f64 },
@@ -53,9 +51,11 @@ pub struct Governor {
     /// The probes' cost and the targets' CPU at the last reading accounted: the chunk's start while live.
     probe_ms: f64,
     cpu_ms: f64,
-    /// From the last chunk: the probes' cost per ms of the targets' own CPU, and that CPU per second.
+    /// From the last chunk: the probes' cost per ms of the targets' own CPU, that CPU per second, and how
+    /// long the chunk was (what the next window will likely last).
     overhead: f64,
     cpu_ms_per_s: f64,
+    chunk_s: f64,
 }
 
 impl Governor {
@@ -67,7 +67,6 @@ impl Governor {
             state: State::Live {
                 window_start: now,
                 chunk_start: now,
-                chunk: FIRST_CHUNK,
             },
             probed: Duration::ZERO,
             windows: 1,
@@ -77,6 +76,7 @@ impl Governor {
             cpu_ms,
             overhead: 0.0,
             cpu_ms_per_s: 0.0,
+            chunk_s: CHUNK.as_secs_f64(),
         }
     }
 
@@ -98,7 +98,6 @@ impl Governor {
         self.state = State::Live {
             window_start: now,
             chunk_start: now,
-            chunk: CHUNK,
         };
         self.windows += 1;
     }
@@ -125,7 +124,7 @@ impl Governor {
                 let Some(budget) = self.budget else {
                     return Action::Resume;
                 };
-                // What a window of CHUNK at the last measured cost per ms of the targets' CPU would take from
+                // What a window as long as the last chunk, at the last measured cost per ms of the targets' CPU would take from
                 // the account, at the CPU rate since the pause when that is lower: a target gone quiet costs
                 // its probes little, and its windows are not held back by the rate it had when busy.
                 let paused_s = now.saturating_duration_since(since).as_secs_f64();
@@ -137,7 +136,7 @@ impl Governor {
                 // A debt is kept for at most SAVED of the targets' CPU, as unspent budget is: a target gone
                 // idle would otherwise never pay off the last window's (hits of probes being detached).
                 self.credit_ms = self.credit_ms.max(-budget * rate * SAVED.as_secs_f64());
-                let window_cost = (self.overhead - budget) * rate * CHUNK.as_secs_f64();
+                let window_cost = (self.overhead - budget) * rate * self.chunk_s;
                 if self.credit_ms >= window_cost {
                     Action::Resume
                 } else {
@@ -147,29 +146,23 @@ impl Governor {
             State::Live {
                 window_start,
                 chunk_start,
-                chunk,
             } => {
                 let elapsed = now.saturating_duration_since(chunk_start);
+                if elapsed < CHUNK {
+                    return Action::Stay;
+                }
                 let spent_ms = (probe_ms - self.probe_ms).max(0.0);
                 // What the targets would have used without the probes.
                 let own_ms = (cpu_ms - self.cpu_ms - spent_ms).max(MIN_CPU_MS);
-                // A chunk ends early once it has spent the account: the last chunk's cost, which let it
-                // start, may have been measured on a quieter stretch.
-                let overdrawn = self
-                    .budget
-                    .is_some_and(|b| self.credit_ms + b * own_ms - spent_ms < 0.0);
-                if elapsed < chunk && !(overdrawn && elapsed >= FIRST_CHUNK) {
-                    return Action::Stay;
-                }
                 self.overhead = spent_ms / own_ms;
-                self.cpu_ms_per_s = own_ms / elapsed.as_secs_f64();
+                self.chunk_s = elapsed.as_secs_f64();
+                self.cpu_ms_per_s = own_ms / self.chunk_s;
                 self.peak_overhead = self.peak_overhead.max(self.overhead);
                 self.probe_ms = probe_ms;
                 self.cpu_ms = cpu_ms;
                 self.state = State::Live {
                     window_start,
                     chunk_start: now,
-                    chunk: CHUNK,
                 };
                 let Some(budget) = self.budget else {
                     return Action::Stay;
@@ -177,7 +170,7 @@ impl Governor {
                 let saved_max = budget * self.cpu_ms_per_s * SAVED.as_secs_f64();
                 self.credit_ms = (self.credit_ms + budget * own_ms - spent_ms).min(saved_max);
                 // Stay only if the account still covers the next chunk at this chunk's cost.
-                let next_chunk = (budget - self.overhead) * self.cpu_ms_per_s * CHUNK.as_secs_f64();
+                let next_chunk = (budget - self.overhead) * self.cpu_ms_per_s * self.chunk_s;
                 if self.credit_ms + next_chunk >= 0.0 {
                     return Action::Stay;
                 }
@@ -217,34 +210,35 @@ mod tests {
     }
 
     #[test]
-    fn over_budget_the_first_window_is_short_and_the_next_waits_until_paid_for() {
+    fn over_budget_the_first_window_is_one_poll_and_the_next_waits_until_paid_for() {
         let t0 = Instant::now();
         // 10,000 hits of 2 µs per second against 1,000 ms of target CPU: 20 ms = 2.04% of 980 ms, budget 0.5%.
         let mut g = Governor::new(0.5, t0, 0.0, 0.0);
-        assert_eq!(g.tick(t0 + secs(0.1), ms(1_000), 100.0), Action::Stay);
-        assert_eq!(g.tick(t0 + secs(0.2), ms(2_000), 200.0), Action::Pause);
+        assert_eq!(g.tick(t0 + secs(0.04), ms(400), 40.0), Action::Stay);
+        assert_eq!(g.tick(t0 + secs(0.1), ms(1_000), 100.0), Action::Pause);
         assert!(!g.live());
-        let overhead = 4.0 / 196.0;
+        let overhead = 2.0 / 98.0;
         assert!((g.peak_overhead - overhead).abs() < 1e-9);
-        // Owed: the first window's cost over its share (4 - 0.98 ms), then a whole window's at 2.04%
-        // ((0.0204 - 0.005) × 980 ms per second of it); the account earns 0.5% of 1,000 ms per second of pause.
-        let owed = (4.0 - 0.005 * 196.0) + (overhead - 0.005) * 980.0 * CHUNK.as_secs_f64();
-        let resume_at = 0.2 + owed / 5.0;
+        // Owed: the first window's cost over its share (2 - 0.49 ms), then a window as long as that one at
+        // 2.04% ((0.0204 - 0.005) × 980 ms per second of it, for 0.1 s); the account earns 0.5% of 1,000 ms
+        // per second of pause.
+        let owed = (2.0 - 0.005 * 98.0) + (overhead - 0.005) * 980.0 * 0.1;
+        let resume_at = 0.1 + owed / 5.0;
         assert_eq!(
-            g.tick(t0 + secs(resume_at - 0.05), ms(2_000), 1000.0 * (resume_at - 0.05)),
+            g.tick(t0 + secs(resume_at - 0.05), ms(1_000), 1000.0 * (resume_at - 0.05)),
             Action::Stay
         );
         assert_eq!(
-            g.tick(t0 + secs(resume_at + 0.05), ms(2_000), 1000.0 * (resume_at + 0.05)),
+            g.tick(t0 + secs(resume_at + 0.05), ms(1_000), 1000.0 * (resume_at + 0.05)),
             Action::Resume
         );
         assert!(!g.live(), "live only once attached");
-        g.resumed(t0 + secs(resume_at + 0.06), ms(2_000), 1000.0 * (resume_at + 0.06));
+        g.resumed(t0 + secs(resume_at + 0.06), ms(1_000), 1000.0 * (resume_at + 0.06));
         assert!(g.live());
         assert_eq!(g.windows, 2);
         // Probed time counts the live windows only.
         let probed = g.probed(t0 + secs(resume_at + 0.16)).as_secs_f64();
-        assert!((probed - 0.3).abs() < 1e-6, "{probed}");
+        assert!((probed - 0.2).abs() < 1e-6, "{probed}");
     }
 
     /// Simulated minute of a busy target whose probes would cost 2.4%: whenever it stops, the probes have
@@ -255,7 +249,7 @@ mod tests {
         let (hit_ns, hits_per_s, cpu_per_s) = (2000.0, 12_000.0, 1000.0);
         let mut g = Governor::new(0.5, t0, 0.0, 0.0);
         let (mut hits, mut cpu, mut spent_ms) = (0u64, 0.0f64, 0.0f64);
-        let first_window_ms = 0.2 * hits_per_s * hit_ns / 1e6;
+        let first_window_ms = 0.1 * hits_per_s * hit_ns / 1e6;
         for i in 1..=600 {
             let t = t0 + secs(0.1 * i as f64);
             let new_hits = if g.live() { (hits_per_s * 0.1) as u64 } else { 0 };
