@@ -11,8 +11,9 @@ build: deps
 	$(CARGO) build --release --locked
 
 # Live tests start servers and profile them one at a time: they measure CPU, so they must not overlap.
+# --no-fail-fast: a failing test binary does not hide what the others would say.
 test: build
-	$(CARGO) test --release --locked -- --test-threads=1
+	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=1
 
 # The property tests of parsers of target-controlled input and of recordings (fuzz_*), at length: make test
 # tries 256 cases of each.
@@ -23,7 +24,8 @@ fuzz:
 demo: build
 	scripts/demo.sh
 
-# Overhead and accuracy against bpftrace and perf, interleaved rounds; writes BENCHMARKS.md (about 25 minutes).
+# Overhead and accuracy against bpftrace and perf in interleaved rounds, a 10-minute recording and a 30-minute
+# serve run; writes BENCHMARKS.md.
 bench: build
 	python3 scripts/bench.py
 
