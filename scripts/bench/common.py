@@ -33,3 +33,9 @@ def spread(xs):
 
 def relative_error(value, truth):
     return (value / truth - 1) if value and truth else None
+
+
+def paired_error(values, truths):
+    """The median over runs of each run's value against the truth taken at the same time in that run: the
+    machine's speed, which drifts from one run to the next, cancels within each pair."""
+    return med([relative_error(v, t) for v, t in zip(values, truths)])

@@ -3,7 +3,7 @@
 
 import statistics
 
-from .common import med, relative_error, spread
+from .common import med, paired_error, relative_error, spread
 
 # (operation, fixture run, fixture field, openssl speed key)
 OPERATIONS = [
@@ -67,8 +67,9 @@ def own_cpu_projection(data, rate_to):
 
 
 def accuracy_rows(data):
-    """Per operation: tlsprof against the fixture making it as libssl does, and against `openssl speed` with the
-    fixture making it as speed does (the same operation on both sides)."""
+    """Per operation: tlsprof against the fixture's unprobed twin, the operation made as libssl makes it and as
+    `openssl speed` does (each run against its own twin, interleaved), and against `openssl speed` itself, which
+    runs apart from the fixture's calls."""
     rows = []
     for name, (d, s), stage, speed_key in OPERATIONS:
         runs = [r for r in data["accuracy"] if (r["derive_alg"], r["sign_alg"]) == (d, s)]
@@ -86,15 +87,15 @@ def accuracy_rows(data):
         # Counted in the probe windows (raw data from before the report kept them: the one count it had).
         calls = [r.get(f"tlsprof_{stage}_observed_calls", r[f"tlsprof_{stage}_calls"]) for r in runs]
         expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]
-        m_ours, m_unp, m_speed, m_ours_sp = med(ours), med(unprobed), med(speed), med(ours_as_speed)
+        m_unp, m_speed, m_ours_sp = med(unprobed), med(speed), med(ours_as_speed)
         rows.append({
             "name": name, "ours": ours, "unprobed": unprobed, "probed": probed, "probed_corr": probed_corr,
             "hits": med(hits), "speed": speed, "ours_as_speed": ours_as_speed, "fixture_as_speed": fixture_as_speed,
             "calls_ok": all(c == e for c, e in zip(calls, expected)) and bool(recs),
-            "err_fixture": relative_error(m_ours, m_unp),
-            "err_probed": relative_error(m_ours, med(probed_corr)),
+            "err_fixture": paired_error(ours, unprobed),
+            "err_probed": paired_error(ours, probed_corr),
             "err_speed": relative_error(m_ours_sp, m_speed),
-            "err_fixture_as_speed": relative_error(m_ours_sp, med(fixture_as_speed)),
+            "err_fixture_as_speed": paired_error(ours_as_speed, fixture_as_speed),
             "libssl_vs_speed": relative_error(m_unp, m_speed),
         })
     return rows

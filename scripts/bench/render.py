@@ -155,12 +155,14 @@ def counter_values(data):
 def accuracy_tables(data):
     rows = accuracy_rows(data)
     libssl = table(["Operation", "tlsprof", "fixture unprobed", "fixture probed", "hits in its window",
-                    "fixture probed − hits", "tlsprof vs unprobed", "vs probed − hits", "calls exact"],
+                    "fixture probed − hits", "tlsprof vs unprobed (runs' median)", "vs probed − hits (runs' median)",
+                    "calls exact"],
                    [[r["name"], fmed(r["ours"]), fmed(r["unprobed"]), fmed(r["probed"]), fnum(r["hits"], 0),
                      fmed(r["probed_corr"]), fpct(r["err_fixture"]), fpct(r["err_probed"]),
                      "yes" if r["calls_ok"] else "no"] for r in rows])
     speed = table(["Operation", "tlsprof (fixture --as-speed)", "fixture --as-speed unprobed", "openssl speed",
-                   "tlsprof vs speed", "tlsprof vs fixture --as-speed", "libssl's way vs speed (fixture unprobed)"],
+                   "tlsprof vs speed", "tlsprof vs fixture --as-speed (runs' median)",
+                   "libssl's way vs speed (fixture unprobed)"],
                   [[r["name"], fmed(r["ours_as_speed"]), fmed(r["fixture_as_speed"]), fmed(r["speed"]),
                     fpct(r["err_speed"]), fpct(r["err_fixture_as_speed"]), fpct(r["libssl_vs_speed"])]
                    for r in rows])
