@@ -75,6 +75,9 @@ struct thread_state {
 	 * ending, or an outermost handshake call entered): until then, a window that opened in the middle of a
 	 * handshake call would make its stages look unframed. */
 	__u32 settled_epoch;
+	/* The kernel's task clock (sum_exec_runtime) at the thread's last switch-out, 0 before the first: it
+	 * stands still while the thread is off the CPU, so it is also the clock's value at the next switch-in. */
+	__u64 task_clock_out;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -985,6 +988,26 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
+/* A slice of a thread that ran a stage ends (sched_switch, prev is the current task): its length by both
+ * clocks goes to its process (target_state.slices_ns). The scheduler has brought prev's sum_exec_runtime up
+ * to now before the switch. A slice that began before the thread's state was made is not whole: skipped. */
+static __always_inline void count_slice(struct thread_state *ts, __u64 now)
+{
+	__u64 task_clock = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 before = ts->task_clock_out;
+	struct target_state *t;
+
+	ts->task_clock_out = task_clock;
+	if (!before || task_clock < before)
+		return;
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t)
+		return;
+	__sync_fetch_and_add(&t->slices_ns, now - ts->last_in);
+	__sync_fetch_and_add(&t->slices_task_ns, task_clock - before);
+}
+
 SEC("tracepoint/sched/sched_switch")
 int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 {
@@ -996,6 +1019,7 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	if (ts && ts->running) {
 		ts->cpu_ns += now - ts->last_in;
 		ts->running = 0;
+		count_slice(ts, now);
 	}
 	ts = bpf_map_lookup_elem(&threads, &next);
 	if (ts) {

@@ -83,6 +83,12 @@ struct target_state {
 	/* Connections the process accepted or opened (accept/accept4/connect returning a socket or
 	 * EINPROGRESS): counted all the time, without a trap, to scale the handshakes seen in probe windows. */
 	__u64 connections;
+	/* Scheduler slices of its threads that ran a stage, each from switch-in to switch-out: their length by
+	 * the clock the stage times are read with (bpf_ktime, which runs on while the hypervisor takes the CPU)
+	 * and by the kernel's task clock (sum_exec_runtime, which leaves that steal time out). User space scales
+	 * the stage times by their ratio, so that they are CPU the process used, as its CPU clock counts it. */
+	__u64 slices_ns;
+	__u64 slices_task_ns;
 	/* enum tlsprof_target_flags */
 	__u8 flags;
 	__u8 pad[7];

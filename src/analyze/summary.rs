@@ -51,6 +51,9 @@ pub struct Summary {
     pub probe_cost_cold_us_per_step: f64,
     /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
     pub probe_overhead_ms: f64,
+    /// The part of the stage threads' time on a CPU that the hypervisor took (steal time), which stage and
+    /// handshake CPU leave out; None when no scheduler slice of theirs was measured.
+    pub stolen_share: Option<f64>,
     pub record_layer_sampled: RecordLayerShares,
     /// Files some sampled frames have no names in (stripped, their debug information not found), and how
     /// many samples have such a frame.
@@ -456,6 +459,7 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_stepped_hits: rec.probe_stepped_hits,
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
+        stolen_share: stolen_share(rec),
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),
         debug_files: rec.debug_files.clone(),
@@ -475,6 +479,17 @@ pub fn summarize(rec: &Recording) -> Summary {
         stages: basis.stages,
         handshakes: basis.totals,
     }
+}
+
+fn stolen_share(rec: &Recording) -> Option<f64> {
+    let slices: f64 = rec.targets.iter().map(|t| t.stage_slices_ms).sum();
+    // As the stage times are scaled: a target whose task clock came out ahead of the wall clock lost none.
+    let stolen: f64 = rec
+        .targets
+        .iter()
+        .map(|t| (t.stage_slices_ms - t.stage_slices_cpu_ms).max(0.0))
+        .sum();
+    (slices > 0.0).then(|| stolen / slices)
 }
 
 /// The probe windows as the estimates see them: each window's own CPU, against the targets' own CPU over

@@ -99,6 +99,14 @@ pub struct Target {
     /// mappings were replaced then.
     #[serde(default)]
     pub execs_at_s: Vec<f64>,
+    /// The scheduler slices of its threads that ran TLS stages, in ms: by the wall clock, which stage times
+    /// are read with, and by the kernel's task clock, which leaves out what the hypervisor took from the
+    /// virtual machine (steal time), as the process's CPU clock does. Stage and handshake CPU are scaled by
+    /// their ratio (record/steal.rs).
+    #[serde(default)]
+    pub stage_slices_ms: f64,
+    #[serde(default)]
+    pub stage_slices_cpu_ms: f64,
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -481,7 +489,14 @@ impl Recording {
         }
         real(
             "target CPU",
-            self.targets.iter().flat_map(|t| [&t.process_cpu_ms, &t.probed_cpu_ms]),
+            self.targets.iter().flat_map(|t| {
+                [
+                    &t.process_cpu_ms,
+                    &t.probed_cpu_ms,
+                    &t.stage_slices_ms,
+                    &t.stage_slices_cpu_ms,
+                ]
+            }),
         )?;
         let c = &self.probe_cost;
         real(
@@ -683,6 +698,8 @@ pub(crate) mod tests {
                 container: None,
                 connections: 0,
                 execs_at_s: Vec::new(),
+                stage_slices_ms: 0.0,
+                stage_slices_cpu_ms: 0.0,
             }],
             libraries: vec![lib],
             functions: vec![

@@ -154,6 +154,13 @@ pub fn text(s: &Summary, group: Group) -> String {
             proc_ms
         );
     }
+    if let Some(share) = s.stolen_share.filter(|&share| share >= 0.001) {
+        let _ = writeln!(
+            out,
+            "Steal time: the hypervisor took {:.1}% of the stage threads' time on a CPU (their scheduler slices by the kernel's task clock against the wall clock); stage and handshake CPU leave it out, as the CPU clocks do",
+            share * 100.0
+        );
+    }
     let paid_for = hs.observed.total + hs.observed.abandoned;
     if hs.observed.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu_ms));
@@ -629,6 +636,20 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
+    }
+
+    #[test]
+    fn steal_time_is_stated_only_when_the_hypervisor_took_some() {
+        let mut rec = sample_recording();
+        assert!(!report(&rec).contains("Steal time"));
+        rec.targets[0].stage_slices_ms = 8.0;
+        rec.targets[0].stage_slices_cpu_ms = 7.0;
+        let t = report(&rec);
+        assert!(
+            t.contains("Steal time: the hypervisor took 12.5% of the stage threads' time on a CPU"),
+            "{t}"
+        );
+        assert_eq!(summarize(&rec).stolen_share, Some(0.125));
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod session;
 pub mod speed;
 mod stack_tree;
 mod status;
+mod steal;
 mod symbolize;
 pub mod targets;
 mod unwind;

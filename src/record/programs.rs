@@ -14,6 +14,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
+use super::steal::Slices;
 use super::AttachOptions;
 use crate::model::{CallGraph, Hits, ProbeCost};
 
@@ -165,8 +166,8 @@ impl<'obj> Programs<'obj> {
         stat_sum(&self.skel, stat)
     }
 
-    /// Each target's connections so far (target_state.connections).
-    pub fn target_connections(&self) -> BTreeMap<u32, u64> {
+    /// Each target's connections and its stage threads' scheduler slices so far (target_state).
+    pub fn target_counters(&self) -> BTreeMap<u32, (u64, Slices)> {
         let map = &self.skel.maps.targets;
         map.keys()
             .filter_map(|key| {
@@ -174,7 +175,11 @@ impl<'obj> Programs<'obj> {
                 let value = map.lookup(&key, MapFlags::ANY).ok()??;
                 let mut state = target_state::default();
                 plain::copy_from_bytes(&mut state, &value).ok()?;
-                Some((pid, state.connections))
+                let slices = Slices {
+                    wall_ns: state.slices_ns,
+                    task_ns: state.slices_task_ns,
+                };
+                Some((pid, (state.connections, slices)))
             })
             .collect()
     }

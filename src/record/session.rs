@@ -27,6 +27,7 @@ use super::programs::{self, Programs};
 use super::samples::NamedSamples;
 use super::samples::SampleAggregator;
 use super::status::{self, StatusLine};
+use super::steal::{self, Slices};
 use super::targets::{self, Process};
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
@@ -105,19 +106,22 @@ fn run(
         programs.target_probe_ms(),
         cpu.total_ms(),
     );
-    // Each target's connections as last read: a process keeps its count once it is no longer a target.
-    let mut connections: BTreeMap<u32, u64> = BTreeMap::new();
-    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs, connections: &mut BTreeMap<u32, u64>| {
-        connections.extend(programs.target_connections());
+    // Each target's connections and slices as last read: a process keeps its counts once it is no longer
+    // a target.
+    let mut counters: BTreeMap<u32, (u64, Slices)> = BTreeMap::new();
+    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs, counters: &mut BTreeMap<u32, (u64, Slices)>| {
+        counters.extend(programs.target_counters());
         Reading {
             now,
             probed_cpu_ms: cpu.probed_ms(),
             probe_ms: programs.target_probe_ms(),
-            connections: connections.clone(),
+            connections: counters.iter().map(|(&pid, &(c, _))| (pid, c)).collect(),
+            slices: counters.iter().map(|(&pid, &(_, s))| (pid, s)).collect(),
         }
     };
+    let first = reading(started, &cpu, &programs, &mut counters);
     let mut windows = WindowLog::default();
-    windows.open(reading(started, &cpu, &programs, &mut connections));
+    windows.open(first.clone());
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
@@ -145,10 +149,16 @@ fn run(
         samples.borrow_mut().name_when_due(&targets.functions);
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
+        let slices_now = programs
+            .target_counters()
+            .into_iter()
+            .map(|(pid, (_, s))| (pid, s))
+            .collect();
+        handshakes.borrow_mut().slices = steal::between(&first.slices, &slices_now);
         let now = Instant::now();
         match governor.tick(now, programs.target_probe_ms(), cpu.total_ms()) {
             Action::Pause => {
-                let at = reading(now, &cpu, &programs, &mut connections);
+                let at = reading(now, &cpu, &programs, &mut counters);
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
                 targets.pause(&mut programs.skel)?;
@@ -162,7 +172,7 @@ fn run(
             Action::Resume => {
                 targets.resume(&mut programs.skel)?;
                 cpu.poll(&live, false);
-                let now = reading(Instant::now(), &cpu, &programs, &mut connections);
+                let now = reading(Instant::now(), &cpu, &programs, &mut counters);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
             }
@@ -217,7 +227,7 @@ fn run(
         if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());
-            let at = reading(Instant::now(), &cpu, &programs, &mut connections);
+            let at = reading(Instant::now(), &cpu, &programs, &mut counters);
             let tree = read_tree(&programs)?;
             if governor.live() {
                 // The live window is cut here: its two parts go with the intervals they fall in.
@@ -225,7 +235,8 @@ fn run(
                 windows.close(&at, seen, tree.clone(), &targets.functions, &probe_cost);
                 windows.open(at.clone());
             }
-            let recorded = interval.targets(&live, &cpu, &at.connections, &io_driven, &containers);
+            let slices = steal::between(&std::mem::replace(&mut interval.slices, at.slices.clone()), &at.slices);
+            let recorded = interval.targets(&live, &cpu, &at.connections, &slices, &io_driven, &containers);
             let interval_connections: u64 = recorded.iter().map(|t| t.connections).sum();
             let mut window_figures = std::mem::take(&mut windows.closed);
             let saw_connections = |w: &ProbeWindow| w.processes.iter().any(|p| p.connections > 0);
@@ -243,7 +254,7 @@ fn run(
                 recorded,
                 handshakes: handshakes.borrow_mut().take_groups(),
                 named: samples.borrow_mut().take_named(&targets.functions),
-                tree: interval.tree.delta(tree),
+                tree: steal::scale_tree(interval.tree.delta(tree), &slices),
                 lost: interval.lost(&programs),
                 hits: interval.hits(&programs),
                 start_unix_ns: started_unix_ns.map(|ns| ns + (interval.start - started).as_nanos() as u64),
@@ -271,7 +282,7 @@ fn run(
                 containers.remove(&pid);
                 io_driven.remove(&pid);
                 execs.remove(&pid);
-                connections.remove(&pid);
+                counters.remove(&pid);
                 interval.cpu.remove(&pid);
                 interval.tree.forget(pid);
                 windows.tree_seen.forget(pid);
@@ -299,7 +310,7 @@ fn run(
     let end = Instant::now();
     rb.consume().context("drain the ring buffers")?;
     cpu.poll(&live, governor.live());
-    let at = reading(end, &cpu, &programs, &mut connections);
+    let at = reading(end, &cpu, &programs, &mut counters);
     if governor.live() {
         let tree = read_tree(&programs)?;
         let seen = handshakes.borrow_mut().take_window();
@@ -315,10 +326,12 @@ fn run(
         peak_overhead: governor.peak_overhead,
         window_figures: windows.closed,
     };
+    let slices = steal::between(&first.slices, &at.slices);
     let recorded = live
         .iter()
         .map(|p| {
             let (process_cpu_ms, probed_cpu_ms) = cpu.of(p.pid);
+            let (stage_slices_ms, stage_slices_cpu_ms) = slice_ms(slices.get(&p.pid));
             Target {
                 pid: p.pid,
                 comm: p.comm.clone(),
@@ -328,6 +341,8 @@ fn run(
                 container: containers.remove(&p.pid).flatten(),
                 connections: at.connections.get(&p.pid).copied().unwrap_or(0),
                 execs_at_s: execs.remove(&p.pid).unwrap_or_default(),
+                stage_slices_ms,
+                stage_slices_cpu_ms,
             }
         })
         .collect();
@@ -335,7 +350,7 @@ fn run(
         recorded,
         handshakes: handshakes.into_inner().take_groups(),
         named: samples.into_inner().finish(&targets.functions),
-        tree: read_tree(&programs)?,
+        tree: steal::scale_tree(read_tree(&programs)?, &slices),
         lost: counted_losses(&programs),
         hits: programs.target_probe_hits(),
         start_unix_ns: started_unix_ns,
@@ -355,6 +370,8 @@ struct Interval {
     /// Per target: CPU, CPU while probed, and connections.
     cpu: HashMap<u32, (f64, f64, u64)>,
     tree: TreeSeen,
+    /// Each target's stage threads' slices when the interval started.
+    slices: BTreeMap<u32, Slices>,
     /// The last probe window that saw connections.
     last_seen: Option<ProbeWindow>,
 }
@@ -368,6 +385,7 @@ impl Interval {
             lost: counted_losses(programs),
             cpu: HashMap::new(),
             tree: TreeSeen::default(),
+            slices: BTreeMap::new(),
             last_seen: None,
         }
     }
@@ -409,6 +427,7 @@ impl Interval {
         live: &[Process],
         cpu: &CpuMeters,
         connections: &BTreeMap<u32, u64>,
+        slices: &BTreeMap<u32, Slices>,
         io_driven: &HashMap<u32, f64>,
         containers: &HashMap<u32, Option<String>>,
     ) -> Vec<Target> {
@@ -417,6 +436,7 @@ impl Interval {
             let (total, probed) = cpu.of(p.pid);
             let conns = connections.get(&p.pid).copied().unwrap_or(0);
             let (t0, p0, c0) = self.cpu.insert(p.pid, (total, probed, conns)).unwrap_or_default();
+            let (stage_slices_ms, stage_slices_cpu_ms) = slice_ms(slices.get(&p.pid));
             if !p.alive() && total == t0 && conns == c0 {
                 continue;
             }
@@ -429,10 +449,19 @@ impl Interval {
                 container: containers.get(&p.pid).cloned().flatten(),
                 connections: conns.saturating_sub(c0),
                 execs_at_s: Vec::new(),
+                stage_slices_ms,
+                stage_slices_cpu_ms,
             });
         }
         out
     }
+}
+
+/// A target's stage threads' slices by the wall clock and by the task clock, in ms (Target::stage_slices_ms,
+/// stage_slices_cpu_ms).
+fn slice_ms(slices: Option<&Slices>) -> (f64, f64) {
+    let s = slices.copied().unwrap_or_default();
+    (s.wall_ns as f64 / 1e6, s.task_ns as f64 / 1e6)
 }
 
 /// What the BPF side counted as lost so far (the stacks' losses are counted as they are named).

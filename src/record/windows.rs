@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use super::steal::{self, Slices};
 use crate::catalogue::Stage;
 use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
 
@@ -18,6 +19,8 @@ pub struct Reading {
     pub probe_ms: f64,
     /// Each target's connections so far (target_state.connections).
     pub connections: BTreeMap<u32, u64>,
+    /// Each target's stage threads' scheduler slices so far (target_state.slices_ns).
+    pub slices: BTreeMap<u32, Slices>,
 }
 
 #[derive(Default)]
@@ -84,7 +87,7 @@ impl WindowLog {
         cost: &ProbeCost,
     ) {
         let Some(open) = self.open.take() else { return };
-        let delta = self.tree_seen.delta(tree);
+        let delta = steal::scale_tree(self.tree_seen.delta(tree), &steal::between(&open.slices, &at.slices));
         let mut stage_self_ns: BTreeMap<u32, BTreeMap<Stage, u64>> = BTreeMap::new();
         for n in corrected_tree(delta, cost) {
             let stage = n
@@ -157,14 +160,19 @@ mod tests {
 
     #[test]
     fn a_window_is_split_by_process_and_the_probes_cost_shared_by_cpu() {
-        let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64| Reading {
+        let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64, slices: Slices| Reading {
             now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
             probed_cpu_ms: BTreeMap::from([(10, probed[0]), (20, probed[1])]),
             probe_ms,
             connections: BTreeMap::from([(10, conns[0]), (20, conns[1])]),
+            slices: BTreeMap::from([(20, slices)]),
         };
         let mut log = WindowLog::default();
-        log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0));
+        let before = Slices {
+            wall_ns: 50_000_000,
+            task_ns: 40_000_000,
+        };
+        log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0, before));
         let kind = crate::model::HandshakeKind {
             role: Role::Server,
             resumed: false,
@@ -189,9 +197,15 @@ mod tests {
             cpu_ns: 4_000_000,
             nested: Hits::default(),
         }];
-        // 30 ms of CPU while probed (10 + 20), 3 ms of it the probes'.
+        // 30 ms of CPU while probed (10 + 20), 3 ms of it the probes'. Process 20's stage threads ran 20 ms
+        // in the window, the hypervisor took 1 ms of it (before the window, it took more: that is not this
+        // window's).
+        let after = Slices {
+            wall_ns: 70_000_000,
+            task_ns: 59_000_000,
+        };
         log.close(
-            &at(250.0, [110.0, 70.0], [9, 8], 4.0),
+            &at(250.0, [110.0, 70.0], [9, 8], 4.0, after),
             seen,
             tree,
             &functions,
@@ -202,7 +216,7 @@ mod tests {
         assert!((part(10).own_cpu_ms - 9.0).abs() < 1e-9 && (part(20).own_cpu_ms - 18.0).abs() < 1e-9);
         assert_eq!((part(10).connections, part(20).connections), (2, 5));
         assert_eq!((part(10).handshakes.total, part(20).handshakes.total), (0, 4));
-        assert_eq!(part(20).stage_self_ns[&Stage::Sign], 4_000_000);
+        assert_eq!(part(20).stage_self_ns[&Stage::Sign], 3_800_000);
         assert!(part(10).stage_self_ns.is_empty());
     }
 }

@@ -197,11 +197,15 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
                 process_cpu_ms: 0.0,
                 probed_cpu_ms: 0.0,
                 connections: 0,
+                stage_slices_ms: 0.0,
+                stage_slices_cpu_ms: 0.0,
                 ..t.clone()
             });
             m.process_cpu_ms += t.process_cpu_ms;
             m.probed_cpu_ms += t.probed_cpu_ms;
             m.connections += t.connections;
+            m.stage_slices_ms += t.stage_slices_ms;
+            m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
         }
         for n in &r.tree {
             let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
