@@ -302,7 +302,7 @@ impl SampleAggregator {
                     )
                 })
                 .collect();
-            let (frames, placed) = compose(&k, &stages, |a| sym.names(k.pid, a, &mut self.sections).to_vec());
+            let (frames, placed) = compose(&k, &stages, |a| sym.name(k.pid, a, &mut self.sections).to_string());
             let mut ids = self.frame_names.ids(frames);
             ids.extend(
                 k.kernel
@@ -436,7 +436,7 @@ fn caller_positions(addrs: &[u64], slots: &[u64], ret_addrs: &[u64]) -> Vec<Opti
 /// was: on the unwound frame just inside its caller, or inserted there when the call was a tail call that left
 /// no frame. When unwinding did not reach a stage's caller, the stage frames stand in for the lost part,
 /// under `[truncated]`. Returns the frames and whether every stage found its place.
-fn compose(k: &StackKey, stages: &[(&str, String)], mut names: impl FnMut(u64) -> Vec<String>) -> (Vec<String>, bool) {
+fn compose(k: &StackKey, stages: &[(&str, String)], mut name: impl FnMut(u64) -> String) -> (Vec<String>, bool) {
     let placed = k.callers.iter().all(Option::is_some);
     let mut frames = Vec::new();
     if !placed {
@@ -445,7 +445,7 @@ fn compose(k: &StackKey, stages: &[(&str, String)], mut names: impl FnMut(u64) -
         // Keep what was unwound inside the deepest stage that was found, or just the leaf.
         let inner_from = k.callers.iter().rev().find_map(|c| *c).map_or(1, usize::from);
         for &a in k.user[..inner_from.min(k.user.len())].iter().rev() {
-            frames.extend(names(a));
+            frames.push(name(a));
         }
         return (frames, false);
     }
@@ -454,15 +454,16 @@ fn compose(k: &StackKey, stages: &[(&str, String)], mut names: impl FnMut(u64) -
     }
     let mut pending: Vec<&(&str, String)> = Vec::new();
     for idx in (0..k.user.len()).rev() {
-        let mut here = names(k.user[idx]);
+        let mut here = name(k.user[idx]);
         // A stage entered from the frame above: this is its frame if the names match, else it left none.
         for stage in pending.drain(..) {
-            match here.iter_mut().find(|n| n.as_str() == stage.0) {
-                Some(n) => n.push_str(&stage.1),
-                None => frames.push(format!("{}{}", stage.0, stage.1)),
+            if here == stage.0 {
+                here.push_str(&stage.1);
+            } else {
+                frames.push(format!("{}{}", stage.0, stage.1));
             }
         }
-        frames.extend(here);
+        frames.push(here);
         pending.extend(
             stages
                 .iter()
@@ -490,16 +491,16 @@ mod tests {
         }
     }
 
-    fn names(a: u64) -> Vec<String> {
-        let n = match a {
+    fn name(a: u64) -> String {
+        match a {
             0x10 => "main",
             0x20 => "ngx_ssl_handshake",
             0x30 => "state_machine",
             0x40 => "EVP_DigestSign",
             0x50 => "bn_mul",
             _ => "?",
-        };
-        vec![n.to_string()]
+        }
+        .to_string()
     }
 
     fn stages() -> Vec<(&'static str, String)> {
@@ -556,7 +557,7 @@ mod tests {
     fn tail_called_stage_is_inserted_and_present_stage_is_tagged() {
         // SSL_do_handshake tail-called state_machine (no frame of its own); EVP_DigestSign has a frame.
         let k = key(vec![0x50, 0x40, 0x30, 0x20, 0x10], vec![Some(3), Some(2)], true);
-        let (frames, placed) = compose(&k, &stages(), names);
+        let (frames, placed) = compose(&k, &stages(), name);
         assert!(placed);
         assert_eq!(
             frames,
@@ -574,7 +575,7 @@ mod tests {
     #[test]
     fn lost_stage_caller_falls_back_to_probe_frames() {
         let k = key(vec![0x50, 0x40], vec![None, None], false);
-        let (frames, placed) = compose(&k, &stages(), names);
+        let (frames, placed) = compose(&k, &stages(), name);
         assert!(!placed);
         assert_eq!(
             frames,

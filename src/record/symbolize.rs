@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Naming sampled addresses: blazesym for code in files (symbol tables, debug info, inline frames; for a
-//! stripped file, the debug file debuginfo found for it), Go's own function table for Go executables without
+//! Naming sampled addresses: blazesym for code in files (their symbol tables; for a stripped file, those of
+//! the debug file debuginfo found for it), Go's own function table for Go executables without
 //! a symbol table (stripped), the /tmp/perf-PID.map that JIT runtimes write (Node.js --perf-basic-prof) for
 //! code outside files.
 
@@ -18,6 +18,16 @@ use super::status;
 use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
 use crate::model::{file, UnnamedFile, UnnamedReason};
+
+/// A file to name addresses in from its symbol tables (.symtab, .dynsym), not its DWARF. blazesym parses DWARF
+/// lazily, a unit at a time as addresses land in it, and keeps what it parsed: a recording's memory would step
+/// up whenever a sample first lands in another part of a file with debug information, for as long as it runs.
+/// Symbol tables name every function, static ones too; inline frames are what is not named.
+fn elf_symbols(path: PathBuf) -> Source<'static> {
+    let mut elf = Elf::new(path);
+    elf.debug_syms = false;
+    Source::Elf(elf)
+}
 
 /// Names for code outside any file, as a JIT runtime published them.
 struct PerfMap {
@@ -161,7 +171,7 @@ pub struct FrameSymbolizer {
     uprobe_pages: HashMap<u32, Vec<(u64, u64)>>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
     symbolizer: Symbolizer,
-    cache: HashMap<(u32, u64), Vec<String>>,
+    cache: HashMap<(u32, u64), String>,
     /// Go function tables by file (device, inode), read when a file's symbols name nothing; None: not Go.
     go_tables: HashMap<(String, u64), Option<GoBinary>>,
     /// Processes with code outside files but no perf map: their JIT frames have no names.
@@ -227,18 +237,17 @@ impl FrameSymbolizer {
         self.perf_maps.clear();
     }
 
-    /// Frames at an address, outermost first: the function, then the functions inlined into it down to
-    /// the one executing. A file without a symbol there gives `file+0xOFFSET` of the function's start (from
-    /// its unwind table; `[file]` without one), never a neighbour's name; code outside files gives its
-    /// perf-map name or `[anon]`.
-    pub fn names(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> &[String] {
+    /// The name of the function at an address. A file without a symbol there gives `file+0xOFFSET` of the
+    /// function's start (from its unwind table; `[file]` without one), never a neighbour's name; code outside
+    /// files gives its perf-map name or `[anon]`.
+    pub fn name(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> &str {
         if !self.cache.contains_key(&(pid, addr)) {
             // Bounded: sampled addresses keep coming over a long recording.
             if self.cache.len() >= CACHE_LIMIT {
                 self.cache.clear();
             }
-            let names = self.resolve(pid, addr, sections);
-            self.cache.insert((pid, addr), names);
+            let name = self.resolve(pid, addr, sections);
+            self.cache.insert((pid, addr), name);
         }
         &self.cache[&(pid, addr)]
     }
@@ -253,12 +262,12 @@ impl FrameSymbolizer {
             .unwrap_or_else(|| format!("[kernel {addr:#x}]"))
     }
 
-    fn resolve(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> Vec<String> {
+    fn resolve(&mut self, pid: u32, addr: u64, sections: &mut SectionCache) -> String {
         if addr == 0 {
-            return vec!["[unknown]".into()];
+            return "[unknown]".into();
         }
         if addr == u64::MAX {
-            return vec!["[unwind gap]".into()];
+            return "[unwind gap]".into();
         }
         let Some(m) = self
             .maps
@@ -272,11 +281,11 @@ impl FrameSymbolizer {
                 .is_some_and(|r| r.iter().any(|(a, b)| (*a..*b).contains(&addr)))
             {
                 // A probed instruction being single-stepped, or a return through the uretprobe trampoline.
-                return vec!["[uprobes]".into()];
+                return "[uprobes]".into();
             }
             let perf_map = self.perf_maps.entry(pid).or_insert_with(|| read_perf_map(pid));
             return match perf_map.as_ref().and_then(|p| p.lookup(addr)) {
-                Some(name) => vec![name.to_string()],
+                Some(name) => name.to_string(),
                 None => {
                     // The hint is about JIT runtimes: anonymous code elsewhere (vDSO, trampolines) is not JIT.
                     let jit_runtime = Process::from_pid(pid).is_some_and(|p| p.comm == "node")
@@ -287,7 +296,7 @@ impl FrameSymbolizer {
                     if jit_runtime && perf_map.is_none() && !self.unnamed_jit.contains(&pid) {
                         self.unnamed_jit.push(pid);
                     }
-                    vec!["[anon]".into()]
+                    "[anon]".into()
                 }
             };
         };
@@ -303,7 +312,7 @@ impl FrameSymbolizer {
             _ => None,
         };
         let from_debug_file = debug_file.and_then(|(debug_path, source, addr)| {
-            let src = Source::Elf(Elf::new(debug_path));
+            let src = elf_symbols(debug_path);
             let sym = self
                 .symbolizer
                 .symbolize_single(&src, Input::VirtOffset(addr))
@@ -315,7 +324,7 @@ impl FrameSymbolizer {
             Some(sym)
         });
         let sym = from_debug_file.or_else(|| {
-            let src = Source::Elf(Elf::new(path.clone()));
+            let src = elf_symbols(path.clone());
             let sym = self
                 .symbolizer
                 .symbolize_single(&src, Input::FileOffset(file_offset))
@@ -331,12 +340,10 @@ impl FrameSymbolizer {
             }
             Some(sym)
         });
-        let names = match sym {
-            Some(sym) => {
-                let mut names = vec![sym.name.to_string()];
-                names.extend(sym.inlined.iter().map(|f| f.name.to_string()));
-                names
-            }
+        let name = match sym {
+            // Go's linker names its assembly functions' symbols with their ABI (runtime.goexit.abi0); Go's
+            // function table, its tools and its debug information name them without it.
+            Some(sym) => sym.name.strip_suffix(".abi0").unwrap_or(&sym.name).to_string(),
             None => {
                 let go = self.go_tables.entry((m.dev.clone(), m.inode)).or_insert_with(|| {
                     let data = gobin::is_go(&path)
@@ -345,25 +352,23 @@ impl FrameSymbolizer {
                     GoBinary::parse(&data).ok().flatten()
                 });
                 match go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
-                    Some(f) => vec![f.name.clone()],
+                    Some(f) => f.name.clone(),
                     None => {
                         self.unnamed.insert(m.display_path().to_string());
                         // Per function, not per instruction: one flame-graph frame, and a bounded set of names.
                         let base = m.display_path().rsplit('/').next().unwrap_or("?");
                         match sections.function_start(&m, &path, file_offset) {
-                            Some(start) => vec![format!("{base}+{start:#x}")],
-                            None => vec![format!("[{base}]")],
+                            Some(start) => format!("{base}+{start:#x}"),
+                            None => format!("[{base}]"),
                         }
                     }
                 }
             }
         };
-        for name in &names {
-            if !self.files.contains_key(name) {
-                self.files.insert(name.clone(), m.display_path().to_string());
-            }
+        if !self.files.contains_key(&name) {
+            self.files.insert(name.clone(), m.display_path().to_string());
         }
-        names
+        name
     }
 }
 
@@ -415,13 +420,13 @@ mod tests {
         let mut s = FrameSymbolizer::new(&maps);
         let sections = &mut SectionCache::default();
         let addr = own_function_resolves_by_name_and_unmapped_is_anon as *const () as usize as u64;
-        let name = s.names(pid, addr, sections).join(";");
+        let name = s.name(pid, addr, sections);
         assert!(
             name.contains("own_function_resolves_by_name_and_unmapped_is_anon"),
             "{name}"
         );
-        assert_eq!(s.names(pid, 8, sections), ["[anon]"]);
-        assert_eq!(s.names(pid, 0, sections), ["[unknown]"]);
+        assert_eq!(s.name(pid, 8, sections), "[anon]");
+        assert_eq!(s.name(pid, 0, sections), "[unknown]");
     }
 
     #[test]

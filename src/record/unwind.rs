@@ -269,7 +269,7 @@ mod tests {
         let names: Vec<String> = unwound
             .addrs
             .iter()
-            .map(|&a| sym.names(me.pid, a, &mut cache).join(";"))
+            .map(|&a| sym.name(me.pid, a, &mut cache).to_string())
             .collect();
         let pos = |needle: &str| names.iter().position(|n| n.contains(needle));
         let (c, r, t) = (pos("capture"), pos("recorded_caller"), pos("unwinds_a_recorded_sample"));
