@@ -6,7 +6,7 @@
 //! continuous mode (`serve`) it also hands over each interval as a recording of its own.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -149,12 +149,6 @@ fn run(
         samples.borrow_mut().name_when_due(&targets.functions);
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
-        let slices_now = programs
-            .target_counters()
-            .into_iter()
-            .map(|(pid, (_, s))| (pid, s))
-            .collect();
-        handshakes.borrow_mut().slices = steal::between(&first.slices, &slices_now);
         let now = Instant::now();
         match governor.tick(now, programs.target_probe_ms(), cpu.total_ms()) {
             Action::Pause => {
@@ -188,6 +182,12 @@ fn run(
         }
         if last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
+            let slices_now = programs
+                .target_counters()
+                .into_iter()
+                .map(|(pid, (_, s))| (pid, s))
+                .collect();
+            handshakes.borrow_mut().slices = steal::between(&first.slices, &slices_now);
             for (p, change) in targets.changes(&opts.selection) {
                 let name = format!("{} ({})", p.pid, Printable(&p.comm));
                 let was_target =
@@ -236,7 +236,19 @@ fn run(
                 windows.open(at.clone());
             }
             let slices = steal::between(&std::mem::replace(&mut interval.slices, at.slices.clone()), &at.slices);
-            let recorded = interval.targets(&live, &cpu, &at.connections, &slices, &io_driven, &containers);
+            let handshake_groups = handshakes.borrow_mut().take_groups();
+            let tree = steal::scale_tree(interval.tree.delta(tree), &slices);
+            // A process that exited after its last CPU reading still has what the probes saw of it here.
+            let seen_pids: BTreeSet<u32> = handshake_groups
+                .iter()
+                .filter_map(|g| g.pid)
+                .chain(tree.iter().map(|n| n.pid))
+                .collect();
+            let mut recorded = interval.targets(&live, &cpu, &at.connections, &slices, &seen_pids);
+            for t in &mut recorded {
+                t.io_driven_from_s = io_driven.get(&t.pid).copied();
+                t.container = containers.get(&t.pid).cloned().flatten();
+            }
             let interval_connections: u64 = recorded.iter().map(|t| t.connections).sum();
             let mut window_figures = std::mem::take(&mut windows.closed);
             let saw_connections = |w: &ProbeWindow| w.processes.iter().any(|p| p.connections > 0);
@@ -252,9 +264,9 @@ fn run(
             }
             let parts = Parts {
                 recorded,
-                handshakes: handshakes.borrow_mut().take_groups(),
+                handshakes: handshake_groups,
                 named: samples.borrow_mut().take_named(&targets.functions),
-                tree: steal::scale_tree(interval.tree.delta(tree), &slices),
+                tree,
                 lost: interval.lost(&programs),
                 hits: interval.hits(&programs),
                 start_unix_ns: started_unix_ns.map(|ns| ns + (interval.start - started).as_nanos() as u64),
@@ -421,15 +433,15 @@ impl Interval {
     }
 
     /// The targets with their CPU and connections over the interval; those that exited before it are left
-    /// out.
+    /// out, unless the probes saw something of them in it (`seen`). What else is known of them is the
+    /// caller's to fill.
     fn targets(
         &mut self,
         live: &[Process],
         cpu: &CpuMeters,
         connections: &BTreeMap<u32, u64>,
         slices: &BTreeMap<u32, Slices>,
-        io_driven: &HashMap<u32, f64>,
-        containers: &HashMap<u32, Option<String>>,
+        seen: &BTreeSet<u32>,
     ) -> Vec<Target> {
         let mut out = Vec::new();
         for p in live {
@@ -437,7 +449,7 @@ impl Interval {
             let conns = connections.get(&p.pid).copied().unwrap_or(0);
             let (t0, p0, c0) = self.cpu.insert(p.pid, (total, probed, conns)).unwrap_or_default();
             let (stage_slices_ms, stage_slices_cpu_ms) = slice_ms(slices.get(&p.pid));
-            if !p.alive() && total == t0 && conns == c0 {
+            if !p.alive() && total == t0 && conns == c0 && !seen.contains(&p.pid) {
                 continue;
             }
             out.push(Target {
@@ -445,8 +457,8 @@ impl Interval {
                 comm: p.comm.clone(),
                 process_cpu_ms: (total - t0).max(0.0),
                 probed_cpu_ms: (probed - p0).max(0.0),
-                io_driven_from_s: io_driven.get(&p.pid).copied(),
-                container: containers.get(&p.pid).cloned().flatten(),
+                io_driven_from_s: None,
+                container: None,
                 connections: conns.saturating_sub(c0),
                 execs_at_s: Vec::new(),
                 stage_slices_ms,
