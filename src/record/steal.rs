@@ -44,9 +44,9 @@ pub fn between(before: &BTreeMap<u32, Slices>, after: &BTreeMap<u32, Slices>) ->
         .collect()
 }
 
-/// Scales one time by its process's task share (`shares`; 1 for a process not in it).
-pub fn scale(ns: u64, pid: u32, shares: &BTreeMap<u32, Slices>) -> u64 {
-    let share = shares.get(&pid).map_or(1.0, |s| s.task_share());
+/// Scales one time by its process's task share in `slices` (1 for a process not in them).
+pub fn scale(ns: u64, pid: u32, slices: &BTreeMap<u32, Slices>) -> u64 {
+    let share = slices.get(&pid).map_or(1.0, |s| s.task_share());
     (ns as f64 * share).round() as u64
 }
 
