@@ -255,8 +255,10 @@ mod tests {
         std::hint::black_box(r)
     }
 
-    #[test]
-    fn unwinds_a_recorded_sample_of_this_process_through_its_callers() {
+    /// The names of a recorded sample's frames, innermost first. Not inlined, so that it is a frame of its own
+    /// (frames are named from symbol tables, which have no inlined functions; a test function may be inlined).
+    #[inline(never)]
+    fn names_of_a_recorded_sample() -> Vec<String> {
         let mut stack = Vec::new();
         let (ip, sp, bp) = recorded_caller(&mut stack);
         let me = Process::from_pid(std::process::id()).unwrap();
@@ -271,8 +273,18 @@ mod tests {
             .iter()
             .map(|&a| sym.name(me.pid, a, &mut cache).to_string())
             .collect();
+        std::hint::black_box(names)
+    }
+
+    #[test]
+    fn unwinds_a_recorded_sample_of_this_process_through_its_callers() {
+        let names = names_of_a_recorded_sample();
         let pos = |needle: &str| names.iter().position(|n| n.contains(needle));
-        let (c, r, t) = (pos("capture"), pos("recorded_caller"), pos("unwinds_a_recorded_sample"));
+        let (c, r, t) = (
+            pos("capture"),
+            pos("recorded_caller"),
+            pos("names_of_a_recorded_sample"),
+        );
         assert!(c.is_some() && r.is_some() && t.is_some(), "{names:#?}");
         assert!(c < r && r < t, "innermost first: {names:#?}");
     }
