@@ -182,6 +182,9 @@ pub struct FrameSymbolizer {
     pub debug: Option<DebugFinder>,
     /// Files some frames had no name in.
     unnamed: BTreeSet<String>,
+    /// The Debian package of each file that had unnamed frames: dpkg's lists are read once per file, not at
+    /// each interval of continuous mode (reading them all is most of its work otherwise).
+    packages: HashMap<String, Option<String>>,
     /// Files named from separate debug information, and where it was found.
     pub debug_files: BTreeMap<String, String>,
 }
@@ -212,6 +215,7 @@ impl FrameSymbolizer {
             files: HashMap::new(),
             debug: None,
             unnamed: BTreeSet::new(),
+            packages: HashMap::new(),
             debug_files: BTreeMap::new(),
         }
     }
@@ -396,8 +400,13 @@ impl FrameSymbolizer {
                     }
                     None => (None, UnnamedReason::LookupUnfinished),
                 };
+                let package = self
+                    .packages
+                    .entry(path.clone())
+                    .or_insert_with(|| super::debuginfo::package_of(&path))
+                    .clone();
                 UnnamedFile {
-                    package: super::debuginfo::package_of(&path),
+                    package,
                     path,
                     build_id,
                     reason,
