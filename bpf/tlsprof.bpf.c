@@ -98,6 +98,9 @@ struct conn_state {
 	__u16 secret_len;
 	__u16 returned_secret_len;
 	__u32 epoch;
+	/* When a handshake call with such work first returned (bpf_ktime): how long an abandoned handshake took
+	 * to end after its work tells user space its chance to end inside the window. */
+	__u64 worked_ns;
 	__u8 counted;
 	/* A stage other than the handshake's own ran inside it (keygen, sign, ...): the server paid for it. */
 	__u8 worked;
@@ -313,6 +316,7 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 	e->secret_len = c->secret_len;
 	e->outcome = outcome;
 	e->returned_secret_len = c->returned_secret_len;
+	e->work_to_end_ns = c->worked_ns ? bpf_ktime_get_ns() - c->worked_ns : 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
@@ -558,6 +562,8 @@ static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_
 	c->handshake_calls++;
 	c->handshake_hits += nested_hits;
 	c->handshake_stepped += nested_stepped;
+	if (ts->worked && !c->worked)
+		c->worked_ns = bpf_ktime_get_ns();
 	c->worked |= ts->worked;
 	ts->worked = 0;
 	if (!ok || c->counted)
@@ -584,6 +590,8 @@ static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, st
 		c->handshake_calls++;
 		c->handshake_hits += nested_hits;
 		c->handshake_stepped += nested_stepped;
+		if (!c->worked)
+			c->worked_ns = bpf_ktime_get_ns();
 		c->worked = 1;
 		ts->worked = 0;
 	}

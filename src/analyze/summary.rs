@@ -739,14 +739,20 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
             .scaled(boundary)
     };
     let round = |e: &Estimate| [e.ci95[0].round() as u64, e.ci95[1].round() as u64];
-    let (total, full, resumed, server, client, abandoned) = (
+    let (total, full, resumed, server, client) = (
         count(|c| c.total),
         count(|c| c.full),
         count(|c| c.resumed),
         count(|c| c.server),
         count(|c| c.client),
-        count(|c| c.abandoned),
     );
+    // Abandoned handshakes are seen when they end, a while after their work: each window's are weighted
+    // for their chance to end inside it (those under way as it opened did their work before it, unseen).
+    // Seen throughout, they are counted as they are.
+    let abandoned = match windows.count(WindowPart::abandoned_seen, observed.abandoned as f64) {
+        e if e.exact => Estimate::exact(observed.abandoned as f64),
+        e => e,
+    };
     let rate = total.scaled(1.0 / rec.duration_s.max(1e-9));
     HandshakeSummary {
         estimated: !total.exact,
@@ -1026,6 +1032,53 @@ mod tests {
         assert!(s.handshakes.cpu_ms.mean > 1.2, "completed handshakes' CPU only");
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["handshakes"]["kinds"][1]["outcome"], "abandoned");
+    }
+
+    /// Windows that saw 2 abandoned handshakes per 7 connections, weighted for their chance to end inside
+    /// the window: the whole recording's 140 connections carry 40 of them, or 50 weighted by 1.25.
+    #[test]
+    fn abandoned_handshakes_are_estimated_from_their_weighted_count_when_windowed() {
+        let mut rec = crate::model::tests::two_process_recording();
+        let abandon = |rec: &mut Recording, weighted: Option<f64>| {
+            for w in &mut rec.probing.window_figures {
+                for p in &mut w.processes {
+                    p.handshakes.abandoned = 1;
+                    p.abandoned_weighted = weighted;
+                }
+            }
+        };
+        abandon(&mut rec, None);
+        assert_eq!(summarize(&rec).handshakes.abandoned, 40);
+        abandon(&mut rec, Some(1.25));
+        let s = summarize(&rec).handshakes;
+        assert_eq!(s.abandoned, 50);
+        assert!(
+            s.abandoned_ci95[0] <= 50 && s.abandoned_ci95[1] >= 50,
+            "{:?}",
+            s.abandoned_ci95
+        );
+        // Probes attached throughout: the handshakes seen, as counted.
+        let mut exact = sample_recording();
+        exact.probing.window_figures = vec![crate::model::ProbeWindow {
+            live_s: exact.duration_s,
+            processes: vec![WindowPart {
+                pid: 10,
+                connections: exact.connections(),
+                handshakes: HandshakeCounts {
+                    abandoned: 3,
+                    ..HandshakeCounts::default()
+                },
+                abandoned_weighted: Some(3.3),
+                ..WindowPart::default()
+            }],
+        }];
+        let mut group = exact.handshakes[0].clone();
+        group.kind.outcome = Outcome::Abandoned;
+        group.cpu = CpuHistogram::default();
+        (0..3).for_each(|_| group.cpu.add(900_000));
+        exact.handshakes.push(group);
+        let s = summarize(&exact).handshakes;
+        assert_eq!((s.abandoned, s.abandoned_ci95), (3, [3, 3]));
     }
 
     #[test]

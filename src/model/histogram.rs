@@ -56,6 +56,14 @@ impl CpuHistogram {
         squares / (self.count - 1) as f64
     }
 
+    /// The sum of `f` over the values, each taken at its bucket's midpoint.
+    pub fn sum_over(&self, f: impl Fn(f64) -> f64) -> f64 {
+        self.buckets
+            .iter()
+            .map(|(b, n)| *n as f64 * f(BUCKET_GROWTH.powf(*b as f64 + 0.5)))
+            .sum()
+    }
+
     /// The value below which fraction `q` of the values lie, to within the 1% bucket width.
     pub fn quantile_ns(&self, q: f64) -> f64 {
         if self.count == 0 {

@@ -142,14 +142,28 @@ pub struct WindowPart {
     /// Connections it accepted or opened during the window.
     pub connections: u64,
     pub handshakes: HandshakeCounts,
+    /// The abandoned handshakes, each weighted by the inverse of its chance to be seen: one is seen when its
+    /// work and its end both fall inside the probes' attachment, so one that ends D after its work is seen
+    /// in an attachment of length S with chance (S - D) / S. None in recordings made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandoned_weighted: Option<f64>,
     /// Self CPU per stage in the window, the probes' cost taken out, in ns.
     pub stage_self_ns: BTreeMap<Stage, u64>,
 }
 
 impl WindowPart {
+    /// The abandoned handshakes the window stands for: weighted for their chance to be seen where that was
+    /// kept, else as counted.
+    pub fn abandoned_seen(&self) -> f64 {
+        self.abandoned_weighted.unwrap_or(self.handshakes.abandoned as f64)
+    }
+
     fn add(&mut self, other: &WindowPart) {
         self.own_cpu_ms += other.own_cpu_ms;
         self.connections += other.connections;
+        if self.abandoned_weighted.is_some() || other.abandoned_weighted.is_some() {
+            self.abandoned_weighted = Some(self.abandoned_seen() + other.abandoned_seen());
+        }
         self.handshakes.add_counts(&other.handshakes);
         for (stage, ns) in &other.stage_self_ns {
             *self.stage_self_ns.entry(*stage).or_default() += ns;
@@ -828,6 +842,7 @@ pub(crate) mod tests {
                 server: n,
                 ..HandshakeCounts::default()
             },
+            abandoned_weighted: None,
             stage_self_ns: BTreeMap::from([(Stage::Sign, 1_000_000 * n)]),
         };
         let window = ProbeWindow {

@@ -728,6 +728,7 @@ mod tests {
                     server: full,
                     ..HandshakeCounts::default()
                 },
+                abandoned_weighted: None,
                 stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
             }],
         };

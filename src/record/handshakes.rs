@@ -16,6 +16,15 @@ use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind,
 /// The table is sized for it at start, so that it never doubles late in a recording.
 const MAX_PENDING_HELLOS: usize = 4096;
 
+/// The handshakes a probe window saw, by process.
+#[derive(Default)]
+pub struct WindowSeen {
+    pub counts: BTreeMap<u32, HandshakeCounts>,
+    /// How long each abandoned handshake took to end after its work (ns): one is seen only when both fall
+    /// inside the attachment.
+    pub abandoned_work_to_end: BTreeMap<u32, CpuHistogram>,
+}
+
 pub struct Handshakes {
     cost: ProbeCost,
     /// By process and kind.
@@ -24,8 +33,8 @@ pub struct Handshakes {
     hellos: HashMap<(u32, u64), wire::Hello>,
     pub completed: u64,
     pub abandoned: u64,
-    /// Handshakes of the current probe window, by process.
-    window: BTreeMap<u32, HandshakeCounts>,
+    /// Handshakes of the current probe window.
+    window: WindowSeen,
     /// Each process's stage threads' slices since the recording started: a handshake's CPU is scaled by
     /// them, as the stage times are (steal time).
     pub slices: BTreeMap<u32, Slices>,
@@ -39,7 +48,7 @@ impl Handshakes {
             hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
             completed: 0,
             abandoned: 0,
-            window: BTreeMap::new(),
+            window: WindowSeen::default(),
             slices: BTreeMap::new(),
         }
     }
@@ -73,13 +82,20 @@ impl Handshakes {
                 Outcome::Completed => self.completed += 1,
                 Outcome::Abandoned => self.abandoned += 1,
             }
-            self.window.entry(e.tgid).or_default().add(&kind, 1);
+            self.window.counts.entry(e.tgid).or_default().add(&kind, 1);
+            if kind.outcome == Outcome::Abandoned {
+                self.window
+                    .abandoned_work_to_end
+                    .entry(e.tgid)
+                    .or_default()
+                    .add(e.work_to_end_ns);
+            }
             self.groups.entry((e.tgid, kind)).or_default().add(cpu_ns);
         }
     }
 
-    /// The current window's handshakes by process; the next window starts from none.
-    pub fn take_window(&mut self) -> BTreeMap<u32, HandshakeCounts> {
+    /// The current window's handshakes; the next window starts from none.
+    pub fn take_window(&mut self) -> WindowSeen {
         std::mem::take(&mut self.window)
     }
 

@@ -233,7 +233,7 @@ fn run(
                 // The live window is cut here: its two parts go with the intervals they fall in.
                 let seen = handshakes.borrow_mut().take_window();
                 windows.close(&at, seen, tree.clone(), &targets.functions, &probe_cost);
-                windows.open(at.clone());
+                windows.reopen(at.clone());
             }
             let slices = steal::between(&std::mem::replace(&mut interval.slices, at.slices.clone()), &at.slices);
             let handshake_groups = handshakes.borrow_mut().take_groups();

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use super::handshakes::WindowSeen;
 use super::steal::{self, Slices};
 use crate::catalogue::Stage;
 use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
@@ -27,6 +28,9 @@ pub struct Reading {
 pub struct WindowLog {
     /// The counters when the open window opened.
     open: Option<Reading>,
+    /// When the stage probes were last attached: a window cut in parts (continuous mode's intervals) is one
+    /// attachment.
+    attached: Option<Instant>,
     /// The kernel's call tree when the last window closed: each window's share is the difference.
     pub tree_seen: TreeSeen,
     pub closed: Vec<ProbeWindow>,
@@ -73,20 +77,32 @@ impl TreeSeen {
 impl WindowLog {
     /// A window opens: the stage probes are attached and counting from `at.now`.
     pub fn open(&mut self, at: Reading) {
+        self.attached = Some(at.now);
         self.open = Some(at);
     }
 
-    /// The open window closes at `at`, having seen `handshakes` (by process); `tree` is the kernel's call
+    /// The window just closed goes on from `at`, the probes still attached: it was cut where an interval
+    /// ended.
+    pub fn reopen(&mut self, at: Reading) {
+        self.open = Some(at);
+    }
+
+    /// The open window closes at `at`, having seen `seen`; `tree` is the kernel's call
     /// tree so far.
     pub fn close(
         &mut self,
         at: &Reading,
-        handshakes: BTreeMap<u32, HandshakeCounts>,
+        seen: WindowSeen,
         tree: Vec<RawNode>,
         functions: &[Function],
         cost: &ProbeCost,
     ) {
         let Some(open) = self.open.take() else { return };
+        let attached_ns = at
+            .now
+            .saturating_duration_since(self.attached.unwrap_or(open.now))
+            .as_nanos() as f64;
+        let handshakes = seen.counts;
         let delta = steal::scale_tree(self.tree_seen.delta(tree), &steal::between(&open.slices, &at.slices));
         let mut stage_self_ns: BTreeMap<u32, BTreeMap<Stage, u64>> = BTreeMap::new();
         for n in corrected_tree(delta, cost) {
@@ -137,6 +153,11 @@ impl WindowLog {
                     .unwrap_or(0)
                     .saturating_sub(open.connections.get(&pid).copied().unwrap_or(0)),
                 handshakes: handshakes.get(&pid).copied().unwrap_or_default(),
+                abandoned_weighted: Some(
+                    seen.abandoned_work_to_end
+                        .get(&pid)
+                        .map_or(0.0, |d| d.sum_over(|ns| seen_weight(ns, attached_ns))),
+                ),
                 stage_self_ns: stage_self_ns.remove(&pid).unwrap_or_default(),
             })
             .filter(|p| {
@@ -150,6 +171,19 @@ impl WindowLog {
             live_s: at.now.saturating_duration_since(open.now).as_secs_f64(),
             processes,
         });
+    }
+}
+
+/// The inverse of an abandoned handshake's chance to be seen in an attachment of `attached_ns`, when it ends
+/// `work_to_end_ns` after its work: (S - D) / S, for work falling anywhere in it. Bounded, as one that takes
+/// nearly the whole attachment is rare and would weigh without limit.
+fn seen_weight(work_to_end_ns: f64, attached_ns: f64) -> f64 {
+    const MAX_WEIGHT: f64 = 10.0;
+    let left = attached_ns - work_to_end_ns.max(0.0);
+    if left <= attached_ns / MAX_WEIGHT {
+        MAX_WEIGHT
+    } else {
+        attached_ns / left
     }
 }
 
@@ -183,8 +217,11 @@ mod tests {
             resumption: None,
             outcome: Default::default(),
         };
-        let mut seen = BTreeMap::new();
-        seen.entry(20).or_insert_with(HandshakeCounts::default).add(&kind, 4);
+        let mut seen = WindowSeen::default();
+        seen.counts
+            .entry(20)
+            .or_insert_with(HandshakeCounts::default)
+            .add(&kind, 4);
         let functions = vec![Function {
             name: "EVP_DigestSign".into(),
             library: 0,
@@ -218,5 +255,46 @@ mod tests {
         assert_eq!((part(10).handshakes.total, part(20).handshakes.total), (0, 4));
         assert_eq!(part(20).stage_self_ns[&Stage::Sign], 3_800_000);
         assert!(part(10).stage_self_ns.is_empty());
+    }
+
+    #[test]
+    fn abandoned_handshakes_weigh_by_their_chance_to_end_inside_the_attachment() {
+        let at = |ms: f64| Reading {
+            now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
+            probed_cpu_ms: BTreeMap::from([(10, ms)]),
+            probe_ms: 0.0,
+            connections: BTreeMap::from([(10, 0)]),
+            slices: BTreeMap::new(),
+        };
+        let seen = |ms: &[f64]| {
+            let mut s = WindowSeen::default();
+            for d in ms {
+                s.abandoned_work_to_end.entry(10).or_default().add((d * 1e6) as u64);
+            }
+            s
+        };
+        let start = at(0.0);
+        let weighted = |log: &WindowLog, i: usize| log.closed[i].processes[0].abandoned_weighted.unwrap();
+        let close_to = |a: f64, b: f64| (a - b).abs() <= 0.02 * b;
+        // 100 ms attached: one that ends 20 ms after its work is seen with chance 80/100; one that takes 95 ms
+        // weighs at most 10.
+        let mut log = WindowLog::default();
+        log.open(start.clone());
+        log.close(
+            &at(100.0),
+            seen(&[20.0, 20.0, 20.0, 20.0, 95.0]),
+            vec![],
+            &[],
+            &ProbeCost::default(),
+        );
+        assert!(close_to(weighted(&log, 0), 4.0 * 1.25 + 10.0), "{}", weighted(&log, 0));
+        // Cut at 60 ms: each part weighs by the attachment so far, not by the part.
+        let mut log = WindowLog::default();
+        log.open(start);
+        log.close(&at(60.0), seen(&[30.0]), vec![], &[], &ProbeCost::default());
+        log.reopen(at(60.0));
+        log.close(&at(100.0), seen(&[30.0]), vec![], &[], &ProbeCost::default());
+        assert!(close_to(weighted(&log, 0), 2.0), "{}", weighted(&log, 0));
+        assert!(close_to(weighted(&log, 1), 100.0 / 70.0), "{}", weighted(&log, 1));
     }
 }
