@@ -98,8 +98,9 @@ struct conn_state {
 	__u16 secret_len;
 	__u16 returned_secret_len;
 	__u32 epoch;
-	/* When a handshake call with such work first returned (bpf_ktime): how long an abandoned handshake took
-	 * to end after its work tells user space its chance to end inside the window. */
+	/* When the first handshake call with such work began (bpf_ktime at its return less its CPU time: such a
+	 * call runs on the CPU): how long an abandoned handshake took to end after it tells user space its chance
+	 * to fall inside the window whole. */
 	__u64 worked_ns;
 	__u8 counted;
 	/* A stage other than the handshake's own ran inside it (keygen, sign, ...): the server paid for it. */
@@ -563,7 +564,7 @@ static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_
 	c->handshake_hits += nested_hits;
 	c->handshake_stepped += nested_stepped;
 	if (ts->worked && !c->worked)
-		c->worked_ns = bpf_ktime_get_ns();
+		c->worked_ns = bpf_ktime_get_ns() - cpu_ns;
 	c->worked |= ts->worked;
 	ts->worked = 0;
 	if (!ok || c->counted)
@@ -591,7 +592,7 @@ static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, st
 		c->handshake_hits += nested_hits;
 		c->handshake_stepped += nested_stepped;
 		if (!c->worked)
-			c->worked_ns = bpf_ktime_get_ns();
+			c->worked_ns = bpf_ktime_get_ns() - cpu_ns;
 		c->worked = 1;
 		ts->worked = 0;
 	}

@@ -232,7 +232,7 @@ struct handshake_event {
 	__u16 outcome;
 	/* Length of the secret an FF_SECRET_LEN_RET function returned; 0 when none was seen. */
 	__u16 returned_secret_len;
-	/* From the return of the first handshake call that did work (a stage other than the handshake's own)
+	/* From the start of the first handshake call that did work (a stage other than the handshake's own)
 	 * to this event; 0 when none did. */
 	__u64 work_to_end_ns;
 };
