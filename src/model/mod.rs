@@ -143,8 +143,8 @@ pub struct WindowPart {
     pub connections: u64,
     pub handshakes: HandshakeCounts,
     /// The abandoned handshakes, each weighted by the inverse of its chance to be seen: one is seen when its
-    /// work and its end both fall inside the probes' attachment, so one that ends D after its work is seen
-    /// in an attachment of length S with chance (S - D) / S. None in recordings made before it was kept.
+    /// work and its end both fall inside the probes' attachment, so one that ends D after its work began is
+    /// seen in an attachment of length S with chance (S - D) / S. None in recordings made before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned_weighted: Option<f64>,
     /// Self CPU per stage in the window, the probes' cost taken out, in ns.

@@ -20,8 +20,8 @@ const MAX_PENDING_HELLOS: usize = 4096;
 #[derive(Default)]
 pub struct WindowSeen {
     pub counts: BTreeMap<u32, HandshakeCounts>,
-    /// How long each abandoned handshake took to end after its work (ns): one is seen only when both fall
-    /// inside the attachment.
+    /// How long each abandoned handshake took to end after its work began (ns): one is seen only when both
+    /// fall inside the attachment.
     pub abandoned_work_to_end: BTreeMap<u32, CpuHistogram>,
 }
 

@@ -183,7 +183,7 @@ pub struct FrameSymbolizer {
     /// Files some frames had no name in.
     unnamed: BTreeSet<String>,
     /// The Debian package of each file that had unnamed frames: dpkg's lists are read once per file, not at
-    /// each interval of continuous mode (reading them all is most of its work otherwise).
+    /// each interval of continuous mode, where reading them all was a large part of its CPU.
     packages: HashMap<String, Option<String>>,
     /// Files named from separate debug information, and where it was found.
     pub debug_files: BTreeMap<String, String>,
