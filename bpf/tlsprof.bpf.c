@@ -317,7 +317,7 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 	e->secret_len = c->secret_len;
 	e->outcome = outcome;
 	e->returned_secret_len = c->returned_secret_len;
-	e->work_to_end_ns = c->worked_ns ? bpf_ktime_get_ns() - c->worked_ns : 0;
+	e->work_to_end_ns = outcome == OUTCOME_ABANDONED && c->worked_ns ? bpf_ktime_get_ns() - c->worked_ns : 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 

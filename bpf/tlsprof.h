@@ -232,8 +232,8 @@ struct handshake_event {
 	__u16 outcome;
 	/* Length of the secret an FF_SECRET_LEN_RET function returned; 0 when none was seen. */
 	__u16 returned_secret_len;
-	/* From the start of the first handshake call that did work (a stage other than the handshake's own)
-	 * to this event; 0 when none did. */
+	/* An abandoned handshake: from the start of its first call that did work (a stage other than the
+	 * handshake's own) to its end. 0 for a completed one. */
 	__u64 work_to_end_ns;
 };
 

@@ -747,8 +747,9 @@ fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
         count(|c| c.client),
     );
     // Abandoned handshakes are seen when they end, a while after their work: each window's are weighted
-    // for their chance to end inside it (those under way as it opened did their work before it, unseen).
-    // Seen throughout, they are counted as they are.
+    // for their chance to end inside it (those under way as it opened did their work before it, unseen),
+    // which stands in for the boundary scaling of the completed ones. Seen throughout, they are counted as
+    // they are.
     let abandoned = match windows.count(WindowPart::abandoned_seen, observed.abandoned as f64) {
         e if e.exact => Estimate::exact(observed.abandoned as f64),
         e => e,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! A log-scale histogram of CPU per handshake: bounded memory whatever the number of values.
+//! A log-scale histogram of nanoseconds (CPU per handshake, an abandoned handshake's time from its work to
+//! its end): bounded memory whatever the number of values.
 
 use std::collections::BTreeMap;
 

@@ -174,9 +174,10 @@ impl WindowLog {
     }
 }
 
-/// The inverse of an abandoned handshake's chance to be seen in an attachment of `attached_ns`, when it ends
-/// `work_to_end_ns` after its work: (S - D) / S, for work falling anywhere in it. Bounded, as one that takes
-/// nearly the whole attachment is rare and would weigh without limit.
+/// The weight of an abandoned handshake that ended `work_to_end_ns` (D) after its work began, seen in an
+/// attachment of `attached_ns` (S): the inverse of its chance to be seen, (S - D) / S for work falling
+/// anywhere in it. Bounded, as one that takes nearly the whole attachment is rare and would weigh without
+/// limit.
 fn seen_weight(work_to_end_ns: f64, attached_ns: f64) -> f64 {
     const MAX_WEIGHT: f64 = 10.0;
     let left = attached_ns - work_to_end_ns.max(0.0);
