@@ -154,6 +154,17 @@ fn nginx_stacks_reach_main_and_leaves_match_perf() {
         "{whole} of {total} handshake samples reach ngx_ssl_handshake and main\n{summary}"
     );
 
+    // A function named from libc's debug file (libc6-dbg) has the name .dynsym gives it, without a version.
+    let versioned: Vec<&str> = stacks
+        .iter()
+        .flat_map(|(s, _)| s.split(';'))
+        .filter(|f| f.contains("@GLIBC"))
+        .collect();
+    assert!(
+        versioned.is_empty(),
+        "frames named with their symbol version: {versioned:?}"
+    );
+
     // Leaf functions of user-mode samples, against perf sampling the same seconds.
     let mut ours: HashMap<String, u64> = HashMap::new();
     for (stack, count) in &stacks {

@@ -345,9 +345,7 @@ impl FrameSymbolizer {
             Some(sym)
         });
         let name = match sym {
-            // Go's linker names its assembly functions' symbols with their ABI (runtime.goexit.abi0); Go's
-            // function table, its tools and its debug information name them without it.
-            Some(sym) => sym.name.strip_suffix(".abi0").unwrap_or(&sym.name).to_string(),
+            Some(sym) => function_name(&sym.name).to_string(),
             None => {
                 let go = self.go_tables.entry((m.dev.clone(), m.inode)).or_insert_with(|| {
                     let data = gobin::is_go(&path)
@@ -416,9 +414,47 @@ impl FrameSymbolizer {
     }
 }
 
+/// A symbol table's name for a function as its tools print it, so that one function has one name wherever
+/// it was named from.
+fn function_name(symbol: &str) -> &str {
+    // Go's linker names its assembly functions' symbols with their ABI (runtime.goexit.abi0); Go's function
+    // table, its tools and its debug information name them without it.
+    let symbol = symbol.strip_suffix(".abi0").unwrap_or(symbol);
+    // A debug file's .symtab spells versioned symbols with their version (pthread_rwlock_rdlock@@GLIBC_2.34);
+    // .dynsym keeps versions apart, and perf and gdb print the bare name.
+    let Some((name, version)) = symbol.split_once('@') else {
+        return symbol;
+    };
+    let version = version.strip_prefix('@').unwrap_or(version);
+    let is_version = !version.is_empty()
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if !name.is_empty() && is_version {
+        name
+    } else {
+        symbol
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn symbol_versions_and_go_abi_suffixes_are_not_part_of_the_name() {
+        assert_eq!(
+            function_name("pthread_rwlock_rdlock@@GLIBC_2.34"),
+            "pthread_rwlock_rdlock"
+        );
+        assert_eq!(function_name("pthread_once@GLIBC_2.2.5"), "pthread_once");
+        assert_eq!(function_name("runtime.goexit.abi0"), "runtime.goexit");
+        assert_eq!(function_name("SSL_do_handshake"), "SSL_do_handshake");
+        // Not a version: kept whole.
+        assert_eq!(function_name("operator@ (x)"), "operator@ (x)");
+        assert_eq!(function_name("@@GLIBC_2.34"), "@@GLIBC_2.34");
+        assert_eq!(function_name("name@"), "name@");
+    }
 
     /// Symbolizes this test binary's own function through its live mappings.
     #[test]
