@@ -176,6 +176,24 @@ fn nginx_stacks_reach_main_and_leaves_match_perf() {
         *ours.entry(leaf_group(leaf, dso)).or_default() += count;
     }
     let ours = shares(ours);
+    // PLT stubs are named as perf names them (`memset@plt`; `*ABS*+0x9f550@plt` there for an IFUNC's stub,
+    // `memcpy@plt` here): their shares agree taken together.
+    let plt = |shares: &HashMap<String, f64>| -> f64 {
+        shares.iter().filter(|(k, _)| k.ends_with("@plt")).map(|(_, v)| v).sum()
+    };
+    let (our_plt, perf_plt) = (plt(&ours), plt(&theirs));
+    eprintln!(
+        "PLT stubs: tlsprof {:.2}% perf {:.2}%",
+        our_plt * 100.0,
+        perf_plt * 100.0
+    );
+    assert!(
+        (our_plt - perf_plt).abs() <= 0.01,
+        "PLT stubs: tlsprof {:.2}% vs perf {:.2}%\ntlsprof: {ours:?}\nperf: {theirs:?}",
+        our_plt * 100.0,
+        perf_plt * 100.0
+    );
+
     let mut top: Vec<(&String, &f64)> = theirs.iter().collect();
     top.sort_by(|a, b| b.1.total_cmp(a.1));
     assert!(top.len() >= 5, "perf found too few leaves: {theirs:?}");

@@ -12,6 +12,7 @@ mod governor;
 mod handshakes;
 mod hello;
 mod objects;
+mod plt;
 mod privileges;
 mod probes;
 mod programs;

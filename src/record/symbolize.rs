@@ -353,8 +353,13 @@ impl FrameSymbolizer {
                         .flatten()?;
                     GoBinary::parse(&data).ok().flatten()
                 });
-                match go.as_ref().and_then(|g| g.function_at_offset(file_offset)) {
-                    Some(f) => f.name.clone(),
+                let named = go
+                    .as_ref()
+                    .and_then(|g| g.function_at_offset(file_offset))
+                    .map(|f| f.name.clone())
+                    .or_else(|| sections.plt_stub_name(&m, &path, file_offset));
+                match named {
+                    Some(name) => name,
                     None => {
                         self.unnamed.insert(m.display_path().to_string());
                         // Per function, not per instruction: one flame-graph frame, and a bounded set of names.

@@ -12,6 +12,7 @@ use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ReadCache};
 
+use super::plt;
 use super::status;
 use super::targets::Mapping;
 
@@ -26,6 +27,7 @@ struct UnwindSections {
     eh_frame: Option<(Range<u64>, Arc<[u8]>)>,
     eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
     debug_frame: Option<Arc<[u8]>>,
+    plt: plt::StubSections,
 }
 
 /// The unwind sections of a mapped file, or why it cannot be read as an object file.
@@ -55,6 +57,7 @@ fn read_sections(path: &std::path::Path) -> Result<UnwindSections, String> {
         eh_frame: section(".eh_frame"),
         eh_frame_hdr: section(".eh_frame_hdr"),
         debug_frame: section(".debug_frame").map(|(_, d)| d),
+        plt: plt::stub_sections(&obj),
     })
 }
 
@@ -64,6 +67,12 @@ impl UnwindSections {
         let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&m.offset))?;
         let svma = vaddr + (m.offset - range.start);
         m.start.checked_sub(svma)
+    }
+
+    /// The virtual address of a file offset.
+    fn address(&self, file_offset: u64) -> Option<u64> {
+        let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&file_offset))?;
+        Some(vaddr + (file_offset - range.start))
     }
 
     /// The file offset where the function containing `file_offset` starts, from the .eh_frame_hdr table.
@@ -107,6 +116,8 @@ pub struct Unwound {
 #[derive(Default)]
 pub struct SectionCache {
     files: HashMap<(String, u64), Option<UnwindSections>>,
+    /// Names of the GOT slots of files where a sample landed in a PLT stub, read then.
+    plt_slots: HashMap<(String, u64), Option<HashMap<u64, String>>>,
 }
 
 impl SectionCache {
@@ -118,6 +129,26 @@ impl SectionCache {
             .or_insert_with(|| read_sections(path).ok())
             .as_ref()?
             .function_start(file_offset)
+    }
+
+    /// `function@plt` when `file_offset` of a mapped file is in a PLT stub bound to that function.
+    pub fn plt_stub_name(&mut self, m: &Mapping, path: &std::path::Path, file_offset: u64) -> Option<String> {
+        let key = (m.dev.clone(), m.inode);
+        let sections = self
+            .files
+            .entry(key.clone())
+            .or_insert_with(|| read_sections(path).ok())
+            .as_ref()?;
+        let addr = sections.address(file_offset)?;
+        let stub = plt::stub_start(&sections.plt, addr)?;
+        let code = plt::read_stub(path, file_offset - (addr - stub))?;
+        let slot = plt::slot_of(&code, stub)?;
+        let names = self
+            .plt_slots
+            .entry(key)
+            .or_insert_with(|| plt::slot_names(path))
+            .as_ref()?;
+        Some(format!("{}@plt", names.get(&slot)?))
     }
 }
 
@@ -287,6 +318,38 @@ mod tests {
         );
         assert!(c.is_some() && r.is_some() && t.is_some(), "{names:#?}");
         assert!(c < r && r < t, "innermost first: {names:#?}");
+    }
+
+    /// libc's own calls to its exported functions go through PLT stubs; each is named `function@plt`.
+    #[test]
+    fn plt_stubs_of_this_process_are_named_by_the_function_they_reach() {
+        let me = Process::from_pid(std::process::id()).unwrap();
+        let maps = me.maps().unwrap();
+        let libc = maps
+            .iter()
+            .find(|m| m.executable && m.display_path().contains("/libc.so"))
+            .unwrap();
+        let data = std::fs::read(libc.display_path()).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        let plt = obj.section_by_name(".plt").unwrap();
+        let (plt_offset, plt_size) = plt.file_range().unwrap();
+        let mut cache = SectionCache::default();
+        let mut sym =
+            crate::record::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps.clone())]));
+        // Every byte of a stub has its name; PLT0 (the first) binds lazily and has none.
+        let names: Vec<String> = (plt_offset..plt_offset + plt_size)
+            .step_by(5)
+            .map(|offset| libc.start + offset - libc.offset)
+            .map(|addr| sym.name(me.pid, addr, &mut cache).to_string())
+            .collect();
+        let stubs: Vec<&String> = names.iter().filter(|n| n.ends_with("@plt")).collect();
+        assert!(!names[0].ends_with("@plt"), "{names:?}");
+        assert!(
+            stubs.len() as f64 >= 0.9 * (names.len() - 4) as f64,
+            "{} of {} named as stubs: {names:?}",
+            stubs.len(),
+            names.len()
+        );
     }
 
     #[test]
