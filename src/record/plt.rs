@@ -26,7 +26,7 @@ pub fn stub_sections<'data, R: object::ReadRef<'data>>(obj: &object::File<'data,
         .into_iter()
         .filter_map(|(name, stub)| {
             let s = obj.section_by_name(name)?;
-            Some((s.address()..s.address() + s.size(), stub))
+            Some((s.address()..s.address().saturating_add(s.size()), stub))
         })
         .collect()
 }

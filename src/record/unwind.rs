@@ -72,12 +72,12 @@ impl UnwindSections {
     /// The virtual address of a file offset.
     fn address(&self, file_offset: u64) -> Option<u64> {
         let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&file_offset))?;
-        Some(vaddr + (file_offset - range.start))
+        vaddr.checked_add(file_offset - range.start)
     }
 
     /// The file offset where the function containing `file_offset` starts, from the .eh_frame_hdr table.
     fn function_start(&self, file_offset: u64) -> Option<u64> {
-        let (range, vaddr) = self.segments.iter().find(|(r, _)| r.contains(&file_offset))?;
+        let addr = self.address(file_offset)?;
         let (hdr_range, hdr) = self.eh_frame_hdr.as_ref()?;
         let (eh_range, eh) = self.eh_frame.as_ref()?;
         let bases = BaseAddresses::default()
@@ -87,14 +87,10 @@ impl UnwindSections {
             .parse(&bases, 8)
             .ok()?
             .table()?
-            .fde_for_address(
-                &EhFrame::new(eh, LittleEndian),
-                &bases,
-                vaddr + (file_offset - range.start),
-                EhFrame::cie_from_offset,
-            )
+            .fde_for_address(&EhFrame::new(eh, LittleEndian), &bases, addr, EhFrame::cie_from_offset)
             .ok()?;
-        (fde.initial_address() + range.start).checked_sub(*vaddr)
+        // The function's start lies in the same segment, at the same distance between address and offset.
+        fde.initial_address().checked_add(file_offset)?.checked_sub(addr)
     }
 }
 
@@ -141,7 +137,7 @@ impl SectionCache {
             .as_ref()?;
         let addr = sections.address(file_offset)?;
         let stub = plt::stub_start(&sections.plt, addr)?;
-        let code = plt::read_stub(path, file_offset - (addr - stub))?;
+        let code = plt::read_stub(path, file_offset.checked_sub(addr - stub)?)?;
         let slot = plt::slot_of(&code, stub)?;
         let names = self
             .plt_slots
@@ -336,7 +332,8 @@ mod tests {
         let mut cache = SectionCache::default();
         let mut sym =
             crate::record::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps.clone())]));
-        // Every byte of a stub has its name; PLT0 (the first) binds lazily and has none.
+        // Every byte of a stub has its name; PLT0 (the first 16 bytes: 4 of these addresses) binds lazily and
+        // has none.
         let names: Vec<String> = (plt_offset..plt_offset + plt_size)
             .step_by(5)
             .map(|offset| libc.start + offset - libc.offset)
