@@ -179,11 +179,23 @@ pub fn text(s: &Summary, group: Group) -> String {
                 (Role::Server, Outcome::Abandoned) => "server abandoned",
                 (_, Outcome::Abandoned) => "client abandoned",
             };
+            // "no" only where it is known: a ServerHello seen without a group has no key exchange, a resumed
+            // handshake no certificate; else the probes may simply not have seen them (Go's signers, no hello).
+            let key_exchange = match (&g.key_exchange, &g.version) {
+                (Some(kx), _) => kx.as_str(),
+                (None, Some(_)) => "no key exchange",
+                (None, None) => "key exchange ?",
+            };
+            let certificate_key = match (&g.certificate_key, g.resumed) {
+                (Some(key), _) => key.as_str(),
+                (None, true) => "no certificate",
+                (None, false) => "certificate key ?",
+            };
             let fields = [
                 g.version.as_deref().unwrap_or("version ?"),
                 g.cipher.as_deref().unwrap_or("cipher ?"),
-                g.key_exchange.as_deref().unwrap_or("no key exchange"),
-                g.certificate_key.as_deref().unwrap_or("no certificate"),
+                key_exchange,
+                certificate_key,
             ];
             let _ = writeln!(
                 out,
@@ -196,6 +208,12 @@ pub fn text(s: &Summary, group: Group) -> String {
         }
         if hs.kinds.iter().any(|g| g.version.is_none()) {
             let _ = writeln!(out, "  (\"?\": the ServerHello was not seen: outside --hello-capture windows, or a library that keeps the handshake off the socket)");
+        }
+        if hs.kinds.iter().any(|g| !g.resumed && g.certificate_key.is_none()) {
+            let _ = writeln!(
+                out,
+                "  (\"certificate key ?\": no signature made or checked was seen: a signer the probes do not cover)"
+            );
         }
     }
     let _ = writeln!(out, "{}", samples_line(s));
@@ -636,6 +654,32 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("EVP_DigestSignFinal [sign]"), "{t}");
+    }
+
+    #[test]
+    fn a_key_exchange_or_certificate_key_not_seen_is_unknown_not_absent() {
+        let mut rec = sample_recording();
+        let kind = &mut rec.handshakes[0].kind;
+        // A full handshake whose ServerHello was not captured and whose signer the probes do not cover.
+        (kind.version, kind.cipher, kind.key_exchange, kind.certificate_key) = (None, None, None, None);
+        let t = report(&rec);
+        assert!(
+            t.contains("version ? cipher ? key exchange ? certificate key ?  full server"),
+            "{t}"
+        );
+        assert!(
+            t.contains("(\"certificate key ?\": no signature made or checked was seen"),
+            "{t}"
+        );
+        // Resumed, with a ServerHello that names no group (TLS 1.3 psk_ke): nothing was exchanged or signed.
+        let kind = &mut rec.handshakes[0].kind;
+        (kind.version, kind.resumed) = (Some("TLSv1.3".into()), true);
+        let t = report(&rec);
+        assert!(
+            t.contains("TLSv1.3 cipher ? no key exchange no certificate  resumed server"),
+            "{t}"
+        );
+        assert!(!t.contains("certificate key ?"), "{t}");
     }
 
     #[test]
