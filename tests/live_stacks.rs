@@ -199,8 +199,8 @@ fn nginx_stacks_reach_main_and_leaves_match_perf() {
     assert!(top.len() >= 5, "perf found too few leaves: {theirs:?}");
     for (leaf, share) in top.iter().take(5) {
         let mine = ours.get(*leaf).copied().unwrap_or(0.0);
-        // Two samplers' shares differ by their sampling error, and by the PLT stubs perf names and we count
-        // in their library: 5 points is several times both at this many samples.
+        // Two samplers' shares differ by their sampling error and by the stacks each could not unwind: 5
+        // points is several times that at this many samples.
         eprintln!("leaf {leaf}: tlsprof {:.1}% perf {:.1}%", mine * 100.0, **share * 100.0);
         assert!(
             (mine - **share).abs() <= 0.05,
