@@ -179,12 +179,13 @@ pub fn text(s: &Summary, group: Group) -> String {
                 (Role::Server, Outcome::Abandoned) => "server abandoned",
                 (_, Outcome::Abandoned) => "client abandoned",
             };
-            // "no" only where it is known: a ServerHello seen without a group has no key exchange, a resumed
-            // handshake no certificate; else the probes may simply not have seen them (Go's signers, no hello).
-            let key_exchange = match (&g.key_exchange, &g.version) {
+            // "no" only where it is known: a full handshake always exchanges a key and shows a certificate, a
+            // resumed one has no certificate, and no key exchange when its ServerHello, seen, names no group;
+            // else the probes did not see them (no ServerHello, a missed ServerKeyExchange, Go's signers).
+            let key_exchange = match (&g.key_exchange, g.resumed && g.version.is_some()) {
                 (Some(kx), _) => kx.as_str(),
-                (None, Some(_)) => "no key exchange",
-                (None, None) => "key exchange ?",
+                (None, true) => "no key exchange",
+                (None, false) => "key exchange ?",
             };
             let certificate_key = match (&g.certificate_key, g.resumed) {
                 (Some(key), _) => key.as_str(),
@@ -680,6 +681,14 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("certificate key ?"), "{t}");
+        // Full, with a TLS 1.2 ServerHello but no group: its ServerKeyExchange was missed, not absent.
+        let kind = &mut rec.handshakes[0].kind;
+        (kind.version, kind.resumed) = (Some("TLSv1.2".into()), false);
+        let t = report(&rec);
+        assert!(
+            t.contains("TLSv1.2 cipher ? key exchange ? certificate key ?  full server"),
+            "{t}"
+        );
     }
 
     #[test]
