@@ -78,6 +78,9 @@ struct thread_state {
 	/* The kernel's task clock (sum_exec_runtime) at the thread's last switch-out, 0 before the first: it
 	 * stands still while the thread is off the CPU, so it is also the clock's value at the next switch-in. */
 	__u64 task_clock_out;
+	/* The time its CPU's run queue had left out of task clocks (rq clock minus rq clock_task: steal and
+	 * interrupt time) when the thread last switched in. */
+	__u64 rq_left_out_in;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -235,9 +238,43 @@ static __always_inline void count_stat(__u32 stat)
 		(*v)++;
 }
 
+/* What the run queue of this CPU has left out of task clocks so far (steal and interrupt time), reached through
+ * the current task's CFS queue (its per-CPU `runqueues` is not in kallsyms); 0 where it cannot be read. Both
+ * clocks are brought up to date together, at each scheduling, so their difference moves only by what was left
+ * out. */
+static __always_inline __u64 rq_left_out(void)
+{
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(((struct cfs_rq *)0)->rq))
+		return 0;
+	rq = BPF_CORE_READ(bpf_get_current_task_btf(), se.cfs_rq, rq);
+	if (!rq)
+		return 0;
+	return BPF_CORE_READ(rq, clock) - BPF_CORE_READ(rq, clock_task);
+}
+
+/* What the run queue has left out since the running thread `ts` switched in, `on_cpu` ago. */
+static __always_inline __u64 left_out_since_in(struct thread_state *ts, __u64 on_cpu)
+{
+	__u64 left_out = rq_left_out(), in = ts->rq_left_out_in;
+
+	if (!left_out || !in || left_out < in)
+		return 0;
+	return left_out - in < on_cpu ? left_out - in : on_cpu;
+}
+
+/* A thread's on-CPU time, as its task clock counts it: without the steal and interrupt time that the kernel
+ * leaves out. That is noted by the run queue at its clock updates, at scheduling and ticks; the stage figures
+ * lose what was noted while their frame ran. (Scaling by a whole slice's ratio would not do: the hypervisor
+ * takes the CPU mostly where the guest exits to it, as when waking a thread on another CPU, not evenly.) */
 static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
 {
-	return ts->cpu_ns + (ts->running ? now - ts->last_in : 0);
+	__u64 on_cpu = now - ts->last_in;
+
+	if (!ts->running)
+		return ts->cpu_ns;
+	return ts->cpu_ns + on_cpu - left_out_since_in(ts, on_cpu);
 }
 
 /* A thread's or goroutine's on-CPU time now. */
@@ -997,10 +1034,11 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
-/* A slice of a thread that ran a stage ends (sched_switch, prev is the current task): its length by both
- * clocks goes to its process (target_state.slices_ns). The scheduler has brought prev's sum_exec_runtime up
- * to now before the switch. A slice that began before the thread's state was made is not whole: skipped. */
-static __always_inline void count_slice(struct thread_state *ts, __u64 now)
+/* A slice of a thread that ran a stage ends (sched_switch, prev is the current task): its task-clock time, and
+ * that plus what the run queue left out during it (`left_out`), go to its process (target_state.slices_task_ns,
+ * slices_ns). The scheduler has brought prev's sum_exec_runtime and the run queue's clocks up to the same
+ * moment before the switch. A slice that began before the thread's state was made is not whole: skipped. */
+static __always_inline void count_slice(struct thread_state *ts, __u64 left_out)
 {
 	__u64 task_clock = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -1013,7 +1051,7 @@ static __always_inline void count_slice(struct thread_state *ts, __u64 now)
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
 		return;
-	__sync_fetch_and_add(&t->slices_ns, now - ts->last_in);
+	__sync_fetch_and_add(&t->slices_ns, task_clock - before + left_out);
 	__sync_fetch_and_add(&t->slices_task_ns, task_clock - before);
 }
 
@@ -1026,13 +1064,16 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 
 	ts = bpf_map_lookup_elem(&threads, &prev);
 	if (ts && ts->running) {
-		ts->cpu_ns += now - ts->last_in;
+		__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
+
+		ts->cpu_ns += on_cpu - left_out;
 		ts->running = 0;
-		count_slice(ts, now);
+		count_slice(ts, left_out);
 	}
 	ts = bpf_map_lookup_elem(&threads, &next);
 	if (ts) {
 		ts->last_in = now;
+		ts->rq_left_out_in = rq_left_out();
 		ts->running = 1;
 	}
 	return 0;

@@ -84,9 +84,9 @@ struct target_state {
 	 * EINPROGRESS): counted all the time, without a trap, to scale the handshakes seen in probe windows. */
 	__u64 connections;
 	/* Scheduler slices of its threads that ran a stage, each from switch-in to switch-out: their length by
-	 * the clock the stage times are read with (bpf_ktime, which runs on while the hypervisor takes the CPU)
-	 * and by the kernel's task clock (sum_exec_runtime, which leaves that steal time out). User space scales
-	 * the stage times by their ratio, so that they are CPU the process used, as its CPU clock counts it. */
+	 * the kernel's task clock (sum_exec_runtime), and that plus what the run queue left out of it (the
+	 * hypervisor's steal time; interrupts, where the kernel accounts them), which the stage clocks leave out
+	 * too. User space states the share left out. */
 	__u64 slices_ns;
 	__u64 slices_task_ns;
 	/* enum tlsprof_target_flags */

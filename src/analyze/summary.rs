@@ -51,8 +51,9 @@ pub struct Summary {
     pub probe_cost_cold_us_per_step: f64,
     /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
     pub probe_overhead_ms: f64,
-    /// The part of the stage threads' time on a CPU that the hypervisor took (steal time), which stage and
-    /// handshake CPU leave out; None when no scheduler slice of theirs was measured.
+    /// The part of the stage threads' time on a CPU that the kernel left out of their task clock (the
+    /// hypervisor's steal time), which stage and handshake CPU leave out too; None when no scheduler slice of
+    /// theirs was measured.
     pub stolen_share: Option<f64>,
     pub record_layer_sampled: RecordLayerShares,
     /// Files some sampled frames have no names in (stripped, their debug information not found), and how
@@ -483,7 +484,6 @@ pub fn summarize(rec: &Recording) -> Summary {
 
 fn stolen_share(rec: &Recording) -> Option<f64> {
     let slices: f64 = rec.targets.iter().map(|t| t.stage_slices_ms).sum();
-    // As the stage times are scaled: a target whose task clock came out ahead of the wall clock lost none.
     let stolen: f64 = rec
         .targets
         .iter()

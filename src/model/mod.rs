@@ -99,10 +99,9 @@ pub struct Target {
     /// mappings were replaced then.
     #[serde(default)]
     pub execs_at_s: Vec<f64>,
-    /// The scheduler slices of its threads that ran TLS stages, in ms: by the wall clock, which stage times
-    /// are read with, and by the kernel's task clock, which leaves out what the hypervisor took from the
-    /// virtual machine (steal time), as the process's CPU clock does. Stage and handshake CPU are scaled by
-    /// their ratio (record/steal.rs).
+    /// The scheduler slices of its threads that ran TLS stages, in ms: with and without what the kernel left
+    /// out of their task clock, as of the process's CPU clock (the hypervisor's steal time; record/steal.rs).
+    /// Stage and handshake CPU leave it out too.
     #[serde(default)]
     pub stage_slices_ms: f64,
     #[serde(default)]

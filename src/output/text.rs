@@ -157,7 +157,7 @@ pub fn text(s: &Summary, group: Group) -> String {
     if let Some(share) = s.stolen_share.filter(|&share| share >= 0.001) {
         let _ = writeln!(
             out,
-            "Steal time: the hypervisor took {:.1}% of the stage threads' time on a CPU (their scheduler slices by the kernel's task clock against the wall clock); stage and handshake CPU leave it out, as the CPU clocks do",
+            "Steal time: {:.1}% of the stage threads' time on a CPU was the hypervisor's (or interrupts', where the kernel accounts them), which their task clock leaves out; stage and handshake CPU leave it out, as the CPU clocks do",
             share * 100.0
         );
     }
@@ -699,7 +699,7 @@ mod tests {
         rec.targets[0].stage_slices_cpu_ms = 7.0;
         let t = report(&rec);
         assert!(
-            t.contains("Steal time: the hypervisor took 12.5% of the stage threads' time on a CPU"),
+            t.contains("Steal time: 12.5% of the stage threads' time on a CPU was the hypervisor's"),
             "{t}"
         );
         assert_eq!(summarize(&rec).stolen_share, Some(0.125));

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use super::anatomy;
 use super::bpf::copy_head;
 use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_outcome};
-use super::steal::{self, Slices};
 use super::wire;
 use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Outcome, ProbeCost, Role};
 
@@ -35,9 +34,6 @@ pub struct Handshakes {
     pub abandoned: u64,
     /// Handshakes of the current probe window.
     window: WindowSeen,
-    /// Each process's stage threads' slices since the recording started: a handshake's CPU is scaled by
-    /// them, as the stage times are (steal time).
-    pub slices: BTreeMap<u32, Slices>,
 }
 
 impl Handshakes {
@@ -49,7 +45,6 @@ impl Handshakes {
             completed: 0,
             abandoned: 0,
             window: WindowSeen::default(),
-            slices: BTreeMap::new(),
         }
     }
 
@@ -73,9 +68,7 @@ impl Handshakes {
                 all: e.nested_hits.into(),
                 stepped: e.nested_stepped.into(),
             };
-            let cpu_ns = self
-                .cost
-                .correct(steal::scale(e.cpu_ns, e.tgid, &self.slices), u64::from(e.calls), nested);
+            let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
             let hello = self.hellos.remove(&(e.tgid, e.ssl));
             let kind = classify(&e, hello);
             match kind.outcome {

@@ -182,12 +182,6 @@ fn run(
         }
         if last_rescan.elapsed() >= RESCAN {
             last_rescan = Instant::now();
-            let slices_now = programs
-                .target_counters()
-                .into_iter()
-                .map(|(pid, (_, s))| (pid, s))
-                .collect();
-            handshakes.borrow_mut().slices = steal::between(&first.slices, &slices_now);
             for (p, change) in targets.changes(&opts.selection) {
                 let name = format!("{} ({})", p.pid, Printable(&p.comm));
                 let was_target =
@@ -237,7 +231,7 @@ fn run(
             }
             let slices = steal::between(&std::mem::replace(&mut interval.slices, at.slices.clone()), &at.slices);
             let handshake_groups = handshakes.borrow_mut().take_groups();
-            let tree = steal::scale_tree(interval.tree.delta(tree), &slices);
+            let tree = interval.tree.delta(tree);
             // A process that exited after its last CPU reading still has what the probes saw of it here.
             let seen_pids: BTreeSet<u32> = handshake_groups
                 .iter()
@@ -362,7 +356,7 @@ fn run(
         recorded,
         handshakes: handshakes.into_inner().take_groups(),
         named: samples.into_inner().finish(&targets.functions),
-        tree: steal::scale_tree(read_tree(&programs)?, &slices),
+        tree: read_tree(&programs)?,
         lost: counted_losses(&programs),
         hits: programs.target_probe_hits(),
         start_unix_ns: started_unix_ns,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use super::handshakes::WindowSeen;
-use super::steal::{self, Slices};
+use super::steal::Slices;
 use crate::catalogue::Stage;
 use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
 
@@ -103,7 +103,7 @@ impl WindowLog {
             .saturating_duration_since(self.attached.unwrap_or(open.now))
             .as_nanos() as f64;
         let handshakes = seen.counts;
-        let delta = steal::scale_tree(self.tree_seen.delta(tree), &steal::between(&open.slices, &at.slices));
+        let delta = self.tree_seen.delta(tree);
         let mut stage_self_ns: BTreeMap<u32, BTreeMap<Stage, u64>> = BTreeMap::new();
         for n in corrected_tree(delta, cost) {
             let stage = n
@@ -195,19 +195,15 @@ mod tests {
 
     #[test]
     fn a_window_is_split_by_process_and_the_probes_cost_shared_by_cpu() {
-        let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64, slices: Slices| Reading {
+        let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64| Reading {
             now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
             probed_cpu_ms: BTreeMap::from([(10, probed[0]), (20, probed[1])]),
             probe_ms,
             connections: BTreeMap::from([(10, conns[0]), (20, conns[1])]),
-            slices: BTreeMap::from([(20, slices)]),
+            slices: BTreeMap::new(),
         };
         let mut log = WindowLog::default();
-        let before = Slices {
-            wall_ns: 50_000_000,
-            task_ns: 40_000_000,
-        };
-        log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0, before));
+        log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0));
         let kind = crate::model::HandshakeKind {
             role: Role::Server,
             resumed: false,
@@ -235,15 +231,9 @@ mod tests {
             cpu_ns: 4_000_000,
             nested: Hits::default(),
         }];
-        // 30 ms of CPU while probed (10 + 20), 3 ms of it the probes'. Process 20's stage threads ran 20 ms
-        // in the window, the hypervisor took 1 ms of it (before the window, it took more: that is not this
-        // window's).
-        let after = Slices {
-            wall_ns: 70_000_000,
-            task_ns: 59_000_000,
-        };
+        // 30 ms of CPU while probed (10 + 20), 3 ms of it the probes'.
         log.close(
-            &at(250.0, [110.0, 70.0], [9, 8], 4.0, after),
+            &at(250.0, [110.0, 70.0], [9, 8], 4.0),
             seen,
             tree,
             &functions,
@@ -254,7 +244,7 @@ mod tests {
         assert!((part(10).own_cpu_ms - 9.0).abs() < 1e-9 && (part(20).own_cpu_ms - 18.0).abs() < 1e-9);
         assert_eq!((part(10).connections, part(20).connections), (2, 5));
         assert_eq!((part(10).handshakes.total, part(20).handshakes.total), (0, 4));
-        assert_eq!(part(20).stage_self_ns[&Stage::Sign], 3_800_000);
+        assert_eq!(part(20).stage_self_ns[&Stage::Sign], 4_000_000);
         assert!(part(10).stage_self_ns.is_empty());
     }
 
