@@ -49,6 +49,8 @@ struct thread_state {
 	 * runs on thread `thread` while running, since that thread's clock read last_in. */
 	__u64 cpu_ns;
 	__u64 last_in;
+	/* The on-CPU time last read while running (thread_cpu_now): the clock never goes below it. */
+	__u64 cpu_read;
 	/* A thread: the goroutine running on it (0: none seen). A goroutine: 1. */
 	__u64 g;
 	__u32 thread;
@@ -270,11 +272,16 @@ static __always_inline __u64 left_out_since_in(struct thread_state *ts, __u64 on
  * takes the CPU mostly where the guest exits to it, as when waking a thread on another CPU, not evenly.) */
 static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
 {
-	__u64 on_cpu = now - ts->last_in;
+	__u64 on_cpu = now - ts->last_in, cpu;
 
 	if (!ts->running)
 		return ts->cpu_ns;
-	return ts->cpu_ns + on_cpu - left_out_since_in(ts, on_cpu);
+	cpu = ts->cpu_ns + on_cpu - left_out_since_in(ts, on_cpu);
+	/* Steal noted now may have been taken before an earlier reading: the clock stands still, never goes back. */
+	if (cpu < ts->cpu_read)
+		cpu = ts->cpu_read;
+	ts->cpu_read = cpu;
+	return cpu;
 }
 
 /* A thread's or goroutine's on-CPU time now. */
@@ -1064,9 +1071,9 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 
 	ts = bpf_map_lookup_elem(&threads, &prev);
 	if (ts && ts->running) {
-		__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
+		__u64 left_out = left_out_since_in(ts, now - ts->last_in);
 
-		ts->cpu_ns += on_cpu - left_out;
+		ts->cpu_ns = thread_cpu_now(ts, now);
 		ts->running = 0;
 		count_slice(ts, left_out);
 	}
