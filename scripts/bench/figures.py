@@ -66,6 +66,31 @@ def own_cpu_projection(data, rate_to):
     return linear, fixed + (frac_full - fixed) * rate_to / rate
 
 
+def ops_in_windows(probed, twin, spans):
+    """Per stage: the mean thread CPU (µs) of the probed fixture's operations that began inside tlsprof's probe
+    windows (`spans`, ns since the Unix epoch), of its twin's same operations (the i-th of a kind in each, made in
+    turn with it), and how many. tlsprof's per-operation figures come from those windows only, and the machine's
+    speed drifts from one second to the next: the whole run's means are not their ground truth."""
+    out = {}
+    for kind, stage in (("d", "derive"), ("s", "sign")):
+        mine = [op for op in probed if op[0] == kind]
+        theirs = [op for op in twin if op[0] == kind]
+        picked = [i for i, op in enumerate(mine) if i < len(theirs) and any(a <= op[1] < b for a, b in spans)]
+        out[stage] = {"ops": len(picked),
+                      "probed_cpu_us": statistics.fmean(mine[i][2] for i in picked) if picked else None,
+                      "unprobed_cpu_us": statistics.fmean(theirs[i][2] for i in picked) if picked else None}
+    return out
+
+
+def _truth(run, stage, field):
+    """The fixture's figure (`field`: probed or unprobed) for the operations made in tlsprof's windows; the whole
+    run's in raw data from before the windows were dated."""
+    window = (run.get("in_windows") or {}).get(stage) or {}
+    if window.get(f"{field}_cpu_us") is not None:
+        return window[f"{field}_cpu_us"]
+    return run["truth"][f"unprobed_{stage}_cpu_us" if field == "unprobed" else f"{stage}_cpu_us"]
+
+
 def accuracy_rows(data):
     """Per operation: tlsprof against the fixture's unprobed twin, the operation made as libssl makes it and as
     `openssl speed` does (each run against its own twin, interleaved), and against `openssl speed` itself, which
@@ -76,14 +101,14 @@ def accuracy_rows(data):
         recs = [r for r in runs if not r.get("as_speed")]
         speed_recs = [r for r in runs if r.get("as_speed")]
         ours = [r[f"tlsprof_{stage}_us"] for r in recs]
-        unprobed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in recs]
-        probed = [r["truth"][f"{stage}_cpu_us"] for r in recs]
+        unprobed = [_truth(r, stage, "unprobed") for r in recs]
+        probed = [_truth(r, stage, "probed") for r in recs]
         # What the fixture's clock saw minus the probe hits inside its window, at tlsprof's calibrated cost.
         hits = [2 * (r.get(f"{stage}_functions_per_op") or 1) for r in recs]
         probed_corr = [p - h * (r["probe_cost_us_per_hit"] or 0) for r, p, h in zip(recs, probed, hits)]
         speed = [r[speed_key] for r in data["speed"]]
         ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]
-        fixture_as_speed = [r["truth"][f"unprobed_{stage}_cpu_us"] for r in speed_recs]
+        fixture_as_speed = [_truth(r, stage, "unprobed") for r in speed_recs]
         # Counted in the probe windows (raw data from before the report kept them: the one count it had).
         calls = [r.get(f"tlsprof_{stage}_observed_calls", r[f"tlsprof_{stage}_calls"]) for r in runs]
         expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]

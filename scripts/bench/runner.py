@@ -17,6 +17,7 @@ import time
 
 from . import bpfstats
 from .common import CLK_TCK, REPO, BenchError, log, med
+from .figures import ops_in_windows
 from .machine import facts
 from .processes import Child, LineWatcher, run_text
 from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
@@ -34,6 +35,12 @@ SPEED_LINES = {
     "p256_derive": r"^\s*256 bits ecdh \(nistp256\)\s+([\d.]+)s\s+([\d.]+)",
     "x25519_derive": r"^\s*253 bits ecdh \(X25519\)\s+([\d.]+)s\s+([\d.]+)",
 }
+
+
+def read_op_log(path):
+    """The fixture's --op-log: (kind 'd' or 's', start in ns since the Unix epoch, thread CPU µs) per operation."""
+    with open(path) as f:
+        return [(kind, int(start), float(cpu)) for kind, start, cpu in (line.split() for line in f)]
 
 
 def parse_speed(text):
@@ -171,8 +178,9 @@ class Bench:
     def fixture_run(self, rnd, derive_alg, sign_alg, as_speed):
         """tlsprof on the ground-truth fixture; it times each operation itself, probed and in its unprobed twin in turn."""
         n, m = self.args.fixture_ops[(derive_alg, sign_alg)]
+        op_log = os.path.join(self.scratch, f"ops-r{rnd}-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}")
         fx = Child([self.fixture, "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
-                    n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    "--op-log", op_log, n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out = LineWatcher(fx.popen.stdout)
         err = LineWatcher(fx.popen.stderr)
         if out.wait_for(lambda l: l == "ready", timeout=300) is None:
@@ -196,9 +204,12 @@ class Bench:
             raise
         prof = sess.stop()
         rep = prof["report"]
+        spans = [(w["start_unix_ns"], w["start_unix_ns"] + w["live_s"] * 1e9)
+                 for w in (rep.get("probing") or {}).get("window_spans", [])]
         rec = {"round": rnd, "derive_alg": derive_alg, "sign_alg": sign_alg, "as_speed": as_speed, "truth": truth,
                "live_s": prof["live_s"], "live_own_ms": prof["live_own_ms"],
-               "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"]}
+               "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"],
+               "in_windows": ops_in_windows(read_op_log(op_log), read_op_log(op_log + ".twin"), spans)}
         for stage in ("derive", "sign"):
             s = rep["stages"].get(stage) or {}
             seen = (s.get("observed") or {}).get("calls")

@@ -83,6 +83,12 @@ pub struct TargetSummary {
     pub tls_cpu_ms_ci95: Option<[f64; 2]>,
 }
 
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct WindowSpan {
+    pub start_unix_ns: u64,
+    pub live_s: f64,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ProbingSummary {
     /// The budget, in percent of the targets' CPU; 100: attached throughout.
@@ -94,6 +100,9 @@ pub struct ProbingSummary {
     pub cpu_share: f64,
     pub windows: u32,
     pub peak_overhead: f64,
+    /// When each window opened (ns since the Unix epoch) and how long it stayed: the moments the stage
+    /// figures come from. Windows of recordings that did not date them are left out.
+    pub window_spans: Vec<WindowSpan>,
     /// The duty cycle paused the stage probes at some point.
     #[serde(skip)]
     pub part_time: bool,
@@ -582,6 +591,17 @@ fn probing(rec: &Recording, process_cpu_ms: f64, probed_cpu_ms: f64, probe_overh
         cpu_share,
         windows: rec.probing.windows,
         peak_overhead: rec.probing.peak_overhead,
+        window_spans: rec
+            .probing
+            .window_figures
+            .iter()
+            .filter_map(|w| {
+                w.start_unix_ns.map(|start_unix_ns| WindowSpan {
+                    start_unix_ns,
+                    live_s: w.live_s,
+                })
+            })
+            .collect(),
         part_time: rec.probed_part_time(),
     }
 }
@@ -1035,6 +1055,24 @@ mod tests {
         assert_eq!(json["handshakes"]["kinds"][1]["outcome"], "abandoned");
     }
 
+    /// The moments the stage figures come from, for judging them against what ran then: dated windows only.
+    #[test]
+    fn the_probe_windows_are_listed_with_their_dates() {
+        let mut rec = crate::model::tests::two_process_recording();
+        let n = rec.probing.window_figures.len();
+        assert!(n >= 2);
+        rec.probing.window_figures[0].start_unix_ns = Some(1_700_000_000_000_000_000);
+        let spans = summarize(&rec).probing.window_spans;
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0].start_unix_ns, 1_700_000_000_000_000_000);
+        assert_eq!(spans[0].live_s, rec.probing.window_figures[0].live_s);
+        let json = serde_json::to_value(summarize(&rec)).unwrap();
+        assert_eq!(
+            json["probing"]["window_spans"][0]["start_unix_ns"],
+            1_700_000_000_000_000_000u64
+        );
+    }
+
     /// Windows that saw 2 abandoned handshakes per 7 connections, weighted for their chance to end inside
     /// the window: the whole recording's 140 connections carry 40 of them, or 50 weighted by 1.25.
     #[test]
@@ -1061,6 +1099,7 @@ mod tests {
         // Probes attached throughout: the handshakes seen, as counted.
         let mut exact = sample_recording();
         exact.probing.window_figures = vec![crate::model::ProbeWindow {
+            start_unix_ns: None,
             live_s: exact.duration_s,
             processes: vec![WindowPart {
                 pid: 10,

@@ -127,6 +127,9 @@ pub struct Probing {
 /// One probe window: what the probes saw in each target during it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ProbeWindow {
+    /// When it opened, by the wall clock (ns since the Unix epoch); None in recordings made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
     pub live_s: f64,
     pub processes: Vec<WindowPart>,
 }
@@ -845,6 +848,7 @@ pub(crate) mod tests {
             stage_self_ns: BTreeMap::from([(Stage::Sign, 1_000_000 * n)]),
         };
         let window = ProbeWindow {
+            start_unix_ns: None,
             live_s: 0.25,
             processes: vec![part(10, 2.5, 2), part(20, 5.0, 5)],
         };

@@ -770,6 +770,7 @@ mod tests {
         rec.probe_stepped_hits = 0;
         rec.targets[0].probed_cpu_ms = 5.0;
         let window = |full| ProbeWindow {
+            start_unix_ns: None,
             live_s: 0.25,
             processes: vec![WindowPart {
                 pid: 10,

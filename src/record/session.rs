@@ -120,7 +120,7 @@ fn run(
         }
     };
     let first = reading(started, &cpu, &programs, &mut counters);
-    let mut windows = WindowLog::default();
+    let mut windows = WindowLog::dated_from(started, started_unix_ns);
     windows.open(first.clone());
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
     let samples = RefCell::new(SampleAggregator::new(
@@ -165,8 +165,10 @@ fn run(
             }
             Action::Resume => {
                 targets.resume(&mut programs.skel)?;
+                // The window starts as the epoch flips, at the end of resume: it is dated from there.
+                let flipped = Instant::now();
                 cpu.poll(&live, false);
-                let now = reading(Instant::now(), &cpu, &programs, &mut counters);
+                let now = reading(flipped, &cpu, &programs, &mut counters);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
             }

@@ -26,6 +26,9 @@ pub struct Reading {
 
 #[derive(Default)]
 pub struct WindowLog {
+    /// The recording's start by the monotonic clock and by the wall clock (ns since the Unix epoch), to date
+    /// the windows by.
+    started: Option<(Instant, u64)>,
     /// The counters when the open window opened.
     open: Option<Reading>,
     /// When the stage probes were last attached: a window cut in parts (continuous mode's intervals) is one
@@ -75,6 +78,15 @@ impl TreeSeen {
 }
 
 impl WindowLog {
+    /// A log whose windows are dated from the recording's start (`started`, `started_unix_ns` by the wall
+    /// clock, if it could be read).
+    pub fn dated_from(started: Instant, started_unix_ns: Option<u64>) -> WindowLog {
+        WindowLog {
+            started: started_unix_ns.map(|ns| (started, ns)),
+            ..WindowLog::default()
+        }
+    }
+
     /// A window opens: the stage probes are attached and counting from `at.now`.
     pub fn open(&mut self, at: Reading) {
         self.attached = Some(at.now);
@@ -168,6 +180,9 @@ impl WindowLog {
             })
             .collect();
         self.closed.push(ProbeWindow {
+            start_unix_ns: self
+                .started
+                .map(|(instant, unix_ns)| unix_ns + open.now.saturating_duration_since(instant).as_nanos() as u64),
             live_s: at.now.saturating_duration_since(open.now).as_secs_f64(),
             processes,
         });
@@ -194,15 +209,17 @@ mod tests {
     use crate::model::Role;
 
     #[test]
-    fn a_window_is_split_by_process_and_the_probes_cost_shared_by_cpu() {
+    fn a_window_is_dated_and_split_by_process_and_the_probes_cost_shared_by_cpu() {
+        let t0 = Instant::now();
         let at = |ms: f64, probed: [f64; 2], conns: [u64; 2], probe_ms: f64| Reading {
-            now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
+            now: t0 + std::time::Duration::from_secs_f64(ms / 1e3),
             probed_cpu_ms: BTreeMap::from([(10, probed[0]), (20, probed[1])]),
             probe_ms,
             connections: BTreeMap::from([(10, conns[0]), (20, conns[1])]),
             slices: BTreeMap::new(),
         };
-        let mut log = WindowLog::default();
+        // The recording started 2 s before the window, at 1,000 s past the epoch by the wall clock.
+        let mut log = WindowLog::dated_from(t0 - std::time::Duration::from_secs(2), Some(1_000_000_000_000));
         log.open(at(0.0, [100.0, 50.0], [7, 3], 1.0));
         let kind = crate::model::HandshakeKind {
             role: Role::Server,
@@ -240,6 +257,8 @@ mod tests {
             &ProbeCost::default(),
         );
         let w = &log.closed[0];
+        assert_eq!(w.start_unix_ns, Some(1_002_000_000_000));
+        assert!((w.live_s - 0.25).abs() < 1e-9);
         let part = |pid| w.processes.iter().find(|p| p.pid == pid).unwrap();
         assert!((part(10).own_cpu_ms - 9.0).abs() < 1e-9 && (part(20).own_cpu_ms - 18.0).abs() < 1e-9);
         assert_eq!((part(10).connections, part(20).connections), (2, 5));
