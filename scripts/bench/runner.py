@@ -222,10 +222,14 @@ class Bench:
             rec[f"{stage}_functions_per_op"] = fn_calls / seen if seen else None
         self.data["accuracy"].append(rec)
         mode = " as speed" if as_speed else ""
-        ours = {k: "–" if rec[k] is None else f"{rec[k]:.1f}" for k in ("tlsprof_derive_us", "tlsprof_sign_us")}
-        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{mode}: derive tlsprof {ours['tlsprof_derive_us']} "
-            f"vs {truth['unprobed_derive_cpu_us']:.1f} µs, sign tlsprof {ours['tlsprof_sign_us']} "
-            f"vs {truth['unprobed_sign_cpu_us']:.1f} µs (unprobed)")
+        figures = []
+        for stage in ("derive", "sign"):
+            ours, window = rec[f"tlsprof_{stage}_us"], rec["in_windows"][stage]
+            truth_in_windows = window["unprobed_cpu_us"]
+            figures.append(f"{stage} tlsprof {'–' if ours is None else f'{ours:.1f}'} vs "
+                           f"{'–' if truth_in_windows is None else f'{truth_in_windows:.1f}'} µs "
+                           f"({window['ops']} ops in the windows; {truth[f'unprobed_{stage}_cpu_us']:.1f} over the run)")
+        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{mode}: {', '.join(figures)} (unprobed)")
 
     def speed_run(self, rnd):
         argv = ["openssl", "speed", "-seconds", str(self.args.speed_seconds), "rsa2048", "ecdsap256", "ecdhx25519",
