@@ -270,18 +270,25 @@ static __always_inline __u64 left_out_since_in(struct thread_state *ts, __u64 on
  * leaves out. That is noted by the run queue at its clock updates, at scheduling and ticks; the stage figures
  * lose what was noted while their frame ran. (Scaling by a whole slice's ratio would not do: the hypervisor
  * takes the CPU mostly where the guest exits to it, as when waking a thread on another CPU, not evenly.) */
-static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
+/* A running thread's clock, `on_cpu` after its switch-in, less `left_out` of that time. */
+static __always_inline __u64 running_cpu(struct thread_state *ts, __u64 on_cpu, __u64 left_out)
 {
-	__u64 on_cpu = now - ts->last_in, cpu;
+	__u64 cpu = ts->cpu_ns + on_cpu - left_out;
 
-	if (!ts->running)
-		return ts->cpu_ns;
-	cpu = ts->cpu_ns + on_cpu - left_out_since_in(ts, on_cpu);
 	/* Steal noted now may have been taken before an earlier reading: the clock stands still, never goes back. */
 	if (cpu < ts->cpu_read)
 		cpu = ts->cpu_read;
 	ts->cpu_read = cpu;
 	return cpu;
+}
+
+static __always_inline __u64 thread_cpu_now(struct thread_state *ts, __u64 now)
+{
+	__u64 on_cpu = now - ts->last_in;
+
+	if (!ts->running)
+		return ts->cpu_ns;
+	return running_cpu(ts, on_cpu, left_out_since_in(ts, on_cpu));
 }
 
 /* A thread's or goroutine's on-CPU time now. */
@@ -1071,9 +1078,9 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 
 	ts = bpf_map_lookup_elem(&threads, &prev);
 	if (ts && ts->running) {
-		__u64 left_out = left_out_since_in(ts, now - ts->last_in);
+		__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
 
-		ts->cpu_ns = thread_cpu_now(ts, now);
+		ts->cpu_ns = running_cpu(ts, on_cpu, left_out);
 		ts->running = 0;
 		count_slice(ts, left_out);
 	}
