@@ -11,7 +11,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space before load. */
 const volatile __u32 stack_bytes = 16384;
 const volatile __u32 call_graph = CALL_GRAPH_DWARF;
-const volatile __u32 kernel_stacks = 0;
 /* The --max-overhead duty cycle, set by user space: odd while the stage probes are paused. Attaching and
  * detaching dozens of uprobes takes milliseconds, one function at a time; the programs ignore everything while
  * the epoch is odd, so a window starts and ends for all functions at once. Frames and connections of an
@@ -119,6 +118,7 @@ struct tree_key _tree_key = {};
 struct tree_val _tree_val = {};
 struct target_state _target_state = {};
 struct stack_sample _stack_sample = {};
+struct trap_sample _trap_sample = {};
 enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
@@ -191,6 +191,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } stacks SEC(".maps");
+
+/* Kernel stacks of the trap sampler's samples (half a KiB each), taken only while the stage probes are
+ * attached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} trap_samples SEC(".maps");
 
 /* tid -> the thread's stack mapping, as bpf_find_vma last found it (see copy_user_stack). */
 struct stack_range {
@@ -1207,8 +1214,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 
+	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target (record/samples.rs),
+	 * whether or not --kernel keeps kernel frames in the profile. */
 	s->kernel_frames = 0;
-	if (kernel_stacks && s->in_kernel) {
+	if (s->in_kernel) {
 		n = bpf_get_stack(ctx, s->kernel_ips, sizeof(s->kernel_ips), 0);
 		s->kernel_frames = n > 0 ? n / sizeof(__u64) : 0;
 	}
@@ -1225,5 +1234,33 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	len = len ? ((len - 1) & (TLSPROF_MAX_STACK_BYTES - 1)) + 1 : 0;
 	if (bpf_ringbuf_output(&stacks, s, offsetof(struct stack_sample, stack) + len, BPF_RB_NO_WAKEUP))
 		count_stat(STAT_SAMPLE_DROPS);
+	return 0;
+}
+
+/* A denser sampler than on_cpu_sample, enabled only while the stage probes are attached: the share of the
+ * targets' samples taken in the probes' traps is what the probes cost them, measured in them (the governor
+ * spends --max-overhead by it). No user stack: a sample costs a target little more than its interrupt. */
+SEC("perf_event")
+int on_trap_sample(struct bpf_perf_event_data *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct trap_sample *t;
+	long n;
+
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	count_stat(STAT_TRAP_SAMPLES);
+	/* x86-64 kernel addresses have the top bit set; user ones never do. */
+	if ((__s64)ctx->regs.ip >= 0)
+		return 0;
+	t = bpf_ringbuf_reserve(&trap_samples, sizeof(*t), 0);
+	if (!t) {
+		count_stat(STAT_TRAP_SAMPLE_DROPS);
+		return 0;
+	}
+	n = bpf_get_stack(ctx, t->kernel_ips, sizeof(t->kernel_ips), 0);
+	t->frames = n > 0 ? n / sizeof(__u64) : 0;
+	t->pad = 0;
+	bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -181,6 +181,14 @@ struct stack_sample {
 	__u8 stack[TLSPROF_MAX_STACK_BYTES];
 };
 
+/* A sample of the trap sampler taken in the kernel: its kernel stack, for user space to tell whether it is in
+ * the probes' traps (record/traps.rs). */
+struct trap_sample {
+	__u32 frames;
+	__u32 pad;
+	__u64 kernel_ips[TLSPROF_MAX_KERNEL_FRAMES];
+};
+
 /* Records of the handshakes ring buffer, told apart by their first field. */
 enum tlsprof_event_kind {
 	EVENT_HANDSHAKE = 1,
@@ -256,7 +264,11 @@ enum tlsprof_stat {
 	/* Entries of handshake stages (key exchange, signature, verification, key schedule, resumption) outside
 	 * any handshake call or I/O call driving one: their handshakes are not counted (TARGET_UNFRAMED_WORK). */
 	STAT_UNFRAMED_WORK = 10,
-	STAT_COUNT = 11,
+	/* Samples of the targets the trap sampler took, and those of them in the kernel its ring buffer had no
+	 * room for. */
+	STAT_TRAP_SAMPLES = 11,
+	STAT_TRAP_SAMPLE_DROPS = 12,
+	STAT_COUNT = 13,
 };
 
 #endif

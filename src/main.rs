@@ -137,7 +137,7 @@ struct ProbeArgs {
     /// need tens of KiB to reach main() from a TLS handshake.
     #[arg(long, value_name = "BYTES", default_value_t = 65536)]
     stack_bytes: u32,
-    /// Also record kernel frames.
+    /// Also record kernel frames (those of samples in the probes' own traps are kept without it).
     #[arg(long)]
     kernel: bool,
     /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
@@ -145,9 +145,10 @@ struct ProbeArgs {
     hello_capture: HelloCaptureArg,
     /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
     /// enough to cost more, the probes are attached part of the time and counts are scaled from those
-    /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The default
-    /// leaves room for what the calibration misses (a hit in a busy server costs more than its calibrated
-    /// cost) and for the CPU sampler (BENCHMARKS.md).
+    /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The probes' cost
+    /// is what samples taken in their traps measure in the targets (their calibrated cost until they say
+    /// more). The default leaves room for what a trap costs the target's own code after it (colder caches),
+    /// which no sample shows, and for the CPU sampler (BENCHMARKS.md).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
     max_overhead: f64,
 }

@@ -25,7 +25,8 @@ fn cpu_ns(pid: u32) -> u64 {
 struct Run {
     /// The profiled worker's CPU per handshake over the control twin's, − 1: what the profiler cost it.
     paired_overhead: f64,
-    /// What tlsprof estimated its probes cost (calibrated per hit), against the worker's own CPU.
+    /// What tlsprof estimated its probes cost (calibrated per hit, or more where the samples in the traps
+    /// measured more), against the worker's own CPU.
     estimated_overhead: f64,
     connections: u64,
     report: Value,
@@ -98,10 +99,10 @@ fn busy_nginx_probed_part_time_costs_what_the_budget_buys_measured_by_a_twin() {
     let attached_estimate = mean(exact.iter().map(|r| r.estimated_overhead));
     let real = mean(governed.iter().map(|r| r.paired_overhead));
     let fraction = mean(governed.iter().map(|r| f(&r.report["probing"]["fraction"])));
-    // How far the calibrated cost per hit falls short of what a hit costs in this worker, by the twin.
-    let calibration_error = attached / attached_estimate;
+    // How far tlsprof's estimate per hit falls short of what a hit costs in this worker, by the twin.
+    let estimate_error = attached / attached_estimate;
     eprintln!(
-        "attached throughout: {:+.2}% by the twin, {:.2}% by tlsprof's calibration (×{calibration_error:.2}); \
+        "attached throughout: {:+.2}% by the twin, {:.2}% by tlsprof's estimate (×{estimate_error:.2}); \
          budget {:.2}%: {:+.2}% by the twin, probes live {:.0}% of the time",
         attached * 100.0,
         attached_estimate * 100.0,
@@ -117,15 +118,15 @@ fn busy_nginx_probed_part_time_costs_what_the_budget_buys_measured_by_a_twin() {
             run.summary
         );
     }
-    // The governor holds the budget in calibrated cost: what the twin measures is the budget times the
-    // calibration's shortfall measured in the same run, neither more (the budget is kept in those units) nor
+    // The governor holds the budget in tlsprof's estimated cost: what the twin measures is the budget times
+    // the estimate's shortfall measured in the same run, neither more (the budget is kept in those units) nor
     // much less (the windows buy what the budget allows), and no more than the probed share of the cost
     // attached throughout.
-    let bought = budget * calibration_error;
+    let bought = budget * estimate_error;
     assert!(
         (real - bought).abs() <= TWIN_RESOLUTION,
-        "the governed worker paid {:+.2}% by its twin, the budget of {:.2}% buys {:.2}% at the calibration's \
-         shortfall (×{calibration_error:.2})",
+        "the governed worker paid {:+.2}% by its twin, the budget of {:.2}% buys {:.2}% at the estimate's \
+         shortfall (×{estimate_error:.2})",
         real * 100.0,
         budget * 100.0,
         bought * 100.0

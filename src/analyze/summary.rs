@@ -49,8 +49,13 @@ pub struct Summary {
     pub probe_hits: u64,
     pub probe_stepped_hits: u64,
     pub probe_cost_cold_us_per_step: f64,
-    /// Target CPU spent in the probes, from the hit counts and the calibrated cold-cache costs.
+    /// Target CPU spent in the probes: the hits at their calibrated cold-cache costs, or what the samples in
+    /// the probes' traps measured when that is more (ProbeCost::overhead_ms).
     pub probe_overhead_ms: f64,
+    /// The hits at their calibrated costs alone.
+    pub probe_overhead_calibrated_ms: f64,
+    /// The samples taken in the probes' traps; None where they were not counted.
+    pub probe_traps: Option<TrapsMeasured>,
     /// The part of the stage threads' time on a CPU that the kernel left out of their task clock (the
     /// hypervisor's steal time), which stage and handshake CPU leave out too; None when no scheduler slice of
     /// theirs was measured.
@@ -67,6 +72,17 @@ pub struct Summary {
     pub stacks: StackSummary,
     #[serde(skip)]
     pub call_tree: CallTree,
+}
+
+/// The targets' CPU samples taken in the probes' traps (the kernel's uprobe code), of all their samples, and
+/// the CPU they stand for: the probes' cost measured in the targets, estimated with its 95% interval.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TrapsMeasured {
+    pub samples: u64,
+    pub of_samples: u64,
+    pub freq_hz: u64,
+    pub cpu_ms: f64,
+    pub cpu_ms_ci95: [f64; 2],
 }
 
 /// A target, and its part of the recording's handshakes and TLS CPU, estimated as the recording's are (from
@@ -198,7 +214,7 @@ pub struct StageSummary {
     /// What the self CPU went to, from the CPU samples whose innermost stage this is (analyze/causes.rs),
     /// most samples first; `unattributed` holds the samples with no named frame below the stage frame.
     pub causes: Vec<CauseSummary>,
-    /// The stage's samples in tlsprof's own uprobe traps (seen with --kernel): left out of the causes' shares,
+    /// The stage's samples in tlsprof's own uprobe traps (their kernel frames are always kept): left out of the causes' shares,
     /// as the probes' calibrated cost is out of the stage's CPU.
     pub probe_samples: u64,
     /// What the probes saw, in ns.
@@ -341,10 +357,11 @@ impl Core {
     fn of(rec: &Recording) -> Core {
         let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
         let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
-        let probe_overhead_ms = rec.probe_cost.overhead_ms(Hits {
+        let hits = Hits {
             all: rec.probe_hits,
             stepped: rec.probe_stepped_hits,
-        });
+        };
+        let probe_overhead_ms = rec.probe_cost.overhead_ms(hits, rec.probe_traps, probed_cpu_ms);
         let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
         let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
         let windows = Windows::of(
@@ -469,6 +486,20 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_stepped_hits: rec.probe_stepped_hits,
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
+        probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(Hits {
+            all: rec.probe_hits,
+            stepped: rec.probe_stepped_hits,
+        }),
+        probe_traps: rec.probe_traps.map(|t| {
+            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, probed_cpu_ms);
+            TrapsMeasured {
+                samples: t.trapped,
+                of_samples: t.samples,
+                freq_hz: t.freq_hz,
+                cpu_ms: cpu.value,
+                cpu_ms_ci95: cpu.ci95,
+            }
+        }),
         stolen_share: stolen_share(rec),
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),

@@ -8,7 +8,7 @@ mod probe_cost;
 pub mod untrusted;
 
 pub use histogram::CpuHistogram;
-pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode};
+pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, TrapSamples, CALIBRATION_AS_SAMPLES};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,6 +69,10 @@ pub struct Recording {
     pub probe_hits: u64,
     #[serde(default)]
     pub probe_stepped_hits: u64,
+    /// The targets' CPU samples and those taken in the probes' traps: their cost measured in the targets.
+    /// None when the kernel hides its symbols' addresses, and in recordings made before they were counted.
+    #[serde(default)]
+    pub probe_traps: Option<TrapSamples>,
     pub probing: Probing,
     /// µs per operation of alternatives advice compares with (`openssl speed` on this machine at record time).
     pub openssl_speed: BTreeMap<String, f64>,
@@ -634,6 +638,12 @@ impl Recording {
             probe_cost: self.probe_cost,
             probe_hits: (self.probe_hits as f64 * share).round() as u64,
             probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
+            // The trap sampler runs while the probes are attached, as the hits come.
+            probe_traps: self.probe_traps.map(|t| TrapSamples {
+                trapped: (t.trapped as f64 * share).round() as u64,
+                samples: (t.samples as f64 * share).round() as u64,
+                freq_hz: t.freq_hz,
+            }),
             probing,
             openssl_speed: self.openssl_speed.clone(),
         }
@@ -798,6 +808,7 @@ pub(crate) mod tests {
             },
             probe_hits: 100,
             probe_stepped_hits: 10,
+            probe_traps: None,
             probing: Probing {
                 max_overhead_pct: 0.5,
                 live_s: 2.0,

@@ -26,6 +26,20 @@ pub struct ProbeCost {
     pub cold_step_ns: f64,
 }
 
+/// The trap sampler's samples of the targets while the probes were attached, and those taken in the probes'
+/// traps (the kernel's uprobe code): what the probes cost, measured in the targets themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrapSamples {
+    pub trapped: u64,
+    pub samples: u64,
+    /// Its rate, per CPU.
+    pub freq_hz: u64,
+}
+
+/// Until the samples in the traps say more, the calibration weighs as this many of them: a few samples say
+/// little, and a figure that swung with each would make the governor's windows swing too.
+pub const CALIBRATION_AS_SAMPLES: f64 = 10.0;
+
 /// Probe hits (entries and returns), and the single-stepped entries among them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hits {
@@ -42,9 +56,24 @@ impl ProbeCost {
         (cpu_ns as f64 - cost).max(0.0) as u64
     }
 
-    /// What these hits cost the targets, in ms of their CPU.
-    pub fn overhead_ms(&self, hits: Hits) -> f64 {
+    /// What these hits cost the targets at the calibrated cold-cache costs, in ms of their CPU.
+    pub fn calibrated_ms(&self, hits: Hits) -> f64 {
         (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
+    }
+
+    /// What these hits cost the targets, in ms of their CPU: the calibrated cost, or what the trap sampler
+    /// measured over `cpu_ms` of the targets' CPU (while it ran) when that is more. The calibration misses
+    /// cost (a busy server's caches and maps are colder than tlsprof's own), and the sampler misses a trap's
+    /// last steps, with interrupts off: the larger of the two is the nearer.
+    pub fn overhead_ms(&self, hits: Hits, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
+        let calibrated = self.calibrated_ms(hits);
+        let Some(t) = traps.filter(|t| t.samples > 0 && cpu_ms > 0.0) else {
+            return calibrated;
+        };
+        let ms_per_sample = cpu_ms / t.samples as f64;
+        let measured = (t.trapped as f64 + CALIBRATION_AS_SAMPLES) * ms_per_sample;
+        let expected = calibrated + CALIBRATION_AS_SAMPLES * ms_per_sample;
+        calibrated * (measured / expected).max(1.0)
     }
 }
 
@@ -104,7 +133,35 @@ mod tests {
             1_000_000 - 5_000 - 40_000 - 100_000
         );
         assert_eq!(cost.correct(100, 1, Hits { all: 5, stepped: 0 }), 0);
-        assert_eq!(cost.overhead_ms(nested), (40.0 * 1500.0 + 10.0 * 15_000.0) / 1e6);
+        assert_eq!(cost.calibrated_ms(nested), (40.0 * 1500.0 + 10.0 * 15_000.0) / 1e6);
+    }
+
+    #[test]
+    fn overhead_is_the_calibrated_cost_or_more_when_the_traps_measured_more() {
+        let cost = ProbeCost {
+            cold_hit_ns: 2000.0,
+            ..ProbeCost::default()
+        };
+        let hits = Hits {
+            all: 100_000,
+            stepped: 0,
+        };
+        // 200 ms calibrated, against 10,000 samples of 1 ms each.
+        let traps = |trapped| {
+            Some(TrapSamples {
+                trapped,
+                samples: 10_000,
+                freq_hz: 1000,
+            })
+        };
+        assert_eq!(cost.overhead_ms(hits, None, 10_000.0), 200.0);
+        assert_eq!(cost.overhead_ms(hits, traps(100), 10_000.0), 200.0);
+        // Twice the calibration in 400 samples: nearly twice, the calibration weighing as 10 samples.
+        assert_eq!(cost.overhead_ms(hits, traps(400), 10_000.0), 200.0 * 410.0 / 210.0);
+        // A few samples move it little.
+        assert_eq!(cost.overhead_ms(hits, traps(0), 10_000.0), 200.0);
+        let few = cost.overhead_ms(Hits { all: 1_000, stepped: 0 }, traps(4), 10_000.0);
+        assert!((few - 2.0 * 14.0 / 12.0).abs() < 1e-9, "{few}");
     }
 
     fn raw(path: Vec<u16>, calls: u64, cpu_ns: u64, all: u64, stepped: u64) -> RawNode {

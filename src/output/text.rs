@@ -9,7 +9,7 @@ use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
 use crate::catalogue::{Family, Stage};
 use crate::model::untrusted::{printable_lines, Printable};
-use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason};
+use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason, CALIBRATION_AS_SAMPLES};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -228,15 +228,31 @@ pub fn text(s: &Summary, group: Group) -> String {
     };
     let _ = writeln!(
         out,
-        "Probe cost (calibrated in tlsprof's own process at attach): {:.1} µs per hit with cold caches, {:.1} µs back to back: {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (estimated; --max-overhead {}%); removed from the figures above and below",
-        s.probe_cost_cold_us_per_hit,
-        s.probe_cost_us_per_hit,
+        "Probe cost: {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (estimated; --max-overhead {}%); removed from the figures above and below",
         s.probe_hits,
         stepped,
         s.probe_overhead_ms,
         pct(s.probe_overhead_ms, s.process_cpu_ms),
         s.probing.max_overhead_pct
     );
+    let calibrated = format!(
+        "calibrated in tlsprof's own process at attach: {:.1} µs per hit with cold caches, {:.1} µs back to back ≈ {:.1} ms",
+        s.probe_cost_cold_us_per_hit, s.probe_cost_us_per_hit, s.probe_overhead_calibrated_ms
+    );
+    let _ = match &s.probe_traps {
+        Some(t) => writeln!(
+            out,
+            "  measured in the targets: {} of the {} samples taken at {} Hz while the probes were attached were in their traps ≈ {} ms; {calibrated}; the estimate is the measured cost with the calibration weighing as {CALIBRATION_AS_SAMPLES} samples, never below the calibrated",
+            t.samples,
+            t.of_samples,
+            t.freq_hz,
+            interval(t.cpu_ms, t.cpu_ms_ci95, 1),
+        ),
+        None => writeln!(
+            out,
+            "  {calibrated} (not measured in the targets: the kernel hid its symbols' addresses, or the recording was made before tlsprof measured it)"
+        ),
+    };
     let _ = writeln!(out, "{}", connection_reuse_line(s));
 
     if !s.advice.is_empty() {

@@ -11,6 +11,7 @@ unsafe impl plain::Plain for types::target_state {}
 unsafe impl plain::Plain for types::handshake_event {}
 unsafe impl plain::Plain for types::hello_event {}
 unsafe impl plain::Plain for types::stack_sample {}
+unsafe impl plain::Plain for types::trap_sample {}
 
 /// Copies the fixed head of a variable-length ring-buffer record (the fields before its byte array) into
 /// `out`; the bytes stay in `data`. False when the record is shorter than the head.

@@ -25,6 +25,7 @@ mod status;
 mod steal;
 mod symbolize;
 pub mod targets;
+mod traps;
 mod unwind;
 mod windows;
 mod wire;

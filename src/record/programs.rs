@@ -16,10 +16,17 @@ use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use super::steal::Slices;
 use super::AttachOptions;
-use crate::model::{CallGraph, Hits, ProbeCost};
+use crate::model::{CallGraph, Hits, ProbeCost, TrapSamples};
 
-/// From linux/perf_event.h; the libc crate does not carry it.
+/// From linux/perf_event.h; the libc crate does not carry them (the ioctls are _IO('$', 0) and _IO('$', 1)).
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+
+/// The trap sampler's rate while the stage probes are attached: with a hit costing a few µs and a handshake
+/// making a dozen, a few percent of a probed target's samples fall in the traps, a few dozen in each second
+/// of its CPU probed. It costs every CPU one more timer interrupt per ms while it runs.
+const TRAP_SAMPLE_HZ: u64 = 1000;
 
 /// The stack ring buffer holds this long of samples at the highest rate (every CPU sampling a target, every
 /// stack copy full size): a few polls' worth. Its pages stay resident, so it is no larger than that.
@@ -34,6 +41,8 @@ pub struct Programs<'obj> {
     calibration_hits: Hits,
     /// The sched_switch tracepoint and the CPU samplers.
     links: Vec<Link>,
+    /// The trap sampler's perf events, one per CPU, owned by their links in `links`.
+    trap_sampler: Vec<i32>,
 }
 
 pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
@@ -59,7 +68,6 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF read-only data")?;
     rodata.stack_bytes = opts.stack_bytes;
     rodata.call_graph = call_graph_id(opts.call_graph).0;
-    rodata.kernel_stacks = u32::from(opts.kernel_stacks);
     let cpus = libbpf_rs::num_possible_cpus().context("count possible CPUs")? as u32;
     open.maps
         .sample_scratch
@@ -128,6 +136,7 @@ impl<'obj> Programs<'obj> {
             probe_cost,
             calibration_hits,
             links: Vec::new(),
+            trap_sampler: Vec::new(),
         }
     }
 
@@ -147,7 +156,7 @@ impl<'obj> Programs<'obj> {
             self.links.push(link);
         }
         for cpu in online_cpus()? {
-            let fd = open_cpu_clock(cpu, freq_hz)?;
+            let fd = open_cpu_clock(cpu, freq_hz, true)?;
             let link = self
                 .skel
                 .progs
@@ -157,8 +166,45 @@ impl<'obj> Programs<'obj> {
             // The link closes the perf event when it is destroyed.
             let _ = fd.into_raw_fd();
             self.links.push(link);
+            let fd = open_cpu_clock(cpu, TRAP_SAMPLE_HZ, false)?;
+            let link = self
+                .skel
+                .progs
+                .on_trap_sample
+                .attach_perf_event(fd.as_raw_fd())
+                .with_context(|| format!("attach the trap sampler on CPU {cpu}"))?;
+            self.trap_sampler.push(fd.into_raw_fd());
+            self.links.push(link);
         }
         Ok(())
+    }
+
+    /// Runs the trap sampler (while the stage probes are attached) or stops it.
+    pub fn trap_sampling(&self, on: bool) -> Result<()> {
+        let request = if on {
+            PERF_EVENT_IOC_ENABLE
+        } else {
+            PERF_EVENT_IOC_DISABLE
+        };
+        for &fd in &self.trap_sampler {
+            // SAFETY: fd is a perf event that its link keeps open for as long as self lives.
+            if unsafe { libc::ioctl(fd, request, 0) } != 0 {
+                bail!("switch the trap sampler: {}", std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// The targets' samples the trap sampler took (those its ring buffer dropped left out), and those
+    /// `trapped` of them in the probes' traps.
+    pub fn trap_samples(&self, trapped: u64) -> TrapSamples {
+        TrapSamples {
+            trapped,
+            samples: self
+                .stat(tlsprof_stat::STAT_TRAP_SAMPLES)
+                .saturating_sub(self.stat(tlsprof_stat::STAT_TRAP_SAMPLE_DROPS)),
+            freq_hz: TRAP_SAMPLE_HZ,
+        }
     }
 
     /// A counter of enum tlsprof_stat, summed over CPUs.
@@ -192,9 +238,10 @@ impl<'obj> Programs<'obj> {
         }
     }
 
-    /// What the probes have cost the targets so far, in ms of their CPU.
-    pub fn target_probe_ms(&self) -> f64 {
-        self.probe_cost.overhead_ms(self.target_probe_hits())
+    /// What the probes have cost the targets so far, in ms of their CPU: the samples in their traps so far
+    /// were taken over `cpu_ms` of it.
+    pub fn target_probe_ms(&self, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
+        self.probe_cost.overhead_ms(self.target_probe_hits(), traps, cpu_ms)
     }
 
     /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches
@@ -244,7 +291,7 @@ fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
 }
 
 /// A cpu-clock software event on one CPU: works without a hardware PMU (virtual machines).
-fn open_cpu_clock(cpu: i32, freq_hz: u64) -> Result<OwnedFd> {
+fn open_cpu_clock(cpu: i32, freq_hz: u64, enabled: bool) -> Result<OwnedFd> {
     use libbpf_rs::libbpf_sys as sys;
     // SAFETY: perf_event_attr is a plain C struct; all-zero is its documented default.
     let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
@@ -253,6 +300,7 @@ fn open_cpu_clock(cpu: i32, freq_hz: u64) -> Result<OwnedFd> {
     attr.config = u64::from(sys::PERF_COUNT_SW_CPU_CLOCK);
     attr.__bindgen_anon_1.sample_freq = freq_hz;
     attr.set_freq(1);
+    attr.set_disabled(u64::from(!enabled));
     // SAFETY: attr is valid for the duration of the call; pid -1 with a cpu means all processes on it.
     let fd = unsafe {
         libc::syscall(

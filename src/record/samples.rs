@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use super::bpf::types::{stack_sample, tlsprof_call_graph};
+use super::bpf::types::{stack_sample, tlsprof_call_graph, trap_sample};
 use super::debuginfo::DebugFinder;
 use super::stack_tree::{self, StackTree};
 use super::symbolize::FrameSymbolizer;
 use super::targets::Mapping;
+use super::traps::ProbeTraps;
 use super::unwind::{self, ProcessUnwinder, SectionCache};
 use crate::model::{Function, Sample, UnnamedFile};
 
@@ -116,10 +117,15 @@ pub struct SampleAggregator {
     header: Box<stack_sample>,
     /// Samples whose stack copy was empty (the read faulted) or that arrived malformed.
     unreadable: u64,
+    /// Kernel frames stay in the profile (--kernel); without, only those of samples in the probes' traps do.
+    kernel_frames: bool,
+    /// Tells the samples taken in the probes' traps and counts the trap sampler's; None when the kernel hides
+    /// its symbols.
+    pub traps: Option<ProbeTraps>,
 }
 
 impl SampleAggregator {
-    pub fn new(call_graph: tlsprof_call_graph, maps: HashMap<u32, Vec<Mapping>>) -> Self {
+    pub fn new(call_graph: tlsprof_call_graph, kernel_frames: bool, maps: HashMap<u32, Vec<Mapping>>) -> Self {
         let mut debug = DebugFinder::start();
         for (&pid, maps) in &maps {
             ask_for_files(&mut debug, pid, maps);
@@ -139,6 +145,8 @@ impl SampleAggregator {
             last_named: Instant::now(),
             header: Box::default(),
             unreadable: 0,
+            kernel_frames,
+            traps: ProbeTraps::new(),
         }
     }
 
@@ -176,6 +184,19 @@ impl SampleAggregator {
         self.add_process(pid, maps);
     }
 
+    /// Takes one record of the trap sampler (a trap_sample).
+    pub fn add_trap_sample(&mut self, data: &[u8]) {
+        let mut t = trap_sample::default();
+        if plain::copy_from_bytes(&mut t, data).is_err() {
+            self.unreadable += 1;
+            return;
+        }
+        if let Some(traps) = &mut self.traps {
+            let frames = (t.frames as usize).min(t.kernel_ips.len());
+            traps.trapped += u64::from(traps.is_trap(&t.kernel_ips[..frames]));
+        }
+    }
+
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
         if !super::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
@@ -183,6 +204,13 @@ impl SampleAggregator {
             return;
         }
         let s = &*self.header;
+        let kernel = &s.kernel_ips[..usize::from(s.kernel_frames).min(s.kernel_ips.len())];
+        let trapped = self.traps.as_mut().is_some_and(|t| t.is_trap(kernel));
+        let kernel = if self.kernel_frames || trapped {
+            kernel.to_vec()
+        } else {
+            Vec::new()
+        };
         let stack = data.get(HEADER_LEN..HEADER_LEN + s.stack_len as usize).unwrap_or(&[]);
         let depth = usize::from(s.depth).min(s.funcs.len());
         let (user, complete) = if self.call_graph == tlsprof_call_graph::CALL_GRAPH_FP {
@@ -238,12 +266,11 @@ impl SampleAggregator {
             }
         };
         let callers = caller_positions(&user, &s.ret_slots[..depth], &s.ret_addrs[..depth]);
-        let kernel_frames = usize::from(s.kernel_frames).min(s.kernel_ips.len());
         let key = StackKey {
             pid: s.tgid,
             path: s.funcs[..depth].to_vec(),
             user,
-            kernel: s.kernel_ips[..kernel_frames].to_vec(),
+            kernel,
             callers,
             complete,
         };

@@ -33,7 +33,7 @@ use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::Printable;
 use crate::model::{
-    self, corrected_tree, HandshakeGroup, Hits, Lost, ProbeWindow, Probing, RawNode, Recording, Target,
+    self, corrected_tree, HandshakeGroup, Hits, Lost, ProbeWindow, Probing, RawNode, Recording, Target, TrapSamples,
 };
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
@@ -100,10 +100,27 @@ fn run(
     for p in &live {
         cpu.start(p.pid);
     }
+    let samples = RefCell::new(SampleAggregator::new(
+        programs::call_graph_id(opts.attach.call_graph),
+        opts.attach.kernel_stacks,
+        targets.maps.clone(),
+    ));
+    // The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
+    let trap_samples = |programs: &Programs| {
+        samples
+            .borrow()
+            .traps
+            .as_ref()
+            .map(|t| programs.trap_samples(t.trapped))
+    };
+    let probe_ms = |programs: &Programs, cpu: &CpuMeters| {
+        programs.target_probe_ms(trap_samples(programs), cpu.probed_ms().values().sum())
+    };
+    programs.trap_sampling(true)?;
     let mut governor = Governor::new(
         opts.max_overhead_pct,
         started,
-        programs.target_probe_ms(),
+        probe_ms(&programs, &cpu),
         cpu.total_ms(),
     );
     // Each target's connections and slices as last read: a process keeps its counts once it is no longer
@@ -114,7 +131,7 @@ fn run(
         Reading {
             now,
             probed_cpu_ms: cpu.probed_ms(),
-            probe_ms: programs.target_probe_ms(),
+            probe_ms: probe_ms(programs, cpu),
             connections: counters.iter().map(|(&pid, &(c, _))| (pid, c)).collect(),
             slices: counters.iter().map(|(&pid, &(_, s))| (pid, s)).collect(),
         }
@@ -123,10 +140,6 @@ fn run(
     let mut windows = WindowLog::dated_from(started, started_unix_ns);
     windows.open(first.clone());
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
-    let samples = RefCell::new(SampleAggregator::new(
-        programs::call_graph_id(opts.attach.call_graph),
-        targets.maps.clone(),
-    ));
     let mut rb = RingBufferBuilder::new();
     rb.add(&programs.skel.maps.handshakes, |data: &[u8]| {
         handshakes.borrow_mut().add(data);
@@ -136,12 +149,16 @@ fn run(
         samples.borrow_mut().add(data);
         0
     })?;
+    rb.add(&programs.skel.maps.trap_samples, |data: &[u8]| {
+        samples.borrow_mut().add_trap_sample(data);
+        0
+    })?;
     let rb = rb.build()?;
 
     let mut status = StatusLine::new();
     let mut last_rescan = Instant::now();
     let mut io_driven = HashMap::new();
-    let mut interval = Interval::start(started, &programs);
+    let mut interval = Interval::start(started, &programs, trap_samples(&programs));
     loop {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
@@ -150,11 +167,13 @@ fn run(
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
         let now = Instant::now();
-        match governor.tick(now, programs.target_probe_ms(), cpu.total_ms()) {
+        match governor.tick(now, probe_ms(&programs, &cpu), cpu.total_ms()) {
             Action::Pause => {
                 let at = reading(now, &cpu, &programs, &mut counters);
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
+                // The sampler runs over the targets' CPU counted as probed, which ends at this reading.
+                programs.trap_sampling(false)?;
                 targets.pause(&mut programs.skel)?;
                 rb.consume().context("drain the ring buffers")?;
                 let tree = read_tree(&programs)?;
@@ -168,6 +187,7 @@ fn run(
                 // The window starts as the epoch flips, at the end of resume: it is dated from there.
                 let flipped = Instant::now();
                 cpu.poll(&live, false);
+                programs.trap_sampling(true)?;
                 let now = reading(flipped, &cpu, &programs, &mut counters);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
@@ -265,6 +285,7 @@ fn run(
                 tree,
                 lost: interval.lost(&programs),
                 hits: interval.hits(&programs),
+                traps: interval.traps(trap_samples(&programs)),
                 start_unix_ns: started_unix_ns.map(|ns| ns + (interval.start - started).as_nanos() as u64),
                 duration_s: (at.now - interval.start).as_secs_f64(),
                 probing: Probing {
@@ -354,10 +375,12 @@ fn run(
             }
         })
         .collect();
+    let samples = samples.into_inner();
     let parts = Parts {
         recorded,
         handshakes: handshakes.into_inner().take_groups(),
-        named: samples.into_inner().finish(&targets.functions),
+        traps: samples.traps.as_ref().map(|t| programs.trap_samples(t.trapped)),
+        named: samples.finish(&targets.functions),
         tree: read_tree(&programs)?,
         lost: counted_losses(&programs),
         hits: programs.target_probe_hits(),
@@ -374,6 +397,7 @@ struct Interval {
     start: Instant,
     probed: Duration,
     hits: Hits,
+    traps: Option<TrapSamples>,
     lost: Lost,
     /// Per target: CPU, CPU while probed, and connections.
     cpu: HashMap<u32, (f64, f64, u64)>,
@@ -385,11 +409,12 @@ struct Interval {
 }
 
 impl Interval {
-    fn start(now: Instant, programs: &Programs) -> Interval {
+    fn start(now: Instant, programs: &Programs, traps: Option<TrapSamples>) -> Interval {
         Interval {
             start: now,
             probed: Duration::ZERO,
             hits: programs.target_probe_hits(),
+            traps,
             lost: counted_losses(programs),
             cpu: HashMap::new(),
             tree: TreeSeen::default(),
@@ -409,6 +434,15 @@ impl Interval {
             all: now.all.saturating_sub(before.all),
             stepped: now.stepped.saturating_sub(before.stepped),
         }
+    }
+
+    fn traps(&mut self, now: Option<TrapSamples>) -> Option<TrapSamples> {
+        let before = std::mem::replace(&mut self.traps, now)?;
+        now.map(|n| TrapSamples {
+            trapped: n.trapped.saturating_sub(before.trapped),
+            samples: n.samples.saturating_sub(before.samples),
+            freq_hz: n.freq_hz,
+        })
     }
 
     fn lost(&mut self, programs: &Programs) -> Lost {
@@ -498,6 +532,7 @@ struct Parts {
     /// The BPF side's losses (counted_losses).
     lost: Lost,
     hits: Hits,
+    traps: Option<TrapSamples>,
     start_unix_ns: Option<u64>,
     duration_s: f64,
     probing: Probing,
@@ -537,6 +572,7 @@ impl Parts {
             probe_cost: programs.probe_cost,
             probe_hits: hits.all,
             probe_stepped_hits: hits.stepped,
+            probe_traps: self.traps,
             probing: self.probing,
             // Measured by the caller once the recording is over (speed::measure).
             openssl_speed: BTreeMap::new(),

@@ -291,7 +291,7 @@ impl Metrics {
             &mut e,
             "tlsprof_probe_cpu_seconds_total",
             "CPU the stage probes cost the targets. Estimated: probe hits (exact) times their cost calibrated \
-             at start.",
+             at start, or more where the samples taken in their traps measured more.",
         );
         if let Some((overhead, budget)) = self.overhead {
             e.family(

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use crate::analyze::summarize;
-use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TreeNode};
+use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TrapSamples, TreeNode};
 use crate::output::{pprof, prometheus};
 use crate::record::targets::Process;
 use crate::record::{self, RecordOptions, Snapshots};
@@ -159,6 +159,14 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.start_unix_ns = recs.iter().filter_map(|r| r.start_unix_ns).min();
     out.probe_hits = 0;
     out.probe_stepped_hits = 0;
+    // Measured only if every interval measured them.
+    out.probe_traps = recs.iter().try_fold(TrapSamples::default(), |sum, r| {
+        r.probe_traps.map(|t| TrapSamples {
+            trapped: sum.trapped + t.trapped,
+            samples: sum.samples + t.samples,
+            freq_hz: t.freq_hz,
+        })
+    });
     out.lost = Default::default();
     out.probing.live_s = 0.0;
     out.probing.windows = 0;
