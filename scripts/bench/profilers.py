@@ -46,7 +46,8 @@ def report_summary(tlsprof, recording):
         "handshakes": {"estimated": h.get("estimated"), "total": h.get("total"), "total_ci95": h.get("total_ci95"),
                        "observed": (h.get("observed") or {}).get("total")},
         **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
-                                 "process_cpu_ms", "samples", "lost_samples", "all_probes", "duration_s")},
+                                 "probe_overhead_calibrated_ms", "probe_traps", "process_cpu_ms", "samples",
+                                 "lost_samples", "all_probes", "duration_s")},
     }, elapsed
 
 

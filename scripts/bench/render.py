@@ -82,10 +82,13 @@ def overhead_table(data, workload):
 def probes_row(data, workload, c, rs):
     added = med([r["control"]["cpu_us_per_req_ns"] * r["paired_overhead"] for r in rs])
     ctx = med([r.get("ctx_per_req") for r in rs])
-    hits, cost, est, notes = None, None, None, ""
+    hits, cost, trapped, est, notes = None, None, None, None, ""
     if c.startswith("tlsprof"):
         hits = med([(r["prof_report"]["probe_hits"] or 0) / r["requests"] for r in rs])
         cost = med([r["prof_report"]["probe_cost_us_per_hit"] for r in rs])
+        # Raw data from before the trap sampler has none.
+        trapped = med([r["prof_report"]["probe_traps"]["cpu_ms"] * 1e3 / r["prof_report"]["probe_hits"]
+                       for r in rs if r["prof_report"].get("probe_traps") and r["prof_report"]["probe_hits"]])
         est = med([(r["prof_report"]["probe_overhead_ms"] or 0) * 1e3 / r["requests"] for r in rs])
         stages = sorted({n + ("~" if st.get("sampled") else "")
                          for r in rs for n, st in r["prof_report"]["stages"].items()
@@ -107,14 +110,15 @@ def probes_row(data, workload, c, rs):
         notes = "no probes: a 99 Hz cpu-clock event on the worker"
     implied = added / hits if hits and added is not None and c != "none" else None
     return [WORKLOADS[workload], CONDITIONS[c], fnum(ctx, 2), fnum(hits, 2), fnum(added, 1), fnum(implied, 2),
-            fnum(cost, 2), fnum(est, 2), notes]
+            fnum(cost, 2), fnum(trapped, 2), fnum(est, 2), notes]
 
 
 def probes_table(data):
     rows = [probes_row(data, w, c, rs) for w in WORKLOADS for c in data["settings"]["conditions"]
             if (rs := runs_of(data, w, c))]
     return table(["Workload", "Condition", "ctx sw/req", "probe hits/req", "added target CPU µs/req",
-                  "implied µs/hit", "tlsprof's calibrated µs/hit", "tlsprof's probe-cost estimate µs/req", "notes"],
+                  "implied µs/hit", "tlsprof's calibrated µs/hit", "measured in the traps µs/hit",
+                  "tlsprof's probe-cost estimate µs/req", "notes"],
                  rows)
 
 

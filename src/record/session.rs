@@ -278,6 +278,8 @@ fn run(
                 }
                 None => {}
             }
+            // Before the parts: taking the named samples holds the aggregator until the statement ends.
+            let traps = interval.traps(trap_samples(&programs));
             let parts = Parts {
                 recorded,
                 handshakes: handshake_groups,
@@ -285,7 +287,7 @@ fn run(
                 tree,
                 lost: interval.lost(&programs),
                 hits: interval.hits(&programs),
-                traps: interval.traps(trap_samples(&programs)),
+                traps,
                 start_unix_ns: started_unix_ns.map(|ns| ns + (interval.start - started).as_nanos() as u64),
                 duration_s: (at.now - interval.start).as_secs_f64(),
                 probing: Probing {
