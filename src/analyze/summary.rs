@@ -74,18 +74,13 @@ pub struct Summary {
     pub call_tree: CallTree,
 }
 
-/// The trap sampler's samples in the probes' traps (the kernel's uprobe code), of all it took of the
-/// targets, and the CPU they stand for: the cost of the `hits` made while it ran, measured in the targets
-/// (estimated, with its 95% interval), beside their calibrated cost.
+/// The targets' CPU samples taken in the probes' traps (the kernel's uprobe code), of all their samples, and
+/// the CPU they stand for: the probes' cost measured in the targets, estimated with its 95% interval.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct TrapsMeasured {
     pub samples: u64,
     pub of_samples: u64,
     pub freq_hz: u64,
-    /// The targets' CPU while it ran.
-    pub sampled_cpu_ms: f64,
-    pub hits: u64,
-    pub calibrated_ms: f64,
     pub cpu_ms: f64,
     pub cpu_ms_ci95: [f64; 2],
 }
@@ -219,8 +214,8 @@ pub struct StageSummary {
     /// What the self CPU went to, from the CPU samples whose innermost stage this is (analyze/causes.rs),
     /// most samples first; `unattributed` holds the samples with no named frame below the stage frame.
     pub causes: Vec<CauseSummary>,
-    /// The stage's samples in tlsprof's own uprobe traps (their kernel frames are always kept): left out of
-    /// the causes' shares, as the probes' calibrated cost is out of the stage's CPU.
+    /// The stage's samples in tlsprof's own uprobe traps (their kernel frames are always kept): left out of the causes' shares,
+    /// as the probes' calibrated cost is out of the stage's CPU.
     pub probe_samples: u64,
     /// What the probes saw, in ns.
     #[serde(skip)]
@@ -366,7 +361,7 @@ impl Core {
             all: rec.probe_hits,
             stepped: rec.probe_stepped_hits,
         };
-        let probe_overhead_ms = rec.probe_cost.overhead_ms(hits, rec.probe_traps);
+        let probe_overhead_ms = rec.probe_cost.overhead_ms(hits, rec.probe_traps, probed_cpu_ms);
         let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
         let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
         let windows = Windows::of(
@@ -496,14 +491,11 @@ pub fn summarize(rec: &Recording) -> Summary {
             stepped: rec.probe_stepped_hits,
         }),
         probe_traps: rec.probe_traps.map(|t| {
-            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, t.cpu_ms);
+            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, probed_cpu_ms);
             TrapsMeasured {
                 samples: t.trapped,
                 of_samples: t.samples,
                 freq_hz: t.freq_hz,
-                sampled_cpu_ms: t.cpu_ms,
-                hits: t.hits.all,
-                calibrated_ms: rec.probe_cost.calibrated_ms(t.hits),
                 cpu_ms: cpu.value,
                 cpu_ms_ci95: cpu.ci95,
             }

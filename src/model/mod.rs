@@ -69,9 +69,8 @@ pub struct Recording {
     pub probe_hits: u64,
     #[serde(default)]
     pub probe_stepped_hits: u64,
-    /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
-    /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
-    /// before they were counted.
+    /// The targets' CPU samples and those taken in the probes' traps: their cost measured in the targets.
+    /// None when the kernel hides its symbols' addresses, and in recordings made before they were counted.
     #[serde(default)]
     pub probe_traps: Option<TrapSamples>,
     pub probing: Probing,
@@ -640,7 +639,11 @@ impl Recording {
             probe_hits: (self.probe_hits as f64 * share).round() as u64,
             probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
             // The trap sampler runs while the probes are attached, as the hits come.
-            probe_traps: self.probe_traps.map(|t| t.scaled(share)),
+            probe_traps: self.probe_traps.map(|t| TrapSamples {
+                trapped: (t.trapped as f64 * share).round() as u64,
+                samples: (t.samples as f64 * share).round() as u64,
+                freq_hz: t.freq_hz,
+            }),
             probing,
             openssl_speed: self.openssl_speed.clone(),
         }

@@ -26,68 +26,14 @@ pub struct ProbeCost {
     pub cold_step_ns: f64,
 }
 
-/// The trap sampler's samples of the targets, and those taken in the probes' traps (the kernel's uprobe
-/// code): what the probes cost, measured in the targets themselves. It runs while the probes are attached and
-/// hit often enough to cost something (record/traps.rs): its samples measure the hits made meanwhile.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The trap sampler's samples of the targets while the probes were attached, and those taken in the probes'
+/// traps (the kernel's uprobe code): what the probes cost, measured in the targets themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrapSamples {
     pub trapped: u64,
     pub samples: u64,
     /// Its rate, per CPU.
     pub freq_hz: u64,
-    /// The targets' CPU while it ran, and the probe hits meanwhile.
-    pub cpu_ms: f64,
-    pub hits: Hits,
-}
-
-impl TrapSamples {
-    /// The CPU of the sampled stretches for each sample.
-    pub fn ms_per_sample(&self) -> f64 {
-        self.cpu_ms / self.samples.max(1) as f64
-    }
-
-    /// These counts less `before`'s (continuous mode's intervals).
-    pub fn since(&self, before: &TrapSamples) -> TrapSamples {
-        TrapSamples {
-            trapped: self.trapped.saturating_sub(before.trapped),
-            samples: self.samples.saturating_sub(before.samples),
-            freq_hz: self.freq_hz,
-            cpu_ms: (self.cpu_ms - before.cpu_ms).max(0.0),
-            hits: Hits {
-                all: self.hits.all.saturating_sub(before.hits.all),
-                stepped: self.hits.stepped.saturating_sub(before.hits.stepped),
-            },
-        }
-    }
-
-    /// Both intervals' counts together.
-    pub fn plus(&self, other: &TrapSamples) -> TrapSamples {
-        TrapSamples {
-            trapped: self.trapped + other.trapped,
-            samples: self.samples + other.samples,
-            freq_hz: other.freq_hz,
-            cpu_ms: self.cpu_ms + other.cpu_ms,
-            hits: Hits {
-                all: self.hits.all + other.hits.all,
-                stepped: self.hits.stepped + other.hits.stepped,
-            },
-        }
-    }
-
-    /// A part of them, as a process's part of the recording.
-    pub fn scaled(&self, share: f64) -> TrapSamples {
-        let part = |n: u64| (n as f64 * share).round() as u64;
-        TrapSamples {
-            trapped: part(self.trapped),
-            samples: part(self.samples),
-            freq_hz: self.freq_hz,
-            cpu_ms: self.cpu_ms * share,
-            hits: Hits {
-                all: part(self.hits.all),
-                stepped: part(self.hits.stepped),
-            },
-        }
-    }
 }
 
 /// Until the samples in the traps say more, the calibration weighs as this many of them: a few samples say
@@ -115,17 +61,18 @@ impl ProbeCost {
         (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
     }
 
-    /// What these hits cost the targets, in ms of their CPU: the calibrated cost, times what the trap sampler
-    /// measured of the hits made while it ran over their calibrated cost when that is more. The calibration
-    /// misses cost (a busy server's caches and maps are colder than tlsprof's own), and the sampler misses a
-    /// trap's last steps, with interrupts off: the larger of the two is the nearer.
-    pub fn overhead_ms(&self, hits: Hits, traps: Option<TrapSamples>) -> f64 {
+    /// What these hits cost the targets, in ms of their CPU: the calibrated cost, or what the trap sampler
+    /// measured over `cpu_ms` of the targets' CPU (while it ran) when that is more. The calibration misses
+    /// cost (a busy server's caches and maps are colder than tlsprof's own), and the sampler misses a trap's
+    /// last steps, with interrupts off: the larger of the two is the nearer.
+    pub fn overhead_ms(&self, hits: Hits, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
         let calibrated = self.calibrated_ms(hits);
-        let Some(t) = traps.filter(|t| t.samples > 0 && t.cpu_ms > 0.0) else {
+        let Some(t) = traps.filter(|t| t.samples > 0 && cpu_ms > 0.0) else {
             return calibrated;
         };
-        let measured = (t.trapped as f64 + CALIBRATION_AS_SAMPLES) * t.ms_per_sample();
-        let expected = self.calibrated_ms(t.hits) + CALIBRATION_AS_SAMPLES * t.ms_per_sample();
+        let ms_per_sample = cpu_ms / t.samples as f64;
+        let measured = (t.trapped as f64 + CALIBRATION_AS_SAMPLES) * ms_per_sample;
+        let expected = calibrated + CALIBRATION_AS_SAMPLES * ms_per_sample;
         calibrated * (measured / expected).max(1.0)
     }
 }
@@ -199,27 +146,22 @@ mod tests {
             all: 100_000,
             stepped: 0,
         };
-        // The sampler ran over half the hits: 100 ms calibrated, against 10,000 samples of 1 ms each.
-        let traps = |trapped, sampled: u64| {
+        // 200 ms calibrated, against 10,000 samples of 1 ms each.
+        let traps = |trapped| {
             Some(TrapSamples {
                 trapped,
                 samples: 10_000,
                 freq_hz: 1000,
-                cpu_ms: 10_000.0,
-                hits: Hits {
-                    all: sampled,
-                    stepped: 0,
-                },
             })
         };
-        assert_eq!(cost.overhead_ms(hits, None), 200.0);
-        assert_eq!(cost.overhead_ms(hits, traps(50, 50_000)), 200.0);
-        // Twice the calibration in 200 samples: nearly twice, the calibration weighing as 10 samples.
-        assert_eq!(cost.overhead_ms(hits, traps(200, 50_000)), 200.0 * 210.0 / 110.0);
+        assert_eq!(cost.overhead_ms(hits, None, 10_000.0), 200.0);
+        assert_eq!(cost.overhead_ms(hits, traps(100), 10_000.0), 200.0);
+        // Twice the calibration in 400 samples: nearly twice, the calibration weighing as 10 samples.
+        assert_eq!(cost.overhead_ms(hits, traps(400), 10_000.0), 200.0 * 410.0 / 210.0);
         // A few samples move it little.
-        assert_eq!(cost.overhead_ms(hits, traps(0, 50_000)), 200.0);
-        let few = cost.overhead_ms(hits, traps(4, 1_000));
-        assert!((few - 200.0 * 14.0 / 12.0).abs() < 1e-9, "{few}");
+        assert_eq!(cost.overhead_ms(hits, traps(0), 10_000.0), 200.0);
+        let few = cost.overhead_ms(Hits { all: 1_000, stepped: 0 }, traps(4), 10_000.0);
+        assert!((few - 2.0 * 14.0 / 12.0).abs() < 1e-9, "{few}");
     }
 
     fn raw(path: Vec<u16>, calls: u64, cpu_ns: u64, all: u64, stepped: u64) -> RawNode {

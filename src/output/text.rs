@@ -242,13 +242,11 @@ pub fn text(s: &Summary, group: Group) -> String {
     let _ = match &s.probe_traps {
         Some(t) => writeln!(
             out,
-            "  measured in the targets: {} of the trap sampler's {} samples (at {} Hz, while the probes were attached and hit) were in their traps ≈ {} ms for the {} hits made meanwhile, ×{:.2} their calibrated cost; {calibrated}; the estimate scales the calibrated cost by the measured, the calibration weighing as {CALIBRATION_AS_SAMPLES} samples, never below it",
+            "  measured in the targets: {} of the {} samples taken at {} Hz while the probes were attached were in their traps ≈ {} ms; {calibrated}; the estimate is the measured cost with the calibration weighing as {CALIBRATION_AS_SAMPLES} samples, never below the calibrated",
             t.samples,
             t.of_samples,
             t.freq_hz,
             interval(t.cpu_ms, t.cpu_ms_ci95, 1),
-            t.hits,
-            if t.calibrated_ms > 0.0 { t.cpu_ms / t.calibrated_ms } else { 0.0 },
         ),
         None => writeln!(
             out,

@@ -15,7 +15,6 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use super::steal::Slices;
-use super::traps::TrapSampling;
 use super::AttachOptions;
 use crate::model::{CallGraph, Hits, ProbeCost, TrapSamples};
 
@@ -42,9 +41,8 @@ pub struct Programs<'obj> {
     calibration_hits: Hits,
     /// The sched_switch tracepoint and the CPU samplers.
     links: Vec<Link>,
-    /// The trap sampler's perf events, one per CPU, owned by their links in `links`, and whether they run.
+    /// The trap sampler's perf events, one per CPU, owned by their links in `links`.
     trap_sampler: Vec<i32>,
-    trap_sampling: bool,
 }
 
 pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
@@ -139,7 +137,6 @@ impl<'obj> Programs<'obj> {
             calibration_hits,
             links: Vec::new(),
             trap_sampler: Vec::new(),
-            trap_sampling: false,
         }
     }
 
@@ -159,31 +156,31 @@ impl<'obj> Programs<'obj> {
             self.links.push(link);
         }
         for cpu in online_cpus()? {
-            let samplers = [
-                (&self.skel.progs.on_cpu_sample, freq_hz, false, "CPU sampler"),
-                (&self.skel.progs.on_trap_sample, TRAP_SAMPLE_HZ, true, "trap sampler"),
-            ];
-            for (prog, freq, trap_sampler, name) in samplers {
-                let fd = open_cpu_clock(cpu, freq, !trap_sampler)?;
-                let link = prog
-                    .attach_perf_event(fd.as_raw_fd())
-                    .with_context(|| format!("attach the {name} on CPU {cpu}"))?;
-                // The link closes the perf event when it is destroyed.
-                let fd = fd.into_raw_fd();
-                if trap_sampler {
-                    self.trap_sampler.push(fd);
-                }
-                self.links.push(link);
-            }
+            let fd = open_cpu_clock(cpu, freq_hz, true)?;
+            let link = self
+                .skel
+                .progs
+                .on_cpu_sample
+                .attach_perf_event(fd.as_raw_fd())
+                .with_context(|| format!("attach the CPU sampler on CPU {cpu}"))?;
+            // The link closes the perf event when it is destroyed.
+            let _ = fd.into_raw_fd();
+            self.links.push(link);
+            let fd = open_cpu_clock(cpu, TRAP_SAMPLE_HZ, false)?;
+            let link = self
+                .skel
+                .progs
+                .on_trap_sample
+                .attach_perf_event(fd.as_raw_fd())
+                .with_context(|| format!("attach the trap sampler on CPU {cpu}"))?;
+            self.trap_sampler.push(fd.into_raw_fd());
+            self.links.push(link);
         }
         Ok(())
     }
 
-    /// Runs the trap sampler (record/traps.rs says when) or stops it.
-    pub fn trap_sampling(&mut self, on: bool) -> Result<()> {
-        if on == std::mem::replace(&mut self.trap_sampling, on) {
-            return Ok(());
-        }
+    /// Runs the trap sampler (while the stage probes are attached) or stops it.
+    pub fn trap_sampling(&self, on: bool) -> Result<()> {
         let request = if on {
             PERF_EVENT_IOC_ENABLE
         } else {
@@ -198,13 +195,16 @@ impl<'obj> Programs<'obj> {
         Ok(())
     }
 
-    /// The trap sampler's counts so far: its samples of the targets (those its ring buffer dropped left out),
-    /// those `trapped` of them in the probes' traps, and what `sampling` counted while it ran.
-    pub fn trap_samples(&self, trapped: u64, sampling: &TrapSampling) -> TrapSamples {
-        let samples = self
-            .stat(tlsprof_stat::STAT_TRAP_SAMPLES)
-            .saturating_sub(self.stat(tlsprof_stat::STAT_TRAP_SAMPLE_DROPS));
-        sampling.samples(trapped, samples, TRAP_SAMPLE_HZ)
+    /// The targets' samples the trap sampler took (those its ring buffer dropped left out), and those
+    /// `trapped` of them in the probes' traps.
+    pub fn trap_samples(&self, trapped: u64) -> TrapSamples {
+        TrapSamples {
+            trapped,
+            samples: self
+                .stat(tlsprof_stat::STAT_TRAP_SAMPLES)
+                .saturating_sub(self.stat(tlsprof_stat::STAT_TRAP_SAMPLE_DROPS)),
+            freq_hz: TRAP_SAMPLE_HZ,
+        }
     }
 
     /// A counter of enum tlsprof_stat, summed over CPUs.
@@ -238,9 +238,10 @@ impl<'obj> Programs<'obj> {
         }
     }
 
-    /// What the probes have cost the targets so far, in ms of their CPU.
-    pub fn target_probe_ms(&self, traps: Option<TrapSamples>) -> f64 {
-        self.probe_cost.overhead_ms(self.target_probe_hits(), traps)
+    /// What the probes have cost the targets so far, in ms of their CPU: the samples in their traps so far
+    /// were taken over `cpu_ms` of it.
+    pub fn target_probe_ms(&self, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
+        self.probe_cost.overhead_ms(self.target_probe_hits(), traps, cpu_ms)
     }
 
     /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches

@@ -29,7 +29,6 @@ use super::samples::SampleAggregator;
 use super::status::{self, StatusLine};
 use super::steal::{self, Slices};
 use super::targets::{self, Process};
-use super::traps::{ProbeTraps, TrapSampling};
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::Printable;
@@ -70,8 +69,6 @@ fn run(
     let mut open_object = MaybeUninit::uninit();
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
-    // Read once, while the probes are being attached: the kernel writes out its whole symbol table.
-    let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
     let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
@@ -106,47 +103,40 @@ fn run(
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
         opts.attach.kernel_stacks,
-        traps.join().ok().flatten(),
         targets.maps.clone(),
     ));
-    // The trap sampler's counts so far, and what the probes cost by them.
-    let probed_ms = |cpu: &CpuMeters| cpu.probed_ms().values().sum::<f64>();
-    let mut sampling = TrapSampling::new(probed_ms(&cpu), programs.target_probe_hits());
-    let trap_samples = |programs: &Programs, sampling: &TrapSampling| {
+    // The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
+    let trap_samples = |programs: &Programs| {
         samples
             .borrow()
             .traps
             .as_ref()
-            .map(|t| programs.trap_samples(t.trapped, sampling))
+            .map(|t| programs.trap_samples(t.trapped))
     };
-    let probe_ms =
-        |programs: &Programs, sampling: &TrapSampling| programs.target_probe_ms(trap_samples(programs, sampling));
-    let on = sampling.step(true, probed_ms(&cpu), programs.target_probe_hits(), &probe_cost);
-    programs.trap_sampling(on)?;
+    let probe_ms = |programs: &Programs, cpu: &CpuMeters| {
+        programs.target_probe_ms(trap_samples(programs), cpu.probed_ms().values().sum())
+    };
+    programs.trap_sampling(true)?;
     let mut governor = Governor::new(
         opts.max_overhead_pct,
         started,
-        probe_ms(&programs, &sampling),
+        probe_ms(&programs, &cpu),
         cpu.total_ms(),
     );
     // Each target's connections and slices as last read: a process keeps its counts once it is no longer
     // a target.
     let mut counters: BTreeMap<u32, (u64, Slices)> = BTreeMap::new();
-    let reading = |now: Instant,
-                   cpu: &CpuMeters,
-                   programs: &Programs,
-                   sampling: &TrapSampling,
-                   counters: &mut BTreeMap<u32, (u64, Slices)>| {
+    let reading = |now: Instant, cpu: &CpuMeters, programs: &Programs, counters: &mut BTreeMap<u32, (u64, Slices)>| {
         counters.extend(programs.target_counters());
         Reading {
             now,
             probed_cpu_ms: cpu.probed_ms(),
-            probe_ms: probe_ms(programs, sampling),
+            probe_ms: probe_ms(programs, cpu),
             connections: counters.iter().map(|(&pid, &(c, _))| (pid, c)).collect(),
             slices: counters.iter().map(|(&pid, &(_, s))| (pid, s)).collect(),
         }
     };
-    let first = reading(started, &cpu, &programs, &sampling, &mut counters);
+    let first = reading(started, &cpu, &programs, &mut counters);
     let mut windows = WindowLog::dated_from(started, started_unix_ns);
     windows.open(first.clone());
     let handshakes = RefCell::new(Handshakes::new(probe_cost));
@@ -168,7 +158,7 @@ fn run(
     let mut status = StatusLine::new();
     let mut last_rescan = Instant::now();
     let mut io_driven = HashMap::new();
-    let mut interval = Interval::start(started, &programs, trap_samples(&programs, &sampling));
+    let mut interval = Interval::start(started, &programs, trap_samples(&programs));
     loop {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
@@ -177,14 +167,13 @@ fn run(
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
         let now = Instant::now();
-        match governor.tick(now, probe_ms(&programs, &sampling), cpu.total_ms()) {
+        match governor.tick(now, probe_ms(&programs, &cpu), cpu.total_ms()) {
             Action::Pause => {
-                // The trap sampler stops with the targets' CPU counted as probed, at this reading.
-                sampling.step(false, probed_ms(&cpu), programs.target_probe_hits(), &probe_cost);
-                programs.trap_sampling(false)?;
-                let at = reading(now, &cpu, &programs, &sampling, &mut counters);
+                let at = reading(now, &cpu, &programs, &mut counters);
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
+                // The sampler runs over the targets' CPU counted as probed, which ends at this reading.
+                programs.trap_sampling(false)?;
                 targets.pause(&mut programs.skel)?;
                 rb.consume().context("drain the ring buffers")?;
                 let tree = read_tree(&programs)?;
@@ -198,21 +187,12 @@ fn run(
                 // The window starts as the epoch flips, at the end of resume: it is dated from there.
                 let flipped = Instant::now();
                 cpu.poll(&live, false);
-                let on = sampling.step(true, probed_ms(&cpu), programs.target_probe_hits(), &probe_cost);
-                programs.trap_sampling(on)?;
-                let now = reading(flipped, &cpu, &programs, &sampling, &mut counters);
+                programs.trap_sampling(true)?;
+                let now = reading(flipped, &cpu, &programs, &mut counters);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
             }
-            Action::Stay => {
-                let on = sampling.step(
-                    governor.live(),
-                    probed_ms(&cpu),
-                    programs.target_probe_hits(),
-                    &probe_cost,
-                );
-                programs.trap_sampling(on)?;
-            }
+            Action::Stay => {}
         }
         hello.update(&programs, governor.live(), handshakes.borrow().completed)?;
         for pid in targets.drive_from_io(&programs.skel)? {
@@ -263,13 +243,7 @@ fn run(
         if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());
-            sampling.step(
-                governor.live(),
-                probed_ms(&cpu),
-                programs.target_probe_hits(),
-                &probe_cost,
-            );
-            let at = reading(Instant::now(), &cpu, &programs, &sampling, &mut counters);
+            let at = reading(Instant::now(), &cpu, &programs, &mut counters);
             let tree = read_tree(&programs)?;
             if governor.live() {
                 // The live window is cut here: its two parts go with the intervals they fall in.
@@ -305,7 +279,7 @@ fn run(
                 None => {}
             }
             // Before the parts: taking the named samples holds the aggregator until the statement ends.
-            let traps = interval.traps(trap_samples(&programs, &sampling));
+            let traps = interval.traps(trap_samples(&programs));
             let parts = Parts {
                 recorded,
                 handshakes: handshake_groups,
@@ -367,9 +341,7 @@ fn run(
     let end = Instant::now();
     rb.consume().context("drain the ring buffers")?;
     cpu.poll(&live, governor.live());
-    sampling.step(false, probed_ms(&cpu), programs.target_probe_hits(), &probe_cost);
-    programs.trap_sampling(false)?;
-    let at = reading(end, &cpu, &programs, &sampling, &mut counters);
+    let at = reading(end, &cpu, &programs, &mut counters);
     if governor.live() {
         let tree = read_tree(&programs)?;
         let seen = handshakes.borrow_mut().take_window();
@@ -409,10 +381,7 @@ fn run(
     let parts = Parts {
         recorded,
         handshakes: handshakes.into_inner().take_groups(),
-        traps: samples
-            .traps
-            .as_ref()
-            .map(|t| programs.trap_samples(t.trapped, &sampling)),
+        traps: samples.traps.as_ref().map(|t| programs.trap_samples(t.trapped)),
         named: samples.finish(&targets.functions),
         tree: read_tree(&programs)?,
         lost: counted_losses(&programs),
@@ -471,7 +440,11 @@ impl Interval {
 
     fn traps(&mut self, now: Option<TrapSamples>) -> Option<TrapSamples> {
         let before = std::mem::replace(&mut self.traps, now)?;
-        now.map(|n| n.since(&before))
+        now.map(|n| TrapSamples {
+            trapped: n.trapped.saturating_sub(before.trapped),
+            samples: n.samples.saturating_sub(before.samples),
+            freq_hz: n.freq_hz,
+        })
     }
 
     fn lost(&mut self, programs: &Programs) -> Lost {

@@ -3,13 +3,20 @@
 //! measured in the targets themselves (the trap sampler, bpf/tlsprof.bpf.c). The calibration measures a hit
 //! in tlsprof's own process, whose caches and maps are not a busy server's.
 
-use crate::catalogue::causes::{base_name, is_probe_frame};
-use crate::model::{Hits, ProbeCost, TrapSamples};
+use std::collections::HashMap;
+use std::io::Read;
 
-/// The kernel's uprobe code (catalogue::causes::PROBE_KERNEL_FRAMES), as address ranges read once from
-/// /proc/kallsyms: each matching function up to the next symbol.
+use blazesym::symbolize::{source::Kernel, source::Source, Input, Symbolizer};
+
+use crate::catalogue::causes::is_probe_frame;
+
+/// Names of kernel addresses kept at most this many: a long recording samples new ones now and then.
+const CACHE_LIMIT: usize = 16_384;
+
 pub struct ProbeTraps {
-    ranges: Vec<(u64, u64)>,
+    symbolizer: Symbolizer,
+    /// Kernel address -> whether it is in the uprobe code (catalogue::causes::PROBE_KERNEL_FRAMES).
+    in_trap: HashMap<u64, bool>,
     /// The trap sampler's samples taken in the traps so far.
     pub trapped: u64,
 }
@@ -17,163 +24,34 @@ pub struct ProbeTraps {
 impl ProbeTraps {
     /// None when the kernel hides its symbols' addresses (kallsyms reads zeros): the traps cannot be told.
     pub fn new() -> Option<ProbeTraps> {
-        ProbeTraps::from_kallsyms(&std::fs::read_to_string("/proc/kallsyms").ok()?)
-    }
-
-    fn from_kallsyms(text: &str) -> Option<ProbeTraps> {
-        // Code symbols: address, whether the uprobe code. Aliases share an address; one that matches marks it.
-        let mut symbols: Vec<(u64, bool)> = text
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
-                let kind = fields.next()?;
-                let name = fields.next()?;
-                matches!(kind, "t" | "T").then(|| (addr, is_probe_frame(base_name(name))))
-            })
-            .collect();
-        if symbols.iter().all(|&(addr, _)| addr == 0) {
+        let mut first = [0u8; 16];
+        std::fs::File::open("/proc/kallsyms")
+            .and_then(|mut f| f.read_exact(&mut first))
+            .ok()?;
+        if first.iter().all(|&b| b == b'0') {
             return None;
         }
-        symbols.sort_unstable();
-        symbols.dedup_by(|later, first| {
-            let same = later.0 == first.0;
-            first.1 |= same && later.1;
-            same
-        });
-        let ranges = symbols
-            .windows(2)
-            .filter(|w| w[0].1)
-            .map(|w| (w[0].0, w[1].0))
-            .collect();
-        Some(ProbeTraps { ranges, trapped: 0 })
-    }
-
-    /// Whether a sample with these kernel frames was taken in a probe trap.
-    pub fn is_trap(&self, kernel_ips: &[u64]) -> bool {
-        kernel_ips.iter().any(|&ip| {
-            let i = self.ranges.partition_point(|&(start, _)| start <= ip);
-            i > 0 && ip < self.ranges[i - 1].1
+        Some(ProbeTraps {
+            symbolizer: Symbolizer::new(),
+            in_trap: HashMap::new(),
+            trapped: 0,
         })
     }
-}
 
-/// Below this share of the targets' CPU at their calibrated cost, the probes' hits are not worth sampling:
-/// the trap sampler's own interrupts would cost a target more than such hits do (a server answering requests
-/// on kept-alive connections hits the probes a few times a second), while a server taking new connections
-/// makes them cost it a percent or more.
-const MIN_PROBE_SHARE: f64 = 0.002;
-
-/// When the trap sampler runs: while the probes are attached and their hits over the last poll cost the
-/// targets at least MIN_PROBE_SHARE of their CPU (a server taking new connections, not one serving requests
-/// on kept-alive ones). Its samples then measure the hits made while it ran: their CPU and those hits are
-/// counted here.
-pub struct TrapSampling {
-    on: bool,
-    /// What the last stretch of attached probes said.
-    wanted: bool,
-    /// The targets' CPU while probed, and the hits, at the last step.
-    last: (f64, Hits),
-    pub cpu_ms: f64,
-    pub hits: Hits,
-}
-
-impl TrapSampling {
-    pub fn new(probed_cpu_ms: f64, hits: Hits) -> TrapSampling {
-        TrapSampling {
-            on: false,
-            wanted: true,
-            last: (probed_cpu_ms, hits),
-            cpu_ms: 0.0,
-            hits: Hits::default(),
+    /// Whether a sample with these kernel frames (innermost first) was taken in a probe trap.
+    pub fn is_trap(&mut self, kernel_ips: &[u64]) -> bool {
+        if self.in_trap.len() >= CACHE_LIMIT {
+            self.in_trap.clear();
         }
-    }
-
-    /// At each poll, and as the probes detach or attach: counts the stretch since the last step if the
-    /// sampler ran through it, and says whether it runs through the next (`live`: the probes are attached).
-    pub fn step(&mut self, live: bool, probed_cpu_ms: f64, hits: Hits, cost: &ProbeCost) -> bool {
-        let (cpu_before, hits_before) = std::mem::replace(&mut self.last, (probed_cpu_ms, hits));
-        let cpu_ms = (probed_cpu_ms - cpu_before).max(0.0);
-        let new = Hits {
-            all: hits.all.saturating_sub(hits_before.all),
-            stepped: hits.stepped.saturating_sub(hits_before.stepped),
-        };
-        if self.on {
-            self.cpu_ms += cpu_ms;
-            self.hits.all += new.all;
-            self.hits.stepped += new.stepped;
-        }
-        // Only a stretch with the probes attached says what they cost.
-        if cpu_ms > 0.0 {
-            self.wanted = cost.calibrated_ms(new) >= MIN_PROBE_SHARE * cpu_ms;
-        }
-        self.on = live && self.wanted;
-        self.on
-    }
-
-    /// The counts so far, with the trap sampler's samples and those of them in the traps.
-    pub fn samples(&self, trapped: u64, samples: u64, freq_hz: u64) -> TrapSamples {
-        TrapSamples {
-            trapped,
-            samples,
-            freq_hz,
-            cpu_ms: self.cpu_ms,
-            hits: self.hits,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hits(all: u64) -> Hits {
-        Hits { all, stepped: 0 }
-    }
-
-    #[test]
-    fn kallsyms_give_the_uprobe_code_up_to_the_next_symbol() {
-        let text = "ffffffff81000000 T _text\n\
-                    ffffffff81001000 t asm_exc_int3\n\
-                    ffffffff81001000 t alias_of_it\n\
-                    ffffffff81001100 T asm_exc_nmi\n\
-                    ffffffff81002000 T uprobe_notify_resume\n\
-                    ffffffff81002000 D some_data\n\
-                    ffffffff81002200 T handle_swbp.isra.0\n\
-                    ffffffff81002400 T schedule\n\
-                    ffffffffc0000000 t bpf_prog_1234_stage_enter\t[bpf]\n";
-        let traps = ProbeTraps::from_kallsyms(text).unwrap();
-        assert!(traps.is_trap(&[0xffffffff81001000]));
-        assert!(traps.is_trap(&[0xffffffff81000500, 0xffffffff810010ff]));
-        assert!(!traps.is_trap(&[0xffffffff81001100, 0xffffffff81000fff]));
-        assert!(
-            traps.is_trap(&[0xffffffff81002300]),
-            "uprobe_notify_resume, then handle_swbp"
-        );
-        assert!(!traps.is_trap(&[0xffffffff81002400, 0xffffffffc0000010]));
-        let hidden = "0000000000000000 T _text\n0000000000000000 t asm_exc_int3\n";
-        assert!(ProbeTraps::from_kallsyms(hidden).is_none());
-    }
-
-    #[test]
-    fn the_sampler_runs_while_the_probes_are_attached_and_hit_and_counts_those_stretches() {
-        // 2 µs a hit: 10 hits over 10 ms of CPU cost 0.2%.
-        let cost = ProbeCost {
-            cold_hit_ns: 2000.0,
-            ..ProbeCost::default()
-        };
-        let mut s = TrapSampling::new(0.0, hits(0));
-        assert!(s.step(true, 0.0, hits(0), &cost), "runs until the probes say otherwise");
-        assert!(s.step(true, 10.0, hits(12), &cost));
-        // Detached: the stretch up to now is counted, the sampler stops.
-        assert!(!s.step(false, 20.0, hits(24), &cost));
-        assert_eq!((s.cpu_ms, s.hits), (20.0, hits(24)));
-        // Attached again, the last verdict holds; a stretch of few hits stops it and is counted.
-        assert!(s.step(true, 20.0, hits(25), &cost));
-        assert!(!s.step(true, 30.0, hits(26), &cost));
-        assert_eq!((s.cpu_ms, s.hits), (30.0, hits(25)));
-        // Not counted while stopped; busy again, it runs.
-        assert!(s.step(true, 40.0, hits(46), &cost));
-        assert_eq!((s.cpu_ms, s.hits), (30.0, hits(25)));
+        kernel_ips.iter().any(|&addr| {
+            *self.in_trap.entry(addr).or_insert_with(|| {
+                let src = Source::Kernel(Kernel::default());
+                self.symbolizer
+                    .symbolize_single(&src, Input::AbsAddr(addr))
+                    .ok()
+                    .and_then(|s| s.into_sym())
+                    .is_some_and(|sym| is_probe_frame(&sym.name))
+            })
+        })
     }
 }

@@ -160,9 +160,13 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.probe_hits = 0;
     out.probe_stepped_hits = 0;
     // Measured only if every interval measured them.
-    out.probe_traps = recs
-        .iter()
-        .try_fold(TrapSamples::default(), |sum, r| r.probe_traps.map(|t| sum.plus(&t)));
+    out.probe_traps = recs.iter().try_fold(TrapSamples::default(), |sum, r| {
+        r.probe_traps.map(|t| TrapSamples {
+            trapped: sum.trapped + t.trapped,
+            samples: sum.samples + t.samples,
+            freq_hz: t.freq_hz,
+        })
+    });
     out.lost = Default::default();
     out.probing.live_s = 0.0;
     out.probing.windows = 0;
