@@ -357,11 +357,9 @@ impl Core {
     fn of(rec: &Recording) -> Core {
         let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
         let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
-        let hits = Hits {
-            all: rec.probe_hits,
-            stepped: rec.probe_stepped_hits,
-        };
-        let probe_overhead_ms = rec.probe_cost.overhead_ms(hits, rec.probe_traps, probed_cpu_ms);
+        let probe_overhead_ms = rec
+            .probe_cost
+            .overhead_ms(probe_hits(rec), rec.probe_traps, probed_cpu_ms);
         let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
         let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
         let windows = Windows::of(
@@ -411,6 +409,14 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
             }
         })
         .collect()
+}
+
+/// The targets' probe hits as the recording holds them.
+fn probe_hits(rec: &Recording) -> Hits {
+    Hits {
+        all: rec.probe_hits,
+        stepped: rec.probe_stepped_hits,
+    }
 }
 
 pub fn summarize(rec: &Recording) -> Summary {
@@ -486,10 +492,7 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_stepped_hits: rec.probe_stepped_hits,
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
-        probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(Hits {
-            all: rec.probe_hits,
-            stepped: rec.probe_stepped_hits,
-        }),
+        probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(probe_hits(rec)),
         probe_traps: rec.probe_traps.map(|t| {
             let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, probed_cpu_ms);
             TrapsMeasured {

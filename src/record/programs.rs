@@ -156,25 +156,22 @@ impl<'obj> Programs<'obj> {
             self.links.push(link);
         }
         for cpu in online_cpus()? {
-            let fd = open_cpu_clock(cpu, freq_hz, true)?;
-            let link = self
-                .skel
-                .progs
-                .on_cpu_sample
-                .attach_perf_event(fd.as_raw_fd())
-                .with_context(|| format!("attach the CPU sampler on CPU {cpu}"))?;
-            // The link closes the perf event when it is destroyed.
-            let _ = fd.into_raw_fd();
-            self.links.push(link);
-            let fd = open_cpu_clock(cpu, TRAP_SAMPLE_HZ, false)?;
-            let link = self
-                .skel
-                .progs
-                .on_trap_sample
-                .attach_perf_event(fd.as_raw_fd())
-                .with_context(|| format!("attach the trap sampler on CPU {cpu}"))?;
-            self.trap_sampler.push(fd.into_raw_fd());
-            self.links.push(link);
+            let samplers = [
+                (&self.skel.progs.on_cpu_sample, freq_hz, false, "CPU sampler"),
+                (&self.skel.progs.on_trap_sample, TRAP_SAMPLE_HZ, true, "trap sampler"),
+            ];
+            for (prog, freq, trap_sampler, name) in samplers {
+                let fd = open_cpu_clock(cpu, freq, !trap_sampler)?;
+                let link = prog
+                    .attach_perf_event(fd.as_raw_fd())
+                    .with_context(|| format!("attach the {name} on CPU {cpu}"))?;
+                // The link closes the perf event when it is destroyed.
+                let fd = fd.into_raw_fd();
+                if trap_sampler {
+                    self.trap_sampler.push(fd);
+                }
+                self.links.push(link);
+            }
         }
         Ok(())
     }
