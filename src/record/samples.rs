@@ -125,7 +125,12 @@ pub struct SampleAggregator {
 }
 
 impl SampleAggregator {
-    pub fn new(call_graph: tlsprof_call_graph, kernel_frames: bool, maps: HashMap<u32, Vec<Mapping>>) -> Self {
+    pub fn new(
+        call_graph: tlsprof_call_graph,
+        kernel_frames: bool,
+        traps: Option<ProbeTraps>,
+        maps: HashMap<u32, Vec<Mapping>>,
+    ) -> Self {
         let mut debug = DebugFinder::start();
         for (&pid, maps) in &maps {
             ask_for_files(&mut debug, pid, maps);
@@ -146,7 +151,7 @@ impl SampleAggregator {
             header: Box::default(),
             unreadable: 0,
             kernel_frames,
-            traps: ProbeTraps::new(),
+            traps,
         }
     }
 
@@ -205,7 +210,7 @@ impl SampleAggregator {
         }
         let s = &*self.header;
         let kernel = &s.kernel_ips[..usize::from(s.kernel_frames).min(s.kernel_ips.len())];
-        let trapped = self.traps.as_mut().is_some_and(|t| t.is_trap(kernel));
+        let trapped = self.traps.as_ref().is_some_and(|t| t.is_trap(kernel));
         let kernel = if self.kernel_frames || trapped {
             kernel.to_vec()
         } else {

@@ -29,6 +29,7 @@ use super::samples::SampleAggregator;
 use super::status::{self, StatusLine};
 use super::steal::{self, Slices};
 use super::targets::{self, Process};
+use super::traps::ProbeTraps;
 use super::windows::{Reading, TreeSeen, WindowLog};
 use super::RecordOptions;
 use crate::model::untrusted::Printable;
@@ -69,6 +70,8 @@ fn run(
     let mut open_object = MaybeUninit::uninit();
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
+    // Read while the probes are being attached: the kernel writes out its whole symbol table.
+    let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
     let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
@@ -103,6 +106,7 @@ fn run(
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
         opts.attach.kernel_stacks,
+        traps.join().ok().flatten(),
         targets.maps.clone(),
     ));
     // The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
