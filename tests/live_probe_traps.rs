@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Live: what the probes cost an nginx worker, measured in it by the trap sampler: its share of samples in
-//! the probes' traps is the CPU sampler's, and it samples only while the probes are attached (needs root).
+//! the probes' traps is the CPU sampler's, and it samples only while the probes are attached and hit often
+//! (new connections, not requests on kept-alive ones) (needs root).
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -27,23 +29,35 @@ fn profile(nginx: &Nginx, worker: u32, args: &[&str], recording: &Path) -> (Valu
     (report_json(recording), summary)
 }
 
-/// The trap sampler's samples against the worker's CPU while probed at its rate: it ran while the probes
-/// were attached and only then. Its timer counts the CPU's time (the hypervisor's steal included), the
-/// worker's clock its own: a quarter apart at most.
-fn assert_sampled_while_probed(r: &Value, summary: &str) {
+/// The trap sampler's samples against the worker's CPU while it ran, at its rate: it ran when tlsprof
+/// counted it as running, and only then. Its timer counts the CPU's time (the hypervisor's steal included),
+/// the worker's clock its own: a quarter apart at most.
+fn assert_sampled_while_running(r: &Value, summary: &str) {
     let traps = &r["probe_traps"];
-    let expected = f(&r["probed_cpu_ms"]) / 1e3 * f(&traps["freq_hz"]);
+    let expected = f(&traps["sampled_cpu_ms"]) / 1e3 * f(&traps["freq_hz"]);
     let samples = f(&traps["of_samples"]);
     assert!(
         within(samples, expected, 0.25),
-        "the trap sampler took {samples} samples over {:.0} ms of CPU while probed, at {} Hz: {expected:.0} \
+        "the trap sampler took {samples} samples over {:.0} ms of CPU while it ran, at {} Hz: {expected:.0} \
          expected\n{summary}",
-        f(&r["probed_cpu_ms"]),
+        f(&traps["sampled_cpu_ms"]),
         traps["freq_hz"]
     );
     assert!(
         f(&r["probe_overhead_ms"]) >= f(&r["probe_overhead_calibrated_ms"]),
         "the probes' cost is the calibrated one or more\n{summary}"
+    );
+}
+
+/// A server taking new connections hits the probes enough for the trap sampler to run all the time they
+/// are attached.
+fn assert_sampled_while_probed(r: &Value, summary: &str) {
+    assert_sampled_while_running(r, summary);
+    let sampled = f(&r["probe_traps"]["sampled_cpu_ms"]);
+    assert!(
+        within(sampled, f(&r["probed_cpu_ms"]), 0.1),
+        "the trap sampler ran over {sampled:.0} ms of the {:.0} ms of CPU probed\n{summary}",
+        f(&r["probed_cpu_ms"])
     );
 }
 
@@ -112,4 +126,24 @@ fn trap_sampler_agrees_with_the_cpu_sampler_and_runs_only_while_the_probes_are_a
         "the probes were not paused\n{summary}"
     );
     assert_sampled_while_probed(&r, &summary);
+
+    // Requests on kept-alive connections hit the probes a few times a second: the trap sampler stops after
+    // the first poll that says so, and its interrupts no longer cost the worker.
+    let keep_alive = scratch.path("keep-alive.tlsprof");
+    let rec = Recorder::start(&["--pid", &worker.to_string(), "-o", keep_alive.to_str().unwrap()]);
+    let mut wrk = Command::new("taskset");
+    wrk.args(["-c", &cpus().client.unwrap_or(cpus().server).to_string()])
+        .args(["wrk", "-t1", "-c4", &format!("-d{SECS}s")])
+        .arg(format!("https://127.0.0.1:{}/", nginx.port));
+    let out = run(&mut wrk);
+    assert!(out.status.success(), "wrk: {}", String::from_utf8_lossy(&out.stderr));
+    let summary = rec.interrupt();
+    let r = report_json(&keep_alive);
+    assert_sampled_while_running(&r, &summary);
+    let (sampled, probed) = (f(&r["probe_traps"]["sampled_cpu_ms"]), f(&r["probed_cpu_ms"]));
+    eprintln!("keep-alive: the trap sampler ran over {sampled:.0} of {probed:.0} ms probed");
+    assert!(
+        sampled < 0.25 * probed,
+        "the trap sampler ran over {sampled:.0} ms of the {probed:.0} ms of CPU probed\n{summary}"
+    );
 }

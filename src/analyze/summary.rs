@@ -74,13 +74,18 @@ pub struct Summary {
     pub call_tree: CallTree,
 }
 
-/// The targets' CPU samples taken in the probes' traps (the kernel's uprobe code), of all their samples, and
-/// the CPU they stand for: the probes' cost measured in the targets, estimated with its 95% interval.
+/// The trap sampler's samples in the probes' traps (the kernel's uprobe code), of all it took of the
+/// targets, and the CPU they stand for: the cost of the `hits` made while it ran, measured in the targets
+/// (estimated, with its 95% interval), beside their calibrated cost.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct TrapsMeasured {
     pub samples: u64,
     pub of_samples: u64,
     pub freq_hz: u64,
+    /// The targets' CPU while it ran.
+    pub sampled_cpu_ms: f64,
+    pub hits: u64,
+    pub calibrated_ms: f64,
     pub cpu_ms: f64,
     pub cpu_ms_ci95: [f64; 2],
 }
@@ -494,11 +499,15 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_overhead_ms,
         probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(probe_hits(rec)),
         probe_traps: rec.probe_traps.map(|t| {
-            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, probed_cpu_ms);
+            let ran = t.ran_or(probed_cpu_ms, probe_hits(rec));
+            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, ran.cpu_ms);
             TrapsMeasured {
                 samples: t.trapped,
                 of_samples: t.samples,
                 freq_hz: t.freq_hz,
+                sampled_cpu_ms: ran.cpu_ms,
+                hits: ran.hits.all,
+                calibrated_ms: rec.probe_cost.calibrated_ms(ran.hits),
                 cpu_ms: cpu.value,
                 cpu_ms_ci95: cpu.ci95,
             }

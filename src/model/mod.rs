@@ -8,7 +8,7 @@ mod probe_cost;
 pub mod untrusted;
 
 pub use histogram::CpuHistogram;
-pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, TrapSamples, CALIBRATION_AS_SAMPLES};
+pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -639,11 +639,7 @@ impl Recording {
             probe_hits: (self.probe_hits as f64 * share).round() as u64,
             probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
             // The trap sampler runs while the probes are attached, as the hits come.
-            probe_traps: self.probe_traps.map(|t| TrapSamples {
-                trapped: (t.trapped as f64 * share).round() as u64,
-                samples: (t.samples as f64 * share).round() as u64,
-                freq_hz: t.freq_hz,
-            }),
+            probe_traps: self.probe_traps.map(|t| t.scaled(share)),
             probing,
             openssl_speed: self.openssl_speed.clone(),
         }

@@ -26,14 +26,90 @@ pub struct ProbeCost {
     pub cold_step_ns: f64,
 }
 
-/// The trap sampler's samples of the targets while the probes were attached, and those taken in the probes'
-/// traps (the kernel's uprobe code): what the probes cost, measured in the targets themselves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The trap sampler's samples of the targets, and those taken in the probes' traps (the kernel's uprobe
+/// code): what the probes cost, measured in the targets themselves. It runs while the probes are attached and
+/// hit often enough to cost something (record/traps.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrapSamples {
     pub trapped: u64,
     pub samples: u64,
     /// Its rate, per CPU.
     pub freq_hz: u64,
+    /// The stretches it ran over. None in recordings made before it ran only part of the probed time: it ran
+    /// while the probes were attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<SamplerRan>,
+}
+
+/// The targets' CPU while the trap sampler ran, and the probe hits meanwhile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SamplerRan {
+    pub cpu_ms: f64,
+    pub hits: Hits,
+}
+
+impl SamplerRan {
+    pub fn minus(&self, before: &SamplerRan) -> SamplerRan {
+        SamplerRan {
+            cpu_ms: (self.cpu_ms - before.cpu_ms).max(0.0),
+            hits: self.hits.minus(&before.hits),
+        }
+    }
+
+    pub fn plus(&self, other: &SamplerRan) -> SamplerRan {
+        SamplerRan {
+            cpu_ms: self.cpu_ms + other.cpu_ms,
+            hits: self.hits.plus(&other.hits),
+        }
+    }
+}
+
+impl TrapSamples {
+    /// What the sampler ran over: as recorded, or, in recordings from before it was kept, all the probed
+    /// CPU and all the hits.
+    pub fn ran_or(&self, probed_cpu_ms: f64, hits: Hits) -> SamplerRan {
+        self.ran.unwrap_or(SamplerRan {
+            cpu_ms: probed_cpu_ms,
+            hits,
+        })
+    }
+
+    /// These counts less `before`'s (continuous mode's intervals).
+    pub fn since(&self, before: &TrapSamples) -> TrapSamples {
+        TrapSamples {
+            trapped: self.trapped.saturating_sub(before.trapped),
+            samples: self.samples.saturating_sub(before.samples),
+            freq_hz: self.freq_hz,
+            ran: self.ran.map(|r| r.minus(&before.ran.unwrap_or_default())),
+        }
+    }
+
+    /// Both intervals' counts together; None unless both measured them.
+    pub fn plus(&self, other: &TrapSamples) -> TrapSamples {
+        TrapSamples {
+            trapped: self.trapped + other.trapped,
+            samples: self.samples + other.samples,
+            freq_hz: other.freq_hz,
+            ran: self.ran.zip(other.ran).map(|(a, b)| a.plus(&b)),
+        }
+    }
+
+    /// A process's part of them, by its `share` of the recording's probed CPU.
+    pub fn scaled(&self, share: f64) -> TrapSamples {
+        let part = |n: u64| (n as f64 * share).round() as u64;
+        TrapSamples {
+            trapped: part(self.trapped),
+            samples: part(self.samples),
+            freq_hz: self.freq_hz,
+            ran: self.ran.map(|r| SamplerRan {
+                cpu_ms: r.cpu_ms * share,
+                hits: Hits {
+                    all: part(r.hits.all),
+                    stepped: part(r.hits.stepped),
+                },
+            }),
+        }
+    }
 }
 
 /// Until the samples in the traps say more, the calibration weighs as this many of them: a few samples say
@@ -45,6 +121,22 @@ pub const CALIBRATION_AS_SAMPLES: f64 = 10.0;
 pub struct Hits {
     pub all: u64,
     pub stepped: u64,
+}
+
+impl Hits {
+    pub fn minus(&self, before: &Hits) -> Hits {
+        Hits {
+            all: self.all.saturating_sub(before.all),
+            stepped: self.stepped.saturating_sub(before.stepped),
+        }
+    }
+
+    pub fn plus(&self, other: &Hits) -> Hits {
+        Hits {
+            all: self.all + other.all,
+            stepped: self.stepped + other.stepped,
+        }
+    }
 }
 
 impl ProbeCost {
@@ -61,18 +153,23 @@ impl ProbeCost {
         (hits.all as f64 * self.cold_hit_ns + hits.stepped as f64 * self.cold_step_ns) / 1e6
     }
 
-    /// What these hits cost the targets, in ms of their CPU: the calibrated cost, or what the trap sampler
-    /// measured over `cpu_ms` of the targets' CPU (while it ran) when that is more. The calibration misses
-    /// cost (a busy server's caches and maps are colder than tlsprof's own), and the sampler misses a trap's
-    /// last steps, with interrupts off: the larger of the two is the nearer.
-    pub fn overhead_ms(&self, hits: Hits, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
+    /// What these hits cost the targets, in ms of their CPU: their calibrated cost, times what the trap
+    /// sampler measured of the hits made while it ran over their calibrated cost, when that is more.
+    /// `probed_cpu_ms`: the targets' CPU while the probes were attached. The calibration misses cost (a busy
+    /// server's caches and maps are colder than tlsprof's own), and the sampler misses a trap's last steps,
+    /// with interrupts off: the larger of the two is the nearer.
+    pub fn overhead_ms(&self, hits: Hits, traps: Option<TrapSamples>, probed_cpu_ms: f64) -> f64 {
         let calibrated = self.calibrated_ms(hits);
-        let Some(t) = traps.filter(|t| t.samples > 0 && cpu_ms > 0.0) else {
+        let Some(t) = traps.filter(|t| t.samples > 0) else {
             return calibrated;
         };
-        let ms_per_sample = cpu_ms / t.samples as f64;
+        let ran = t.ran_or(probed_cpu_ms, hits);
+        if ran.cpu_ms <= 0.0 {
+            return calibrated;
+        }
+        let ms_per_sample = ran.cpu_ms / t.samples as f64;
         let measured = (t.trapped as f64 + CALIBRATION_AS_SAMPLES) * ms_per_sample;
-        let expected = calibrated + CALIBRATION_AS_SAMPLES * ms_per_sample;
+        let expected = self.calibrated_ms(ran.hits) + CALIBRATION_AS_SAMPLES * ms_per_sample;
         calibrated * (measured / expected).max(1.0)
     }
 }
@@ -152,6 +249,7 @@ mod tests {
                 trapped,
                 samples: 10_000,
                 freq_hz: 1000,
+                ran: None,
             })
         };
         assert_eq!(cost.overhead_ms(hits, None, 10_000.0), 200.0);
@@ -162,6 +260,42 @@ mod tests {
         assert_eq!(cost.overhead_ms(hits, traps(0), 10_000.0), 200.0);
         let few = cost.overhead_ms(Hits { all: 1_000, stepped: 0 }, traps(4), 10_000.0);
         assert!((few - 2.0 * 14.0 / 12.0).abs() < 1e-9, "{few}");
+        // The sampler ran over half the hits (100 ms calibrated), its 10,000 samples over 10 s of CPU: twice
+        // their calibration in 200 samples scales the cost of all hits.
+        let ran = |trapped| {
+            Some(TrapSamples {
+                ran: Some(SamplerRan {
+                    cpu_ms: 10_000.0,
+                    hits: Hits {
+                        all: 50_000,
+                        stepped: 0,
+                    },
+                }),
+                ..traps(trapped).unwrap()
+            })
+        };
+        assert_eq!(cost.overhead_ms(hits, ran(200), 20_000.0), 200.0 * 210.0 / 110.0);
+        assert_eq!(cost.overhead_ms(hits, ran(50), 20_000.0), 200.0);
+    }
+
+    #[test]
+    fn trap_samples_subtract_add_and_share_out() {
+        let ran = |cpu_ms, all| SamplerRan {
+            cpu_ms,
+            hits: Hits { all, stepped: all / 10 },
+        };
+        let t = |trapped, samples, r: Option<SamplerRan>| TrapSamples {
+            trapped,
+            samples,
+            freq_hz: 1000,
+            ran: r,
+        };
+        let (a, b) = (t(10, 1000, Some(ran(900.0, 500))), t(4, 300, Some(ran(250.0, 100))));
+        assert_eq!(a.since(&b), t(6, 700, Some(ran(650.0, 400))));
+        assert_eq!(a.plus(&b), t(14, 1300, Some(ran(1150.0, 600))));
+        assert_eq!(a.plus(&t(4, 300, None)).ran, None, "measured only if both were");
+        assert_eq!(a.scaled(0.5), t(5, 500, Some(ran(450.0, 250))));
+        assert_eq!(t(1, 10, None).ran_or(5.0, Hits::default()), ran(5.0, 0));
     }
 
     fn raw(path: Vec<u16>, calls: u64, cpu_ns: u64, all: u64, stepped: u64) -> RawNode {

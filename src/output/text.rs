@@ -242,11 +242,18 @@ pub fn text(s: &Summary, group: Group) -> String {
     let _ = match &s.probe_traps {
         Some(t) => writeln!(
             out,
-            "  measured in the targets: {} of the {} samples taken at {} Hz while the probes were attached were in their traps ≈ {} ms; {calibrated}; the estimate is the measured cost with the calibration weighing as {CALIBRATION_AS_SAMPLES} samples, never below the calibrated",
+            "  measured in the targets: {} of the trap sampler's {} samples (at {} Hz, while the probes were attached and hit, over {:.1} ms of the targets' CPU) were in their traps ≈ {} ms for the {} hits made meanwhile{}; {calibrated}; the estimate scales the calibrated cost of all hits by the measured, the calibration weighing as {CALIBRATION_AS_SAMPLES} samples, never below it",
             t.samples,
             t.of_samples,
             t.freq_hz,
+            t.sampled_cpu_ms,
             interval(t.cpu_ms, t.cpu_ms_ci95, 1),
+            t.hits,
+            if t.calibrated_ms > 0.0 {
+                format!(", ×{:.2} their calibrated cost", t.cpu_ms / t.calibrated_ms)
+            } else {
+                String::new()
+            },
         ),
         None => writeln!(
             out,

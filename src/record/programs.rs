@@ -15,6 +15,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use super::steal::Slices;
+use super::traps::TrapSampling;
 use super::AttachOptions;
 use crate::model::{CallGraph, Hits, ProbeCost, TrapSamples};
 
@@ -41,8 +42,11 @@ pub struct Programs<'obj> {
     calibration_hits: Hits,
     /// The sched_switch tracepoint and the CPU samplers.
     links: Vec<Link>,
-    /// The trap sampler's perf events, one per CPU, owned by their links in `links`.
+    /// The trap sampler's perf events, one per CPU, owned by their links in `links`; when it runs, and
+    /// whether it does.
     trap_sampler: Vec<i32>,
+    trap_sampling: TrapSampling,
+    trap_sampler_on: bool,
 }
 
 pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
@@ -137,6 +141,8 @@ impl<'obj> Programs<'obj> {
             calibration_hits,
             links: Vec::new(),
             trap_sampler: Vec::new(),
+            trap_sampling: TrapSampling::new(0.0, Hits::default()),
+            trap_sampler_on: false,
         }
     }
 
@@ -176,8 +182,15 @@ impl<'obj> Programs<'obj> {
         Ok(())
     }
 
-    /// Runs the trap sampler (while the stage probes are attached) or stops it.
-    pub fn trap_sampling(&self, on: bool) -> Result<()> {
+    /// At each poll once the ring buffers are drained, and as the stage probes detach (`live` false) or
+    /// attach: runs the trap sampler or stops it, as record/traps.rs says. `probed_cpu_ms`: the targets' CPU
+    /// while probed so far.
+    pub fn step_trap_sampler(&mut self, live: bool, probed_cpu_ms: f64) -> Result<()> {
+        let hits = self.target_probe_hits();
+        let on = self.trap_sampling.step(live, probed_cpu_ms, hits, &self.probe_cost);
+        if on == std::mem::replace(&mut self.trap_sampler_on, on) {
+            return Ok(());
+        }
         let request = if on {
             PERF_EVENT_IOC_ENABLE
         } else {
@@ -192,8 +205,8 @@ impl<'obj> Programs<'obj> {
         Ok(())
     }
 
-    /// The targets' samples the trap sampler took (those its ring buffer dropped left out), and those
-    /// `trapped` of them in the probes' traps.
+    /// The targets' samples the trap sampler took (those its ring buffer dropped left out), those `trapped`
+    /// of them in the probes' traps, and what it ran over.
     pub fn trap_samples(&self, trapped: u64) -> TrapSamples {
         TrapSamples {
             trapped,
@@ -201,6 +214,7 @@ impl<'obj> Programs<'obj> {
                 .stat(tlsprof_stat::STAT_TRAP_SAMPLES)
                 .saturating_sub(self.stat(tlsprof_stat::STAT_TRAP_SAMPLE_DROPS)),
             freq_hz: TRAP_SAMPLE_HZ,
+            ran: Some(self.trap_sampling.ran),
         }
     }
 
@@ -235,10 +249,10 @@ impl<'obj> Programs<'obj> {
         }
     }
 
-    /// What the probes have cost the targets so far, in ms of their CPU: the samples in their traps so far
-    /// were taken over `cpu_ms` of it.
-    pub fn target_probe_ms(&self, traps: Option<TrapSamples>, cpu_ms: f64) -> f64 {
-        self.probe_cost.overhead_ms(self.target_probe_hits(), traps, cpu_ms)
+    /// What the probes have cost the targets so far, in ms of their CPU (`probed_cpu_ms` of it while probed).
+    pub fn target_probe_ms(&self, traps: Option<TrapSamples>, probed_cpu_ms: f64) -> f64 {
+        self.probe_cost
+            .overhead_ms(self.target_probe_hits(), traps, probed_cpu_ms)
     }
 
     /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches

@@ -22,7 +22,7 @@ use super::governor::{Action, Governor};
 use super::handshakes::Handshakes;
 use super::hello::HelloWindows;
 use super::privileges;
-use super::probes::{Change, TargetSet};
+use super::probes::{self, Change, TargetSet};
 use super::programs::{self, Programs};
 use super::samples::NamedSamples;
 use super::samples::SampleAggregator;
@@ -67,12 +67,15 @@ fn run(
 ) -> Result<Recording> {
     privileges::preflight()?;
     let t0 = Instant::now();
+    // Read while the programs load and the probes attach: the kernel writes out its whole symbol table.
+    let traps = std::thread::spawn(ProbeTraps::new);
     let mut open_object = MaybeUninit::uninit();
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
-    // Read while the probes are being attached: the kernel writes out its whole symbol table.
-    let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
+    // The first window opens as every later one does, once all the probes are attached and with the
+    // readings it starts from: until then their hits are ignored.
+    probes::hold_window(&mut programs.skel)?;
     let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
     let mut hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
@@ -94,15 +97,6 @@ fn run(
         opts.attach.freq_hz
     );
 
-    let started = Instant::now();
-    let started_unix_ns = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_nanos() as u64);
-    let mut cpu = CpuMeters::default();
-    for p in &live {
-        cpu.start(p.pid);
-    }
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
         opts.attach.kernel_stacks,
@@ -117,10 +111,20 @@ fn run(
             .as_ref()
             .map(|t| programs.trap_samples(t.trapped))
     };
-    let probe_ms = |programs: &Programs, cpu: &CpuMeters| {
-        programs.target_probe_ms(trap_samples(programs), cpu.probed_ms().values().sum())
-    };
-    programs.trap_sampling(true)?;
+    let probed_ms = |cpu: &CpuMeters| cpu.probed_ms().values().sum::<f64>();
+    let probe_ms =
+        |programs: &Programs, cpu: &CpuMeters| programs.target_probe_ms(trap_samples(programs), probed_ms(cpu));
+    probes::open_window(&mut programs.skel)?;
+    let started = Instant::now();
+    let started_unix_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_nanos() as u64);
+    let mut cpu = CpuMeters::default();
+    for p in &live {
+        cpu.start(p.pid);
+    }
+    programs.step_trap_sampler(true, probed_ms(&cpu))?;
     let mut governor = Governor::new(
         opts.max_overhead_pct,
         started,
@@ -170,14 +174,15 @@ fn run(
         samples.borrow_mut().name_when_due(&targets.functions);
         let elapsed = started.elapsed();
         cpu.poll(&live, governor.live());
+        programs.step_trap_sampler(governor.live(), probed_ms(&cpu))?;
         let now = Instant::now();
         match governor.tick(now, probe_ms(&programs, &cpu), cpu.total_ms()) {
             Action::Pause => {
+                // The trap sampler stops with the targets' CPU counted as probed, at this reading.
+                programs.step_trap_sampler(false, probed_ms(&cpu))?;
                 let at = reading(now, &cpu, &programs, &mut counters);
                 // The window ends here (the epoch flips first): detaching takes time, during which the
                 // stage probes and the hello capture still run.
-                // The sampler runs over the targets' CPU counted as probed, which ends at this reading.
-                programs.trap_sampling(false)?;
                 targets.pause(&mut programs.skel)?;
                 rb.consume().context("drain the ring buffers")?;
                 let tree = read_tree(&programs)?;
@@ -191,7 +196,7 @@ fn run(
                 // The window starts as the epoch flips, at the end of resume: it is dated from there.
                 let flipped = Instant::now();
                 cpu.poll(&live, false);
-                programs.trap_sampling(true)?;
+                programs.step_trap_sampler(true, probed_ms(&cpu))?;
                 let now = reading(flipped, &cpu, &programs, &mut counters);
                 governor.resumed(now.now, now.probe_ms, cpu.total_ms());
                 windows.open(now);
@@ -247,6 +252,7 @@ fn run(
         if let Some(s) = snapshots.as_mut().filter(|s| interval.start.elapsed() >= s.every) {
             rb.consume().context("drain the ring buffers")?;
             cpu.poll(&live, governor.live());
+            programs.step_trap_sampler(governor.live(), probed_ms(&cpu))?;
             let at = reading(Instant::now(), &cpu, &programs, &mut counters);
             let tree = read_tree(&programs)?;
             if governor.live() {
@@ -345,6 +351,7 @@ fn run(
     let end = Instant::now();
     rb.consume().context("drain the ring buffers")?;
     cpu.poll(&live, governor.live());
+    programs.step_trap_sampler(false, probed_ms(&cpu))?;
     let at = reading(end, &cpu, &programs, &mut counters);
     if governor.live() {
         let tree = read_tree(&programs)?;
@@ -435,20 +442,12 @@ impl Interval {
 
     fn hits(&mut self, programs: &Programs) -> Hits {
         let now = programs.target_probe_hits();
-        let before = std::mem::replace(&mut self.hits, now);
-        Hits {
-            all: now.all.saturating_sub(before.all),
-            stepped: now.stepped.saturating_sub(before.stepped),
-        }
+        now.minus(&std::mem::replace(&mut self.hits, now))
     }
 
     fn traps(&mut self, now: Option<TrapSamples>) -> Option<TrapSamples> {
         let before = std::mem::replace(&mut self.traps, now)?;
-        now.map(|n| TrapSamples {
-            trapped: n.trapped.saturating_sub(before.trapped),
-            samples: n.samples.saturating_sub(before.samples),
-            freq_hz: n.freq_hz,
-        })
+        now.map(|n| n.since(&before))
     }
 
     fn lost(&mut self, programs: &Programs) -> Lost {

@@ -4,6 +4,7 @@
 //! in tlsprof's own process, whose caches and maps are not a busy server's.
 
 use crate::catalogue::causes::{base_name, is_probe_frame};
+use crate::model::{Hits, ProbeCost, SamplerRan};
 
 /// The kernel's uprobe code (catalogue::causes::PROBE_KERNEL_FRAMES), as address ranges read once from
 /// /proc/kallsyms: each matching function up to the next symbol.
@@ -57,6 +58,58 @@ impl ProbeTraps {
     }
 }
 
+/// Below this share of the targets' CPU at their calibrated cost, the probes' hits are not worth sampling:
+/// the trap sampler's own interrupts would cost a target more than such hits do (a server answering requests
+/// on kept-alive connections hits the probes a few times a second), while a server taking new connections
+/// makes them cost it a percent or more.
+const MIN_PROBE_SHARE: f64 = 0.002;
+
+/// When the trap sampler runs: while the probes are attached and their hits over the last poll cost the
+/// targets at least MIN_PROBE_SHARE of their CPU. Its samples then measure the hits made while it ran: their
+/// CPU and those hits are counted here.
+pub struct TrapSampling {
+    on: bool,
+    /// What the last stretch of attached probes said.
+    wanted: bool,
+    /// The targets' CPU while probed, and the hits, at the last step.
+    last: SamplerRan,
+    pub ran: SamplerRan,
+}
+
+impl TrapSampling {
+    pub fn new(probed_cpu_ms: f64, hits: Hits) -> TrapSampling {
+        TrapSampling {
+            on: false,
+            wanted: true,
+            last: SamplerRan {
+                cpu_ms: probed_cpu_ms,
+                hits,
+            },
+            ran: SamplerRan::default(),
+        }
+    }
+
+    /// At each poll, once the trap sampler's ring buffer is drained, and as the probes detach or attach:
+    /// counts the stretch since the last step if the sampler ran through it, and says whether it runs through
+    /// the next (`live`: the probes are attached).
+    pub fn step(&mut self, live: bool, probed_cpu_ms: f64, hits: Hits, cost: &ProbeCost) -> bool {
+        let now = SamplerRan {
+            cpu_ms: probed_cpu_ms,
+            hits,
+        };
+        let stretch = now.minus(&std::mem::replace(&mut self.last, now));
+        if self.on {
+            self.ran = self.ran.plus(&stretch);
+        }
+        // Only a stretch with the probes attached says what they cost.
+        if stretch.cpu_ms > 0.0 {
+            self.wanted = cost.calibrated_ms(stretch.hits) >= MIN_PROBE_SHARE * stretch.cpu_ms;
+        }
+        self.on = live && self.wanted;
+        self.on
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +136,38 @@ mod tests {
         assert!(!traps.is_trap(&[0xffffffff81002400, 0xffffffffc0000010]));
         let hidden = "0000000000000000 T _text\n0000000000000000 t asm_exc_int3\n";
         assert!(ProbeTraps::from_kallsyms(hidden).is_none());
+    }
+
+    fn hits(all: u64) -> Hits {
+        Hits { all, stepped: 0 }
+    }
+
+    fn ran(cpu_ms: f64, all: u64) -> SamplerRan {
+        SamplerRan {
+            cpu_ms,
+            hits: hits(all),
+        }
+    }
+
+    #[test]
+    fn the_sampler_runs_while_the_probes_are_attached_and_hit_and_counts_those_stretches() {
+        // 2 µs a hit: 10 hits over 10 ms of CPU cost 0.2%.
+        let cost = ProbeCost {
+            cold_hit_ns: 2000.0,
+            ..ProbeCost::default()
+        };
+        let mut s = TrapSampling::new(0.0, hits(0));
+        assert!(s.step(true, 0.0, hits(0), &cost), "runs until the probes say otherwise");
+        assert!(s.step(true, 10.0, hits(12), &cost));
+        // Detached: the stretch up to now is counted, the sampler stops.
+        assert!(!s.step(false, 20.0, hits(24), &cost));
+        assert_eq!(s.ran, ran(20.0, 24));
+        // Attached again, the last verdict holds; a stretch of few hits stops it and is counted.
+        assert!(s.step(true, 20.0, hits(25), &cost));
+        assert!(!s.step(true, 30.0, hits(26), &cost));
+        assert_eq!(s.ran, ran(30.0, 25));
+        // Not counted while stopped; busy again, it runs.
+        assert!(s.step(true, 40.0, hits(46), &cost));
+        assert_eq!(s.ran, ran(30.0, 25));
     }
 }

@@ -160,13 +160,11 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.probe_hits = 0;
     out.probe_stepped_hits = 0;
     // Measured only if every interval measured them.
-    out.probe_traps = recs.iter().try_fold(TrapSamples::default(), |sum, r| {
-        r.probe_traps.map(|t| TrapSamples {
-            trapped: sum.trapped + t.trapped,
-            samples: sum.samples + t.samples,
-            freq_hz: t.freq_hz,
-        })
-    });
+    out.probe_traps = recs
+        .iter()
+        .map(|r| r.probe_traps)
+        .collect::<Option<Vec<TrapSamples>>>()
+        .and_then(|t| t.into_iter().reduce(|sum, t| sum.plus(&t)));
     out.lost = Default::default();
     out.probing.live_s = 0.0;
     out.probing.windows = 0;
