@@ -67,11 +67,11 @@ fn run(
 ) -> Result<Recording> {
     privileges::preflight()?;
     let t0 = Instant::now();
-    // Read while the programs load and the probes attach: the kernel writes out its whole symbol table.
-    let traps = std::thread::spawn(ProbeTraps::new);
     let mut open_object = MaybeUninit::uninit();
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
+    // Read while the probes attach: the kernel writes out its whole symbol table.
+    let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
     // The first window opens as every later one does, once all the probes are attached and with the
     // readings it starts from: until then their hits are ignored.
@@ -87,15 +87,6 @@ fn run(
     let mut containers: HashMap<u32, Option<String>> =
         live.iter().map(|p| (p.pid, targets::container_of(p.pid))).collect();
     let mut execs: HashMap<u32, Vec<f64>> = HashMap::new();
-    eprintln!(
-        "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
-        targets.functions.len(),
-        targets.probes,
-        targets.libraries.len(),
-        live.len(),
-        t0.elapsed().as_secs_f64() * 1e3,
-        opts.attach.freq_hz
-    );
 
     let samples = RefCell::new(SampleAggregator::new(
         programs::call_graph_id(opts.attach.call_graph),
@@ -145,6 +136,15 @@ fn run(
         }
     };
     let first = reading(started, &cpu, &programs, &mut counters);
+    eprintln!(
+        "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+        targets.functions.len(),
+        targets.probes,
+        targets.libraries.len(),
+        live.len(),
+        t0.elapsed().as_secs_f64() * 1e3,
+        opts.attach.freq_hz
+    );
     let mut windows = WindowLog::dated_from(started, started_unix_ns);
     windows.open(first.clone());
     let handshakes = RefCell::new(Handshakes::new(probe_cost));

@@ -3,6 +3,8 @@
 //! measured in the targets themselves (the trap sampler, bpf/tlsprof.bpf.c). The calibration measures a hit
 //! in tlsprof's own process, whose caches and maps are not a busy server's.
 
+use std::io::{BufRead, BufReader};
+
 use crate::catalogue::causes::{base_name, is_probe_frame};
 use crate::model::{Hits, ProbeCost, SamplerRan};
 
@@ -17,13 +19,15 @@ pub struct ProbeTraps {
 impl ProbeTraps {
     /// None when the kernel hides its symbols' addresses (kallsyms reads zeros): the traps cannot be told.
     pub fn new() -> Option<ProbeTraps> {
-        ProbeTraps::from_kallsyms(&std::fs::read_to_string("/proc/kallsyms").ok()?)
+        ProbeTraps::from_kallsyms(BufReader::new(std::fs::File::open("/proc/kallsyms").ok()?))
     }
 
-    fn from_kallsyms(text: &str) -> Option<ProbeTraps> {
+    /// Read line by line: the whole table is megabytes, and tlsprof may run in a tight memory cgroup.
+    fn from_kallsyms(kallsyms: impl BufRead) -> Option<ProbeTraps> {
         // Code symbols: address, whether the uprobe code. Aliases share an address; one that matches marks it.
-        let mut symbols: Vec<(u64, bool)> = text
+        let mut symbols: Vec<(u64, bool)> = kallsyms
             .lines()
+            .map_while(Result::ok)
             .filter_map(|line| {
                 let mut fields = line.split_whitespace();
                 let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
@@ -125,7 +129,7 @@ mod tests {
                     ffffffff81002200 T handle_swbp.isra.0\n\
                     ffffffff81002400 T schedule\n\
                     ffffffffc0000000 t bpf_prog_1234_stage_enter\t[bpf]\n";
-        let traps = ProbeTraps::from_kallsyms(text).unwrap();
+        let traps = ProbeTraps::from_kallsyms(text.as_bytes()).unwrap();
         assert!(traps.is_trap(&[0xffffffff81001000]));
         assert!(traps.is_trap(&[0xffffffff81000500, 0xffffffff810010ff]));
         assert!(!traps.is_trap(&[0xffffffff81001100, 0xffffffff81000fff]));
@@ -135,7 +139,7 @@ mod tests {
         );
         assert!(!traps.is_trap(&[0xffffffff81002400, 0xffffffffc0000010]));
         let hidden = "0000000000000000 T _text\n0000000000000000 t asm_exc_int3\n";
-        assert!(ProbeTraps::from_kallsyms(hidden).is_none());
+        assert!(ProbeTraps::from_kallsyms(hidden.as_bytes()).is_none());
     }
 
     fn hits(all: u64) -> Hits {
