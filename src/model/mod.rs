@@ -542,6 +542,16 @@ impl Recording {
         sum("call tree self CPU", self.tree.iter().map(|n| &n.self_ns))?;
         sum("samples", self.samples.iter().map(|s| &s.count))?;
         sum("probe hits", [&self.probe_hits, &self.probe_stepped_hits])?;
+        if let Some(t) = &self.probe_traps {
+            sum("probe traps", [&t.samples, &t.freq_hz])?;
+            if t.trapped > t.samples {
+                return Err("probe traps");
+            }
+            if let Some(ran) = &t.ran {
+                real("probe traps", [&ran.cpu_ms])?;
+                sum("probe traps", [&ran.hits.all, &ran.hits.stepped])?;
+            }
+        }
         let l = &self.lost;
         sum(
             "lost counts",
@@ -947,6 +957,14 @@ pub(crate) mod tests {
         v = serde_json::to_value(sample_recording()).unwrap();
         v["samples"][0]["count"] = json!(MAX_FIGURE);
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(samples out of range)"));
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["probe_traps"] = json!({"trapped": 5, "samples": 4, "freq_hz": 1000});
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(probe traps out of range)"));
+        let ran = |cpu_ms: f64| json!({"trapped": 1, "samples": 4, "freq_hz": 1000, "ran": {"cpu_ms": cpu_ms, "hits": {"all": 3, "stepped": 0}}});
+        v["probe_traps"] = ran(4.0);
+        assert!(Recording::from_bytes(&serde_json::to_vec(&v).unwrap()).is_ok());
+        v["probe_traps"] = ran(-4.0);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(probe traps out of range)"));
         v = serde_json::to_value(sample_recording()).unwrap();
         v["handshakes"][0]["cpu"]["count"] = json!(5);
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(handshake histogram out of range)"));
