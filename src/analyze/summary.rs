@@ -219,8 +219,8 @@ pub struct StageSummary {
     /// What the self CPU went to, from the CPU samples whose innermost stage this is (analyze/causes.rs),
     /// most samples first; `unattributed` holds the samples with no named frame below the stage frame.
     pub causes: Vec<CauseSummary>,
-    /// The stage's samples in tlsprof's own uprobe traps (their kernel frames are always kept): left out of the causes' shares,
-    /// as the probes' calibrated cost is out of the stage's CPU.
+    /// The stage's samples in tlsprof's own uprobe traps (their kernel frames are always kept): left out of
+    /// the causes' shares, as the probes' calibrated cost is out of the stage's CPU.
     pub probe_samples: u64,
     /// What the probes saw, in ns.
     #[serde(skip)]

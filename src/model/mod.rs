@@ -69,8 +69,9 @@ pub struct Recording {
     pub probe_hits: u64,
     #[serde(default)]
     pub probe_stepped_hits: u64,
-    /// The targets' CPU samples and those taken in the probes' traps: their cost measured in the targets.
-    /// None when the kernel hides its symbols' addresses, and in recordings made before they were counted.
+    /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
+    /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
+    /// before they were counted.
     #[serde(default)]
     pub probe_traps: Option<TrapSamples>,
     pub probing: Probing,

@@ -523,8 +523,6 @@ fn fill_library_versions(libs: &mut [Library]) {
     }
 }
 
-/// Flips the BPF side's probe_epoch: even while the stage probes are live, odd while paused. The programs
-/// drop state from an earlier epoch and ignore hits while it is odd.
 /// Before the recording's first probes attach: their hits are ignored until `open_window`.
 pub fn hold_window(skel: &mut TlsprofSkel) -> Result<()> {
     next_epoch(skel)
@@ -535,6 +533,8 @@ pub fn open_window(skel: &mut TlsprofSkel) -> Result<()> {
     next_epoch(skel)
 }
 
+/// Flips the BPF side's probe_epoch: even while the stage probes are live, odd while paused. The programs
+/// drop state from an earlier epoch and ignore hits while it is odd.
 fn next_epoch(skel: &mut TlsprofSkel) -> Result<()> {
     let bss = skel.maps.bss_data.as_deref_mut().context("BPF .bss")?;
     // SAFETY: an aligned u32 in the BPF map's shared mapping; volatile, as the BPF programs read it meanwhile.

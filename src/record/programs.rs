@@ -42,11 +42,9 @@ pub struct Programs<'obj> {
     calibration_hits: Hits,
     /// The sched_switch tracepoint and the CPU samplers.
     links: Vec<Link>,
-    /// The trap sampler's perf events, one per CPU, owned by their links in `links`; when it runs, and
-    /// whether it does.
+    /// The trap sampler's perf events, one per CPU, owned by their links in `links`, and when it runs.
     trap_sampler: Vec<i32>,
     trap_sampling: TrapSampling,
-    trap_sampler_on: bool,
 }
 
 pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
@@ -141,8 +139,7 @@ impl<'obj> Programs<'obj> {
             calibration_hits,
             links: Vec::new(),
             trap_sampler: Vec::new(),
-            trap_sampling: TrapSampling::new(0.0, Hits::default()),
-            trap_sampler_on: false,
+            trap_sampling: TrapSampling::new(),
         }
     }
 
@@ -186,9 +183,9 @@ impl<'obj> Programs<'obj> {
     /// attach: runs the trap sampler or stops it, as record/traps.rs says. `probed_cpu_ms`: the targets' CPU
     /// while probed so far.
     pub fn step_trap_sampler(&mut self, live: bool, probed_cpu_ms: f64) -> Result<()> {
-        let hits = self.target_probe_hits();
+        let (was_on, hits) = (self.trap_sampling.on(), self.target_probe_hits());
         let on = self.trap_sampling.step(live, probed_cpu_ms, hits, &self.probe_cost);
-        if on == std::mem::replace(&mut self.trap_sampler_on, on) {
+        if on == was_on {
             return Ok(());
         }
         let request = if on {

@@ -81,16 +81,19 @@ pub struct TrapSampling {
 }
 
 impl TrapSampling {
-    pub fn new(probed_cpu_ms: f64, hits: Hits) -> TrapSampling {
+    /// Before the probes attach: no CPU probed, no hit yet.
+    pub fn new() -> TrapSampling {
         TrapSampling {
             on: false,
             wanted: true,
-            last: SamplerRan {
-                cpu_ms: probed_cpu_ms,
-                hits,
-            },
+            last: SamplerRan::default(),
             ran: SamplerRan::default(),
         }
+    }
+
+    /// Whether the sampler runs, as the last step said.
+    pub fn on(&self) -> bool {
+        self.on
     }
 
     /// At each poll, once the trap sampler's ring buffer is drained, and as the probes detach or attach:
@@ -160,7 +163,7 @@ mod tests {
             cold_hit_ns: 2000.0,
             ..ProbeCost::default()
         };
-        let mut s = TrapSampling::new(0.0, hits(0));
+        let mut s = TrapSampling::new();
         assert!(s.step(true, 0.0, hits(0), &cost), "runs until the probes say otherwise");
         assert!(s.step(true, 10.0, hits(12), &cost));
         // Detached: the stretch up to now is counted, the sampler stops.

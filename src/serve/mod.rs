@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use crate::analyze::summarize;
-use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TrapSamples, TreeNode};
+use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TreeNode};
 use crate::output::{pprof, prometheus};
 use crate::record::targets::Process;
 use crate::record::{self, RecordOptions, Snapshots};
@@ -163,8 +163,8 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
     out.probe_traps = recs
         .iter()
         .map(|r| r.probe_traps)
-        .collect::<Option<Vec<TrapSamples>>>()
-        .and_then(|t| t.into_iter().reduce(|sum, t| sum.plus(&t)));
+        .reduce(|sum, t| Some(sum?.plus(&t?)))
+        .flatten();
     out.lost = Default::default();
     out.probing.live_s = 0.0;
     out.probing.windows = 0;
