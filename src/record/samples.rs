@@ -361,10 +361,10 @@ impl SampleAggregator {
         if !self.finder().is_some_and(|d| d.busy()) {
             self.name_stacks(functions);
         }
-        let named = std::mem::replace(&mut self.named, StackTree::new(MAX_STACK_NODES));
-        // Frame ids only index the stacks' tree just taken.
+        // Frame ids only index the stacks' tree taken here.
         let names = std::mem::take(&mut self.frame_names);
-        let mut samples: Vec<Sample> = named
+        let mut samples: Vec<Sample> = self
+            .named
             .stacks()
             .map(|((pid, path, complete), ids, count)| {
                 let (frames, kernel) = names.split_kernel(&ids);
@@ -378,6 +378,8 @@ impl SampleAggregator {
                 }
             })
             .collect();
+        let cut = self.named.cut_samples;
+        self.named.clear();
         samples.sort_by(|a, b| {
             b.count
                 .cmp(&a.count)
@@ -403,7 +405,7 @@ impl SampleAggregator {
             unnamed_files,
             debug_files,
             unreadable: std::mem::take(&mut self.unreadable),
-            cut: named.cut_samples,
+            cut,
         }
     }
 }

@@ -73,6 +73,14 @@ impl<K: Clone + Eq + Hash> StackTree<K> {
         self.nodes[at as usize].count += count;
     }
 
+    /// Forgets every stack, keeping the nodes' memory for the next ones: continuous mode takes a tree each
+    /// interval, and a new reservation each time would land elsewhere in the heap and touch new pages.
+    pub fn clear(&mut self) {
+        self.roots.clear();
+        self.nodes.clear();
+        self.cut_samples = 0;
+    }
+
     /// Every stack with samples: its key, its frames outermost first, and its count.
     pub fn stacks(&self) -> impl Iterator<Item = (&K, Vec<u32>, u64)> + '_ {
         let key_of: HashMap<u32, &K> = self.roots.iter().map(|(key, &root)| (root, key)).collect();
@@ -169,5 +177,11 @@ mod tests {
             sorted(&tree),
             vec![(1, vec![10, 20, 30], 2), (1, vec![10, CUT], 3), (1, vec![CUT], 1)]
         );
+        let reserved = tree.nodes.capacity();
+        tree.clear();
+        assert_eq!((sorted(&tree), tree.cut_samples), (vec![], 0));
+        assert_eq!(tree.nodes.capacity(), reserved);
+        tree.add(&2, [10], 1);
+        assert_eq!(sorted(&tree), vec![(2, vec![10], 1)]);
     }
 }
