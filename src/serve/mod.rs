@@ -37,6 +37,7 @@ struct Served {
 
 /// Listens on `listen`, then records the targets until `stop`, serving what it has so far.
 pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<()> {
+    allocator::fix_thresholds();
     let server = Arc::new(tiny_http::Server::http(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?);
     let served = Arc::new(Mutex::new(Served::default()));
     eprintln!(
@@ -62,6 +63,8 @@ pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<At
         while s.recent.len() > 1 && span(s.recent.iter().skip(1)) >= MAX_PROFILE_S as f64 {
             s.recent.pop_front();
         }
+        drop(s);
+        allocator::release_freed_memory();
     };
     let result = record::serve(
         procs,
@@ -75,6 +78,38 @@ pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<At
     server.unblock();
     let _ = http.join();
     result
+}
+
+/// Each interval's figures and each profile come and go at sizes of their own, and glibc's allocator keeps
+/// what they freed: the holes left in its heaps, and the free space at the top of each thread's heap, stay
+/// resident once touched, so a run of hours would keep more and more of them. Its thresholds are fixed at
+/// their defaults (freeing a large block would otherwise raise them to its size: blocks that large would then
+/// come from the heaps, and no top smaller than twice that would be given back), and after each interval the
+/// free pages inside the main heap are handed back.
+#[cfg(target_env = "gnu")]
+mod allocator {
+    const THRESHOLD: libc::c_int = 128 * 1024;
+
+    pub fn fix_thresholds() {
+        // SAFETY: mallopt only sets glibc's allocator parameters, under its own lock.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, THRESHOLD);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, THRESHOLD);
+        }
+    }
+
+    pub fn release_freed_memory() {
+        // SAFETY: malloc_trim only walks glibc's own free lists, under the arenas' locks.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
+#[cfg(not(target_env = "gnu"))]
+mod allocator {
+    pub fn fix_thresholds() {}
+    pub fn release_freed_memory() {}
 }
 
 fn span<'a>(recs: impl Iterator<Item = &'a Arc<Recording>>) -> f64 {
