@@ -85,7 +85,7 @@ pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<At
 /// resident once touched, so a run of hours would keep more and more of them. Its thresholds are fixed at
 /// their defaults (freeing a large block would otherwise raise them to its size: blocks that large would then
 /// come from the heaps, and no top smaller than twice that would be given back), and after each interval the
-/// free pages inside the main heap are handed back.
+/// free pages inside the heaps are handed back.
 #[cfg(target_env = "gnu")]
 mod allocator {
     const THRESHOLD: libc::c_int = 128 * 1024;
