@@ -60,10 +60,12 @@ pub struct Governor {
 
 impl Governor {
     /// Probes are live from `now`; `probe_ms` and `cpu_ms` are what the probes cost the targets so far (see
-    /// ProbeCost::overhead_ms) and the targets' CPU, both in ms.
+    /// ProbeCost::overhead_ms) and the targets' CPU, both in ms. That cost is the hits of the probes while
+    /// they were being attached: the account starts owing it, as it owes the hits of later attaches.
     pub fn new(max_overhead_pct: f64, now: Instant, probe_ms: f64, cpu_ms: f64) -> Governor {
+        let budget = (max_overhead_pct < 100.0).then_some(max_overhead_pct / 100.0);
         Governor {
-            budget: (max_overhead_pct < 100.0).then_some(max_overhead_pct / 100.0),
+            budget,
             state: State::Live {
                 window_start: now,
                 chunk_start: now,
@@ -71,7 +73,7 @@ impl Governor {
             probed: Duration::ZERO,
             windows: 1,
             peak_overhead: 0.0,
-            credit_ms: 0.0,
+            credit_ms: if budget.is_some() { -probe_ms } else { 0.0 },
             probe_ms,
             cpu_ms,
             overhead: 0.0,
@@ -239,6 +241,25 @@ mod tests {
         // Probed time counts the live windows only.
         let probed = g.probed(t0 + secs(resume_at + 0.16)).as_secs_f64();
         assert!((probed - 0.2).abs() < 1e-6, "{probed}");
+    }
+
+    /// The over-budget load above, with `attach_ms` of hits while the probes were being attached: when the
+    /// second window opens, polling every 50 ms.
+    fn second_window_at(attach_ms: f64) -> f64 {
+        let t0 = Instant::now();
+        let mut g = Governor::new(0.5, t0, attach_ms, 0.0);
+        assert_eq!(g.tick(t0 + secs(0.1), attach_ms + ms(1_000), 100.0), Action::Pause);
+        (3..200)
+            .map(|i| 0.05 * f64::from(i))
+            .find(|&t| g.tick(t0 + secs(t), attach_ms + ms(1_000), 1000.0 * t) == Action::Resume)
+            .expect("resumed within 10 s")
+    }
+
+    #[test]
+    fn the_hits_while_attaching_are_owed() {
+        // The account earns 0.5% of 1,000 ms per second: 1 ms owed takes 0.2 s longer to pay.
+        let later = second_window_at(1.0) - second_window_at(0.0);
+        assert!((later - 0.2).abs() < 0.05 + 1e-9, "{later} s later");
     }
 
     /// Simulated minute of a busy target whose probes would cost 2.4%: whenever it stops, the probes have

@@ -74,7 +74,7 @@ fn run(
     let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
     // The first window opens as every later one does, once all the probes are attached and with the
-    // readings it starts from: until then their hits are ignored.
+    // readings it starts from: until then the programs ignore their hits (the governor owes their cost).
     probes::hold_window(&mut programs.skel)?;
     let mut targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
     programs.start_sampling(opts.attach.freq_hz)?;
