@@ -63,9 +63,8 @@ impl Governor {
     /// ProbeCost::overhead_ms) and the targets' CPU, both in ms. That cost is the hits of the probes while
     /// they were being attached: the account starts owing it, as it owes the hits of later attaches.
     pub fn new(max_overhead_pct: f64, now: Instant, probe_ms: f64, cpu_ms: f64) -> Governor {
-        let budget = (max_overhead_pct < 100.0).then_some(max_overhead_pct / 100.0);
         Governor {
-            budget,
+            budget: (max_overhead_pct < 100.0).then_some(max_overhead_pct / 100.0),
             state: State::Live {
                 window_start: now,
                 chunk_start: now,
@@ -73,7 +72,7 @@ impl Governor {
             probed: Duration::ZERO,
             windows: 1,
             peak_overhead: 0.0,
-            credit_ms: if budget.is_some() { -probe_ms } else { 0.0 },
+            credit_ms: -probe_ms,
             probe_ms,
             cpu_ms,
             overhead: 0.0,
