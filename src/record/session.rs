@@ -67,12 +67,11 @@ fn run(
 ) -> Result<Recording> {
     privileges::preflight()?;
     let t0 = Instant::now();
-    // Read while the programs load and calibrate, before any probe is on: the kernel writes out its whole
-    // symbol table, which takes longer than attaching, and probes waiting for it would cost the targets.
-    let traps = std::thread::spawn(ProbeTraps::new);
     let mut open_object = MaybeUninit::uninit();
     let skel = programs::load(&mut open_object, &opts.attach)?;
     let probe_cost = calibrate::measure(&skel)?;
+    // Read while the probes attach: the kernel writes out its whole symbol table.
+    let traps = std::thread::spawn(ProbeTraps::new);
     let mut programs = Programs::new(skel, probe_cost);
     // The first window opens as every later one does, once all the probes are attached and with the
     // readings it starts from: until then the programs ignore their hits (the governor owes their cost).
