@@ -368,6 +368,7 @@ fn record_options(
     }
     let procs = selection.resolve()?;
     let attach = AttachOptions {
+        families: tlsprof::catalogue::families::BUILT_IN.to_vec(),
         hello_capture: match p.hello_capture {
             HelloCaptureArg::Sampled => HelloCapture::Sampled,
             HelloCaptureArg::Always => HelloCapture::Always,

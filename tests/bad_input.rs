@@ -89,7 +89,7 @@ fn unreadable_and_corrupt_recordings() {
     let truncated = scratch.path("truncated");
     std::fs::write(
         &truncated,
-        br#"{"format":"tlsprof-recording","format_version":9,"duration_s":"#,
+        br#"{"format":"tlsprof-recording","format_version":10,"duration_s":"#,
     )
     .unwrap();
     one_line_error(
@@ -99,7 +99,7 @@ fn unreadable_and_corrupt_recordings() {
     let wrong_shape = scratch.path("wrong-shape");
     std::fs::write(
         &wrong_shape,
-        br#"{"format":"tlsprof-recording","format_version":9,"duration_s":"x"}"#,
+        br#"{"format":"tlsprof-recording","format_version":10,"duration_s":"x"}"#,
     )
     .unwrap();
     one_line_error(
@@ -111,7 +111,7 @@ fn unreadable_and_corrupt_recordings() {
     one_line_error(&run(tlsprof().arg("report").arg(&future)), "has recording format 999");
 }
 
-/// A process that runs no OpenSSL code: a plain `sleep`.
+/// A process that runs no TLS library code: a plain `sleep`.
 #[test]
 fn process_without_tls() {
     if !require_root("process_without_tls") {
@@ -119,7 +119,7 @@ fn process_without_tls() {
     }
     let sleeper = Running(Command::new("sleep").arg("30").spawn().unwrap());
     let out = run(tlsprof().args(["record", "--pid", &sleeper.pid().to_string()]));
-    one_line_error(&out, "has no OpenSSL code");
+    one_line_error(&out, "has no Go crypto/tls or OpenSSL code");
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn hostile_recordings() {
         .unwrap();
     one_line_error(&report(&huge), "more than a recording may be");
 
-    let header = r#"{"format":"tlsprof-recording","format_version":9"#;
+    let header = r#"{"format":"tlsprof-recording","format_version":10"#;
     let write = |name: &str, body: String| {
         let path = scratch.path(name);
         std::fs::write(&path, body).unwrap();

@@ -99,7 +99,11 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     let resumed: u64 = clients.iter().map(|c| n(&c["resumed"])).sum();
     let r = report_json(&recording);
     let lib = &r["libraries"][0];
-    assert_eq!(lib["flavor"], "go", "{r:#}");
+    assert_eq!(
+        (&lib["family"], &lib["flavor"]),
+        (&"go".into(), &"static".into()),
+        "{r:#}"
+    );
     assert!(lib["version"].as_str().unwrap_or("").starts_with("go1."), "{lib}");
     let hs = &r["handshakes"];
     let total = f(&hs["total"]);

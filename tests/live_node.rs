@@ -25,6 +25,7 @@ fn node_internal_functions_resolved_and_handshakes_counted() {
     let r = report_json(&recording);
     let lib = &r["libraries"][0];
     assert_eq!(lib["path"], "/usr/bin/node", "{r:#}");
+    assert_eq!(lib["family"], "openssl");
     assert_eq!(lib["flavor"], "static");
     assert_eq!(lib["symbols"], "internal");
     let full = f(&r["handshakes"]["full"]);

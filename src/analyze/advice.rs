@@ -6,9 +6,10 @@ use serde::Serialize;
 
 use super::causes::Cause;
 use super::summary::Basis;
+use crate::catalogue::families::{go::Go, Family};
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
-use crate::model::{CpuHistogram, Flavor, Function, HandshakeGroup, Recording, Role};
+use crate::model::{CpuHistogram, Function, HandshakeGroup, Recording, Role};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
@@ -42,7 +43,7 @@ enum Software {
 }
 
 fn software(rec: &Recording) -> Software {
-    if rec.libraries.iter().any(|l| l.flavor == Flavor::Go) {
+    if rec.libraries.iter().any(|l| l.family == Go.id()) {
         return Software::Go;
     }
     match rec.targets.first().map(|t| t.comm.as_str()) {
@@ -536,7 +537,7 @@ mod tests {
     /// The sample recording as a Go server's: an ECDH derive and an ML-KEM one under the handshake.
     fn go_recording() -> Recording {
         let mut rec = sample_recording();
-        rec.libraries[0].flavor = Flavor::Go;
+        rec.libraries[0].family = Go.id().into();
         rec.libraries[0].version = Some("go1.26.8".into());
         rec.targets[0].comm = "server".into();
         rec.functions.push(Function {

@@ -14,14 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use crate::catalogue::causes::Cause;
-use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space, STAGE_STAND_INS};
+use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space};
+use crate::catalogue::families::{self, Family};
 use crate::catalogue::Stage;
 use crate::model::{Recording, Sample};
-
-/// The record layer's functions, found in CPU samples when they were not probed (the sampled read and
-/// write stages).
-pub const READ_FUNCTIONS: &[&str] = &["SSL_read", "SSL_read_ex", "SSL_peek"];
-pub const WRITE_FUNCTIONS: &[&str] = &["SSL_write", "SSL_write_ex"];
 
 /// Frames listed under each cause, most samples first.
 const TOP_FRAMES: usize = 5;
@@ -46,24 +42,42 @@ pub struct Stager<'a> {
     /// while the probes were detached; empty when the probes were attached throughout (a sample outside
     /// every stage path was then outside every stage).
     functions: HashMap<&'a str, Stage>,
-    /// The record layer was not probed: its stages come from SSL_read/SSL_write frames.
-    sampled_record_layer: bool,
+    /// The record layer's functions of the recording's families (SSL_read, SSL_write, ...), when it was not
+    /// probed: its stages come from their frames.
+    record_layer: HashMap<&'static str, Stage>,
+}
+
+/// The families of the recording's libraries, each once.
+fn families_of(rec: &Recording) -> Vec<&'static dyn Family> {
+    let mut out: Vec<&'static dyn Family> = Vec::new();
+    for f in rec.libraries.iter().filter_map(|l| families::named(&l.family)) {
+        if !out.iter().any(|known| known.id() == f.id()) {
+            out.push(f);
+        }
+    }
+    out
 }
 
 impl<'a> Stager<'a> {
     pub fn new(rec: &'a Recording) -> Stager<'a> {
+        let families = families_of(rec);
         let mut functions: HashMap<&str, Stage> = HashMap::new();
         if rec.probed_part_time() {
-            functions.extend(STAGE_STAND_INS.iter().copied());
+            functions.extend(families.iter().flat_map(|f| f.stage_stand_ins()).copied());
             functions.extend(
                 rec.functions
                     .iter()
                     .filter_map(|f| f.stage.map(|s| (f.name.as_str(), s))),
             );
         }
+        let record_layer = if rec.all_probes {
+            HashMap::new()
+        } else {
+            families.iter().flat_map(|f| f.record_layer()).copied().collect()
+        };
         Stager {
             functions,
-            sampled_record_layer: !rec.all_probes,
+            record_layer,
         }
     }
 
@@ -80,8 +94,8 @@ impl<'a> Stager<'a> {
 
     /// The stage a sample counts in: the probes' (`probed`); else, for a sample the probes did not place
     /// (taken while they were detached: default mode), the innermost frame of a probed stage function or of
-    /// a stand-in for one (catalogue::causes::STAGE_STAND_INS), by name; else, when the record layer was not probed, its innermost SSL_read or
-    /// SSL_write frame.
+    /// a stand-in for one (Family::stage_stand_ins), by name; else, when the record layer was not probed, its
+    /// innermost record-layer frame (SSL_read, SSL_write, ...).
     pub fn stage_frame(&self, rec: &Recording, s: &Sample) -> Option<StageFrame> {
         if !s.path.is_empty() {
             return Self::probed(rec, s);
@@ -104,19 +118,9 @@ impl<'a> Stager<'a> {
     }
 
     fn record_layer(&self, s: &Sample) -> Option<StageFrame> {
-        self.sampled_record_layer.then(|| Self::record_layer_frame(s)).flatten()
-    }
-
-    fn record_layer_frame(s: &Sample) -> Option<StageFrame> {
         s.frames.iter().enumerate().rev().find_map(|(index, f)| {
             let name = f.split(' ').next().unwrap_or("");
-            let stage = if READ_FUNCTIONS.contains(&name) {
-                Stage::Read
-            } else if WRITE_FUNCTIONS.contains(&name) {
-                Stage::Write
-            } else {
-                return None;
-            };
+            let &stage = self.record_layer.get(name)?;
             Some(StageFrame { stage, index })
         })
     }
@@ -423,6 +427,29 @@ mod tests {
         let read = sample(vec![], &["uv_run", "SSL_read", "libssl.so.3+0x1"]);
         assert_eq!(place(&read), Some((Stage::Read, 1)));
         assert!(place(&sample(vec![], &["main", "epoll_wait"])).is_none());
+    }
+
+    #[test]
+    fn each_family_s_record_layer_is_sampled_as_read_and_write() {
+        let mut rec = crate::model::tests::sample_recording();
+        let go_read = sample(
+            vec![],
+            &[
+                "net/http.(*conn).serve",
+                "crypto/tls.(*Conn).Read",
+                "crypto/tls.(*halfConn).decrypt",
+            ],
+        );
+        let go_write = sample(vec![], &["main.handler", "crypto/tls.(*Conn).Write", "syscall.write"]);
+        let place = |rec: &Recording, s: &Sample| Stager::new(rec).stage_frame(rec, s).map(|sf| (sf.stage, sf.index));
+        // An OpenSSL recording knows only OpenSSL's record layer.
+        assert_eq!(place(&rec, &go_read), None);
+        rec.libraries[0].family = "go".into();
+        assert_eq!(place(&rec, &go_read), Some((Stage::Read, 1)));
+        assert_eq!(place(&rec, &go_write), Some((Stage::Write, 1)));
+        // Probed with --all-probes: the probes place them, not the frames.
+        rec.all_probes = true;
+        assert_eq!(place(&rec, &go_read), None);
     }
 
     #[test]

@@ -250,6 +250,7 @@ pub struct FunctionSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct LibrarySummary {
     pub path: String,
+    pub family: String,
     pub flavor: Flavor,
     pub version: Option<String>,
     pub symbols: Symbols,
@@ -478,6 +479,7 @@ pub fn summarize(rec: &Recording) -> Summary {
             .iter()
             .map(|l| LibrarySummary {
                 path: l.path.clone(),
+                family: l.family.clone(),
                 replaced: l.replaced,
                 flavor: l.flavor,
                 version: l.version.clone(),

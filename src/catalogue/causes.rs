@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The cause catalogue: which function or kernel frame says what a stage's CPU went to (algorithm lookups,
-//! socket I/O, MACs, ...). Names a stripped library still exports, the internals a build may keep, libc's and
-//! the kernel's. Adding a function is adding a row; the rule that walks a stack is in analyze/causes.rs.
+//! socket I/O, MACs, ...). Each TLS library family lists its own functions (families/); here are libc's,
+//! the kernel's and the applications'. Adding a function is adding a row; the rule that walks a stack is in
+//! analyze/causes.rs.
+
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use super::{Family, Stage};
+use super::families::{self, Family};
 
 /// What a stage's CPU was spent on, from the frames below its stage frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -87,9 +90,19 @@ impl Cause {
         }
     }
 
-    /// What the cause covers, for the text report; `families`: the TLS library families of the targets,
-    /// whose own code `tls_messages` is.
-    pub fn describe(self, families: &[Family]) -> &'static str {
+    /// What the cause covers, for the text report; `families`: the TLS library families of the targets, each
+    /// once, whose own code `tls_messages` is.
+    pub fn describe(self, families: &[&dyn Family]) -> String {
+        if self == Cause::TlsMessages {
+            let mut owners: Vec<&str> = families.iter().map(|f| f.own_code()).collect();
+            if owners.is_empty() {
+                owners.push("the TLS library's");
+            }
+            return format!(
+                "{} own code: state machine, messages, extensions, records",
+                owners.join(" and ")
+            );
+        }
         match self {
             Cause::Lookups => "algorithm lookups: fetches, name maps, property queries, parameters, EVP contexts",
             Cause::SocketIo => "socket I/O: BIO layer, system calls, kernel network stack",
@@ -100,13 +113,7 @@ impl Cause {
             Cause::Encryption => "record encryption and cipher setup",
             Cause::KeyDerivation => "key derivation (HKDF, PRF)",
             Cause::PublicKey => "public-key operations: signatures, key exchange, keys, their arithmetic",
-            Cause::TlsMessages => match (families.contains(&Family::OpenSsl), families.contains(&Family::Go)) {
-                (true, true) => {
-                    "libssl's and Go's crypto/tls package's own code: state machine, messages, extensions, records"
-                }
-                (false, true) => "Go's crypto/tls package's own code: state machine, messages, extensions, records",
-                _ => "libssl's own code: state machine, messages, extensions, records",
-            },
+            Cause::TlsMessages => unreachable!("described above"),
             Cause::Application => "the application's callbacks",
             Cause::ErrorQueue => "OpenSSL's error queue",
             Cause::Memory => "memory allocation and page faults",
@@ -114,6 +121,7 @@ impl Cause {
             Cause::Other => "named functions no cause lists",
             Cause::Unattributed => "no named frame below the stage",
         }
+        .into()
     }
 
     /// Memory and locks serve whatever work takes them: a fetch's lock is the fetch's cost. They count
@@ -139,7 +147,7 @@ pub struct CauseRow {
     pub cause: Cause,
 }
 
-const fn user(pattern: &'static str, cause: Cause) -> CauseRow {
+pub(crate) const fn user(pattern: &'static str, cause: Cause) -> CauseRow {
     CauseRow {
         pattern,
         space: Space::User,
@@ -147,7 +155,7 @@ const fn user(pattern: &'static str, cause: Cause) -> CauseRow {
     }
 }
 
-const fn kernel(pattern: &'static str, cause: Cause) -> CauseRow {
+pub(crate) const fn kernel(pattern: &'static str, cause: Cause) -> CauseRow {
     CauseRow {
         pattern,
         space: Space::Kernel,
@@ -157,301 +165,16 @@ const fn kernel(pattern: &'static str, cause: Cause) -> CauseRow {
 
 use Cause::*;
 
-/// First matching row wins, so narrow rows come before the broad ones they carve out of.
-pub const ROWS: &[CauseRow] = &[
-    // Go (names from its function table; Go 1.24 moved primitives under crypto/internal/fips140/, and the
-    // vendored x/crypto packages carry a vendor/ prefix). The broad crypto/tls row comes last among them.
-    user("crypto/rand.*", Random),
-    user("crypto/internal/sysrand.*", Random),
-    user("crypto/internal/fips140/drbg.*", Random),
-    user("crypto/internal/randutil.*", Random),
-    // SHA-3/SHAKE: in a handshake, only ML-KEM's sampling and hashing uses them.
-    user("crypto/internal/fips140/sha3.*", PublicKey),
-    user("crypto/sha256.*", MacHash),
-    user("crypto/sha512.*", MacHash),
-    user("crypto/internal/fips140/sha256.*", MacHash),
-    user("crypto/internal/fips140/sha512.*", MacHash),
-    user("crypto/hmac.*", MacHash),
-    user("crypto/internal/fips140/hmac.*", MacHash),
-    user("crypto/tls.(*finishedHash).*", MacHash),
-    user("crypto/hkdf.*", KeyDerivation),
-    user("crypto/internal/fips140/hkdf.*", KeyDerivation),
-    user("*golang.org/x/crypto/hkdf.*", KeyDerivation),
-    user("crypto/internal/fips140/tls12.*", KeyDerivation),
-    user("crypto/internal/fips140/tls13.*", KeyDerivation),
-    user("crypto/tls.(*cipherSuiteTLS13).*", KeyDerivation),
-    user("crypto/tls.prf*", KeyDerivation),
-    user("crypto/tls.pHash", KeyDerivation),
-    user("crypto/aes.*", Encryption),
-    user("crypto/cipher.*", Encryption),
-    user("crypto/internal/fips140/aes*", Encryption),
-    user("*golang.org/x/crypto/chacha20*", Encryption),
-    user("crypto/tls.(*halfConn).*", Encryption),
-    user("crypto/ecdh.*", PublicKey),
-    user("crypto/ecdsa.*", PublicKey),
-    user("crypto/rsa.*", PublicKey),
-    user("crypto/ed25519.*", PublicKey),
-    user("crypto/elliptic.*", PublicKey),
-    user("crypto/mlkem.*", PublicKey),
-    user("crypto.SignMessage", PublicKey),
-    user("crypto/internal/fips140/ecdh.*", PublicKey),
-    user("crypto/internal/fips140/ecdsa.*", PublicKey),
-    user("crypto/internal/fips140/rsa.*", PublicKey),
-    user("crypto/internal/fips140/ed25519.*", PublicKey),
-    user("crypto/internal/fips140/mlkem.*", PublicKey),
-    user("crypto/internal/fips140/nistec*", PublicKey),
-    user("crypto/internal/fips140/edwards25519*", PublicKey),
-    user("crypto/internal/fips140/bigmod.*", PublicKey),
-    user("crypto/internal/nistec*", PublicKey),
-    user("crypto/internal/edwards25519*", PublicKey),
-    user("crypto/internal/bigmod.*", PublicKey),
-    user("crypto/internal/mlkem768.*", PublicKey),
-    user("*golang.org/x/crypto/curve25519*", PublicKey),
-    user("math/big.*", PublicKey),
-    // nistec's assembly helpers, named without their package.
-    user("p256*Internal", PublicKey),
-    user("crypto/x509.*", Certificates),
-    user("encoding/asn1.*", Certificates),
-    user("crypto/tls.(*SessionState).*", Session),
-    user("crypto/tls.ParseSessionState", Session),
-    user("crypto/tls.(*lruSessionCache).*", Session),
-    user("crypto/tls.(*Conn).readRecord*", SocketIo),
-    user("crypto/tls.(*Conn).readFromUntil", SocketIo),
-    user("crypto/tls.(*Conn).write", SocketIo),
-    user("crypto/tls.(*Conn).flush", SocketIo),
-    user("net.(*conn).*", SocketIo),
-    user("net.(*netFD).*", SocketIo),
-    user("internal/poll.*", SocketIo),
-    user("syscall.*", SocketIo),
-    user("internal/runtime/syscall*", SocketIo),
-    user("runtime/internal/syscall.*", SocketIo),
-    user("crypto/tls.*", TlsMessages),
-    user("*golang.org/x/crypto/cryptobyte*", TlsMessages),
-    // Allocation, the garbage collector's assists, and stack growth.
-    user("runtime.mallocgc*", Memory),
-    user("runtime.newobject", Memory),
-    user("runtime.makeslice*", Memory),
-    user("runtime.growslice", Memory),
-    user("runtime.gcAssistAlloc*", Memory),
-    user("runtime.morestack*", Memory),
-    user("runtime.newstack", Memory),
-    user("runtime.copystack", Memory),
-    user("runtime.adjustframe", Memory),
-    user("sync.(*Mutex).*", Locks),
-    user("runtime.lock*", Locks),
-    user("runtime.unlock*", Locks),
-    user("runtime.futex*", Locks),
-    // Provider machinery. Contexts and parameters are in it: each one a fetch, a lookup or a provider call.
-    user("EVP_*_fetch", Lookups),
-    user("EVP_*_fetch_*", Lookups),
-    user("*evp_generic_fetch*", Lookups),
-    user("evp_*_fetch*", Lookups),
-    user("ossl_method_*", Lookups),
-    user("ossl_namemap_*", Lookups),
-    user("namemap_*", Lookups),
-    user("ossl_lib_ctx_*", Lookups),
-    user("ossl_property_*", Lookups),
-    user("ossl_prop_*", Lookups),
-    user("ossl_provider_*", Lookups),
-    user("ossl_algorithm_*", Lookups),
-    user("ossl_decoder_*", Lookups),
-    user("ossl_encoder_*", Lookups),
-    user("ossl_sa_*", Lookups),
-    user("ossl_ht_*", Lookups),
-    user("ossl_bsearch", Lookups),
-    user("ossl_param_*", Lookups),
-    user("OSSL_*", Lookups),
-    user("OPENSSL_LH_*", Lookups),
-    user("OBJ_*", Lookups),
-    user("EVP_get_*byname", Lookups),
-    user("EVP_*_is_a", Lookups),
-    user("EVP_*_get0_name", Lookups),
-    user("EVP_*_get0_provider", Lookups),
-    user("EVP_*_names_do_all", Lookups),
-    user("EVP_*_get_params", Lookups),
-    user("EVP_*_set_params", Lookups),
-    user("EVP_*_get_*_param", Lookups),
-    user("EVP_*_set_*_param", Lookups),
-    user("EVP_*_gettable_*", Lookups),
-    user("EVP_*_settable_*", Lookups),
-    user("*_get_ctx_params", Lookups),
-    user("*_set_ctx_params", Lookups),
-    user("EVP_*_CTX_new*", Lookups),
-    user("EVP_*_CTX_free", Lookups),
-    user("EVP_*_CTX_reset", Lookups),
-    user("EVP_*_CTX_dup", Lookups),
-    user("EVP_*_CTX_ctrl*", Lookups),
-    user("EVP_*_up_ref", Lookups),
-    user("EVP_*_free", Lookups),
-    user("EVP_DigestSignInit*", Lookups),
-    user("EVP_DigestVerifyInit*", Lookups),
-    user("do_sigver_init", Lookups),
-    user("EVP_PKEY_digestsign_supports_digest", Lookups),
-    user("EVP_PKEY_*_init*", Lookups),
-    user("evp_keymgmt_*", Lookups),
-    user("evp_pkey_*", Lookups),
-    user("evp_md_ctx_*", Lookups),
-    user("HMAC_CTX_new", Lookups),
-    user("HMAC_CTX_free", Lookups),
-    // Errors.
-    user("ERR_*", ErrorQueue),
-    user("ossl_err_*", ErrorQueue),
+/// Rows of no TLS library family's: libc, the kernel and the applications. Each family's own rows come
+/// first (families::Family::cause_rows).
+pub const COMMON_ROWS: &[CauseRow] = &[
     // Random numbers.
-    user("RAND_*", Random),
-    user("rand_*", Random),
-    user("ossl_rand_*", Random),
-    user("EVP_RAND_*", Random),
-    user("evp_rand_*", Random),
-    user("drbg_*", Random),
-    user("ossl_drbg_*", Random),
-    user("ossl_prov_drbg_*", Random),
-    user("ssl_fill_hello_random", Random),
     user("getrandom", Random),
     user("__getrandom*", Random),
     kernel("__x64_sys_getrandom", Random),
     kernel("get_random_bytes*", Random),
     kernel("urandom_read*", Random),
-    // Session encoding and cache.
-    user("i2d_SSL_SESSION", Session),
-    user("d2i_SSL_SESSION", Session),
-    user("SSL_SESSION_*", Session),
-    user("ssl_session_*", Session),
-    user("ssl_get_new_session", Session),
-    user("ssl_get_prev_session", Session),
-    user("ssl_generate_session_id", Session),
-    user("SSL_CTX_add_session", Session),
-    user("SSL_CTX_flush_sessions*", Session),
-    user("ssl_update_cache", Session),
-    user("*SSL_SESSION_ASN1*", Session),
-    // Signatures: hashing the message is part of them.
-    user("EVP_DigestSign*", PublicKey),
-    user("EVP_DigestVerify*", PublicKey),
-    // MACs and hashes.
-    user("EVP_Q_mac", MacHash),
-    user("EVP_MAC_*", MacHash),
-    user("HMAC*", MacHash),
-    user("hmac_*", MacHash),
-    user("ossl_hmac_*", MacHash),
-    user("EVP_MD_CTX_copy*", MacHash),
-    user("EVP_Digest*", MacHash),
-    user("EVP_Q_digest", MacHash),
-    user("SHA*", MacHash),
-    user("sha*_block_*", MacHash),
-    user("sha*_update", MacHash),
-    user("sha*_final", MacHash),
-    user("ossl_sha*", MacHash),
-    user("MD5*", MacHash),
-    user("md5_*", MacHash),
-    user("ossl_md5*", MacHash),
-    user("ssl3_finish_mac", MacHash),
-    user("ssl_handshake_hash", MacHash),
-    user("ssl3_digest_cached_records", MacHash),
-    user("ssl3_init_finished_mac", MacHash),
-    user("tls1_final_finish_mac", MacHash),
-    user("tls13_final_finish_mac", MacHash),
-    user("ssl_handshake_md", MacHash),
-    // Key derivation.
-    user("EVP_KDF_*", KeyDerivation),
-    user("kdf_*", KeyDerivation),
-    user("ossl_kdf_*", KeyDerivation),
-    user("HKDF*", KeyDerivation),
-    user("hkdf_*", KeyDerivation),
-    user("tls13_hkdf_*", KeyDerivation),
-    user("tls13_derive_*", KeyDerivation),
-    user("tls1_PRF", KeyDerivation),
-    user("tls1_prf_*", KeyDerivation),
-    // Ciphers.
-    user("EVP_Cipher*", Encryption),
-    user("EVP_Encrypt*", Encryption),
-    user("EVP_Decrypt*", Encryption),
-    user("EVP_CIPHER_*", Encryption),
-    user("aesni_*", Encryption),
-    user("_aesni_*", Encryption),
-    user("__aesni_*", Encryption),
-    user("aes_*", Encryption),
-    user("AES_*", Encryption),
-    user("ossl_aes*", Encryption),
-    user("gcm_*", Encryption),
-    user("ossl_gcm_*", Encryption),
-    user("CRYPTO_gcm128_*", Encryption),
-    user("ChaCha20*", Encryption),
-    user("chacha20_*", Encryption),
-    user("ossl_chacha20*", Encryption),
-    user("Poly1305*", Encryption),
-    user("poly1305_*", Encryption),
-    user("tls13_enc", Encryption),
-    user("tls1_enc", Encryption),
-    user("ssl3_enc", Encryption),
-    // Certificates and ASN.1.
-    user("X509*", Certificates),
-    user("x509_*", Certificates),
-    user("ossl_x509_*", Certificates),
-    user("ASN1_*", Certificates),
-    user("asn1_*", Certificates),
-    user("ossl_asn1_*", Certificates),
-    user("i2d_*", Certificates),
-    user("d2i_*", Certificates),
-    user("PEM_*", Certificates),
-    user("ssl_add_cert_*", Certificates),
-    user("ssl3_output_cert_chain", Certificates),
-    user("ssl_cert_*", Certificates),
-    user("ssl_security_cert*", Certificates),
-    // Public-key arithmetic and key objects.
-    user("BN_*", PublicKey),
-    user("bn_*", PublicKey),
-    user("ossl_bn_*", PublicKey),
-    user("EC_*", PublicKey),
-    user("ec_*", PublicKey),
-    user("ecp_*", PublicKey),
-    user("ossl_ec_*", PublicKey),
-    user("ossl_ecdsa_*", PublicKey),
-    user("ossl_ecdh_*", PublicKey),
-    user("ECDSA_*", PublicKey),
-    user("ECDH_*", PublicKey),
-    user("*x25519*", PublicKey),
-    user("*X25519*", PublicKey),
-    user("x448*", PublicKey),
-    user("fe51_*", PublicKey),
-    user("fe64_*", PublicKey),
-    user("RSA_*", PublicKey),
-    user("rsa_*", PublicKey),
-    user("rsaz_*", PublicKey),
-    user("ossl_rsa_*", PublicKey),
-    user("DH_*", PublicKey),
-    user("dh_*", PublicKey),
-    user("ossl_dh_*", PublicKey),
-    user("ossl_ffc_*", PublicKey),
-    user("EVP_PKEY_*", PublicKey),
-    user("ssl_generate_param_group", PublicKey),
-    // libssl's own code.
-    user("ossl_statem_*", TlsMessages),
-    user("state_machine", TlsMessages),
-    user("read_state_machine", TlsMessages),
-    user("write_state_machine", TlsMessages),
-    user("statem_*", TlsMessages),
-    user("tls_*", TlsMessages),
-    user("tls1_*", TlsMessages),
-    user("tls12_*", TlsMessages),
-    user("tls13_*", TlsMessages),
-    user("ssl3_*", TlsMessages),
-    user("do_ssl3_write", TlsMessages),
-    user("ssl_*", TlsMessages),
-    user("SSL_*", TlsMessages),
-    user("dtls*", TlsMessages),
-    user("WPACKET_*", TlsMessages),
-    user("wpacket_*", TlsMessages),
-    user("PACKET_*", TlsMessages),
-    user("custom_ext_*", TlsMessages),
-    user("bytes_to_cipher_list", TlsMessages),
-    // Socket I/O: the BIO layer, the system calls and the kernel's network stack.
-    user("BIO_*", SocketIo),
-    user("bio_*", SocketIo),
-    user("ossl_bio_*", SocketIo),
-    user("sock_read", SocketIo),
-    user("sock_write", SocketIo),
-    user("sock_ctrl", SocketIo),
-    user("buffer_write", SocketIo),
-    user("buffer_ctrl", SocketIo),
+    // Socket I/O: the system calls and the kernel's network stack.
     user("write", SocketIo),
     user("read", SocketIo),
     user("__write", SocketIo),
@@ -502,15 +225,6 @@ pub const ROWS: &[CauseRow] = &[
     user("uv__*", Application),
     user("napi_*", Application),
     // Memory.
-    user("CRYPTO_malloc", Memory),
-    user("CRYPTO_zalloc", Memory),
-    user("CRYPTO_realloc", Memory),
-    user("CRYPTO_clear_realloc", Memory),
-    user("CRYPTO_free", Memory),
-    user("CRYPTO_clear_free", Memory),
-    user("CRYPTO_secure_*", Memory),
-    user("OPENSSL_cleanse", Memory),
-    user("BUF_MEM_*", Memory),
     user("malloc", Memory),
     user("calloc", Memory),
     user("realloc", Memory),
@@ -546,8 +260,6 @@ pub const ROWS: &[CauseRow] = &[
     kernel("*sys_munmap", Memory),
     kernel("*sys_madvise", Memory),
     // Locks.
-    user("CRYPTO_THREAD_*", Locks),
-    user("CRYPTO_atomic_*", Locks),
     user("*pthread_mutex_*", Locks),
     user("*pthread_rwlock_*", Locks),
     user("*pthread_spin_*", Locks),
@@ -559,16 +271,6 @@ pub const ROWS: &[CauseRow] = &[
     kernel("do_futex", Locks),
     kernel("futex_*", Locks),
     kernel("__futex_*", Locks),
-];
-
-/// Frames that stand for a stage frame in a sample the probes did not place (taken while they were
-/// detached), where the stage function tail-calls and leaves no frame: OpenSSL 3's SSL_do_handshake jumps to
-/// the state machine (its caller nginx's ngx_ssl_handshake stands for it when the library is stripped), as do
-/// ossl_statem_accept and ossl_statem_connect; EVP_DigestSign jumps to EVP_DigestSignFinal.
-pub const STAGE_STAND_INS: &[(&str, Stage)] = &[
-    ("ngx_ssl_handshake", Stage::Handshake),
-    ("state_machine", Stage::Handshake),
-    ("EVP_DigestSignFinal", Stage::Sign),
 ];
 
 /// Kernel frames of tlsprof's own uprobes (the breakpoint trap, the single-step, the return trampoline):
@@ -618,10 +320,25 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
+/// Every row, first match wins: the built-in families' own, in their order, then the common ones. Families'
+/// names do not overlap each other's, and none is a libc, kernel or application name.
+fn rows() -> &'static [CauseRow] {
+    static ROWS: OnceLock<Vec<CauseRow>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        families::BUILT_IN
+            .iter()
+            .flat_map(|f| f.cause_rows())
+            .chain(COMMON_ROWS)
+            .copied()
+            .collect()
+    })
+}
+
 /// The cause a frame names, if any row lists it.
 pub fn cause_of(name: &str, space: Space) -> Option<Cause> {
     let base = base_name(name);
-    ROWS.iter()
+    rows()
+        .iter()
         .find(|r| r.space == space && glob(r.pattern, base))
         .map(|r| r.cause)
 }
@@ -657,7 +374,7 @@ mod tests {
     #[test]
     fn patterns_are_listed_once() {
         let mut seen = HashSet::new();
-        for r in ROWS {
+        for r in rows() {
             assert!(seen.insert((r.pattern, r.space)), "{} listed twice", r.pattern);
         }
     }
@@ -665,7 +382,7 @@ mod tests {
     #[test]
     fn every_cause_but_the_fallbacks_has_rows() {
         for cause in Cause::ALL {
-            let listed = ROWS.iter().any(|r| r.cause == cause);
+            let listed = rows().iter().any(|r| r.cause == cause);
             assert_eq!(
                 listed,
                 !matches!(cause, Cause::Other | Cause::Unattributed),

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The stage catalogue: which function marks which stage, one table per TLS library family. Adding a
-//! library, version or function is adding rows. The cause catalogue (causes.rs) names what a stage's CPU
-//! went to, from the frames below it.
+//! The stage catalogue: which function marks which stage, one module per TLS library family (families/).
+//! Adding a version or function is adding rows; adding a library is adding a family. The cause catalogue
+//! (causes.rs) names what a stage's CPU went to, from the frames below it.
 
 pub mod causes;
-pub mod go;
-pub mod openssl;
+pub mod families;
 
 pub use crate::boundary::Stage;
 use crate::boundary::{
     tlsprof_cookie_shift as shift, tlsprof_func_flags as ff, tlsprof_site as site, tlsprof_stage_rules as rules,
 };
+use families::Calls;
 
 /// Where a function comes from: what its presence says about the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,22 +23,6 @@ pub enum Origin {
     App,
     /// Go's standard library and runtime, in a Go executable.
     Go,
-}
-
-/// Which library family a table describes: each file is inspected against one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    OpenSsl,
-    Go,
-}
-
-impl Family {
-    pub fn rows(self) -> &'static [Row] {
-        match self {
-            Family::OpenSsl => openssl::ROWS,
-            Family::Go => go::ROWS,
-        }
-    }
 }
 
 /// Facts a function carries about the connection it works on (bpf/tlsprof.h, enum tlsprof_func_flags).
@@ -143,11 +127,6 @@ pub(crate) const fn frequent(symbol: &'static str, stage: Stage, flags: u32) -> 
     }
 }
 
-/// Every row of every library family.
-pub fn rows() -> impl Iterator<Item = &'static Row> {
-    openssl::ROWS.iter().chain(go::ROWS)
-}
-
 /// Where a probe sits in its function (bpf/tlsprof.h, enum tlsprof_site).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
@@ -156,12 +135,13 @@ pub enum Site {
     Exit,
 }
 
-/// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*); `stepped`: see record/prologue.rs.
-/// `state_machine_probed`: the library's internal handshake functions are probed (Node.js), so a handshake
-/// inside SSL_read/SSL_write is seen there, and those are plain record-layer calls.
-pub fn cookie(func_id: u16, row: &Row, stepped: bool, state_machine_probed: bool, at: Site) -> u64 {
+/// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*) of a function its family calls as
+/// `calls` says; `stepped`: see record/prologue.rs. `state_machine_probed`: the library's internal handshake
+/// functions are probed (Node.js), so a handshake inside SSL_read/SSL_write is seen there, and those are
+/// plain record-layer calls.
+pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machine_probed: bool, at: Site) -> u64 {
     let stage = row.stage.map_or(0, |s| u64::from(s.id()));
-    let mut flags = row.flags | if stepped { STEPPED } else { 0 };
+    let mut flags = row.flags | calls.cookie_flags() | if stepped { STEPPED } else { 0 };
     if state_machine_probed {
         flags &= !IO_DRIVER;
     }
@@ -178,32 +158,17 @@ pub fn cookie(func_id: u16, row: &Row, stepped: bool, state_machine_probed: bool
 
 #[cfg(test)]
 mod tests {
+    use super::families::{go, openssl, BUILT_IN};
     use super::*;
-    use std::collections::HashSet;
-
-    fn find(symbol: &str) -> Option<&'static Row> {
-        rows().find(|r| r.symbol == symbol)
-    }
-
-    #[test]
-    fn symbols_are_unique() {
-        let mut seen = HashSet::new();
-        for r in rows() {
-            assert!(seen.insert(r.symbol), "{} listed twice", r.symbol);
-        }
-    }
 
     #[test]
     fn every_stage_has_a_public_marker() {
         for stage in Stage::ALL {
             assert!(
-                rows().any(|r| r.stage == Some(stage) && r.origin == Origin::Public),
-                "{} has no function in the public API",
-                stage.name()
-            );
-            assert!(
-                go::ROWS.iter().any(|r| r.stage == Some(stage)),
-                "{} has no Go function",
+                openssl::ROWS
+                    .iter()
+                    .any(|r| r.stage == Some(stage) && r.origin == Origin::Public),
+                "{} has no function in OpenSSL's public API",
                 stage.name()
             );
         }
@@ -211,18 +176,20 @@ mod tests {
 
     #[test]
     fn cookie_packs_the_header_layout() {
-        let r = find("EVP_PKEY_decrypt").unwrap();
-        let c = cookie(513, r, false, false, Site::Entry);
+        let find = |rows: &'static [Row], symbol: &str| rows.iter().find(|r| r.symbol == symbol).unwrap();
+        let r = find(openssl::ROWS, "EVP_PKEY_decrypt");
+        let c = cookie(513, r, Calls::Native, false, false, Site::Entry);
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(Stage::Derive.id()));
         assert_eq!((c >> 24) & 0xff, 2);
         assert_eq!((c >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP));
         assert_eq!(c >> 56, 0);
-        let stepped = cookie(513, r, true, false, Site::Entry);
+        let stepped = cookie(513, r, Calls::Native, true, false, Site::Entry);
         assert_eq!((stepped >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP | STEPPED));
         let exit = cookie(
             7,
-            find("crypto/ecdsa.(*PrivateKey).Sign").unwrap(),
+            find(go::ROWS, "crypto/ecdsa.(*PrivateKey).Sign"),
+            Calls::GoRegisters,
             false,
             false,
             Site::Exit,
@@ -232,7 +199,14 @@ mod tests {
             (exit >> 32) & 0xff_ffff,
             u64::from(PRIVATE_KEY_OP | GO_SIG_RESULT | GO_ABI)
         );
-        let end = cookie(8, find("runtime.goexit1").unwrap(), false, false, Site::Entry);
+        let end = cookie(
+            8,
+            find(go::ROWS, "runtime.goexit1"),
+            Calls::GoRegisters,
+            false,
+            false,
+            Site::Entry,
+        );
         assert_eq!((end >> 32) & 0xff_ffff, u64::from(G_END | GO_ABI));
         assert_eq!(end >> 56, 0);
     }
@@ -271,6 +245,10 @@ mod tests {
             );
             seen |= flag;
         }
+        // A family's calling convention is the family's to set, never a row's.
+        for f in BUILT_IN {
+            assert!(f.rows().iter().all(|r| r.flags & GO_ABI == 0), "{}", f.id());
+        }
     }
 
     #[test]
@@ -297,12 +275,5 @@ mod tests {
             path,
             vec![Some(Handshake), Some(Derive), Some(KeySchedule), Some(KeySchedule)]
         );
-    }
-
-    #[test]
-    fn record_layer_is_probed_only_on_request() {
-        for r in rows().filter(|r| matches!(r.stage, Some(Stage::Read | Stage::Write))) {
-            assert!(r.frequent, "{} would cost a probe hit on every request", r.symbol);
-        }
     }
 }

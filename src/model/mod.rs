@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use crate::catalogue::families::{Flavor, Symbols};
 use crate::catalogue::Stage;
 
 /// The operations `openssl speed` measures for advice: the keys of [`Recording::openssl_speed`].
@@ -25,7 +26,7 @@ pub mod speed_ops {
 }
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -238,35 +239,11 @@ impl HandshakeCounts {
     }
 }
 
-/// What kind of TLS code a file holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Flavor {
-    /// A shared OpenSSL library (libssl/libcrypto).
-    Shared,
-    /// OpenSSL linked into the executable (Node.js).
-    Static,
-    /// Only the application's own TLS glue (nginx's session cache callbacks).
-    App,
-    /// A Go executable: crypto/tls and the runtime, named by Go's function table.
-    Go,
-}
-
-/// Which OpenSSL functions the file lets us see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Symbols {
-    /// Only the public API: stages are seen through EVP_*, SSL_*, X509_* calls.
-    Exported,
-    /// Internal handshake functions too (tls_construct_*, ssl_derive, ...).
-    Internal,
-    /// No OpenSSL functions: application functions only.
-    None,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Library {
     pub path: String,
+    /// Its TLS library family (catalogue::families::Family::id).
+    pub family: String,
     pub flavor: Flavor,
     pub version: Option<String>,
     pub symbols: Symbols,
@@ -688,6 +665,7 @@ pub(crate) mod tests {
     pub fn sample_recording() -> Recording {
         let lib = Library {
             path: "/usr/lib/x86_64-linux-gnu/libssl.so.3".into(),
+            family: "openssl".into(),
             flavor: Flavor::Shared,
             version: Some("OpenSSL 3.0.19 27 Jan 2026".into()),
             symbols: Symbols::Exported,

@@ -105,7 +105,7 @@ mod tests {
         for field in ["name", "library", "stage", "calls", "cpu_ms"] {
             assert!(f.get(field).is_some(), "missing functions[].{field}");
         }
-        for field in ["path", "flavor", "version", "symbols"] {
+        for field in ["path", "family", "flavor", "version", "symbols"] {
             assert!(j["libraries"][0].get(field).is_some(), "missing libraries[].{field}");
         }
         assert_eq!(j["stages"][0]["name"], Stage::Handshake.name());

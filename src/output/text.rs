@@ -7,9 +7,10 @@ use std::fmt::Write;
 use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
-use crate::catalogue::{Family, Stage};
+use crate::catalogue::families::{self, Family};
+use crate::catalogue::Stage;
 use crate::model::untrusted::{printable_lines, Printable};
-use crate::model::{CallGraph, Flavor, Outcome, Role, Symbols, UnnamedReason, CALIBRATION_AS_SAMPLES};
+use crate::model::{CallGraph, Outcome, Role, UnnamedReason, CALIBRATION_AS_SAMPLES};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
@@ -90,20 +91,14 @@ pub fn text(s: &Summary, group: Group) -> String {
 
     let _ = writeln!(out, "tlsprof: {} for {:.1} s", targets_line(s), s.duration_s);
     for l in &s.libraries {
-        let flavor = match l.flavor {
-            Flavor::Shared => "shared library",
-            Flavor::Static => "linked into the executable",
-            Flavor::App => "application TLS glue",
-            Flavor::Go => "Go crypto/tls",
-        };
-        let symbols = match l.symbols {
-            Symbols::Internal => "internal handshake functions visible",
-            Symbols::Exported => "public API only",
-            Symbols::None => "no OpenSSL functions",
+        // A family this tlsprof does not know (added through the library) is named by its id.
+        let how = match families::named(&l.family) {
+            Some(f) => format!("{}; {}", f.describe(l.flavor), f.describe_symbols(l.symbols)),
+            None => Printable(&l.family).to_string(),
         };
         let _ = writeln!(
             out,
-            "  {}: {} ({flavor}; {symbols}; {} catalogue functions){}",
+            "  {}: {} ({how}; {} catalogue functions){}",
             Printable(l.version.as_deref().unwrap_or("TLS code")),
             Printable(&l.path),
             l.functions_found,
@@ -377,15 +372,13 @@ fn causes_section(out: &mut String, s: &Summary) {
     if s.stages.iter().all(|st| st.causes.is_empty()) {
         return;
     }
-    // The library families of the targets, whose own code tls_messages names.
-    let families: Vec<Family> = s
-        .libraries
-        .iter()
-        .map(|l| match l.flavor {
-            Flavor::Go => Family::Go,
-            Flavor::Shared | Flavor::Static | Flavor::App => Family::OpenSsl,
-        })
-        .collect();
+    // The library families of the targets, each once, whose own code tls_messages names.
+    let mut families: Vec<&dyn Family> = Vec::new();
+    for f in s.libraries.iter().filter_map(|l| families::named(&l.family)) {
+        if !families.iter().any(|known| known.id() == f.id()) {
+            families.push(f);
+        }
+    }
     let _ = writeln!(
         out,
         "\nCauses within stages (from the CPU samples below each stage frame; CPU estimated: the stage's self CPU × the cause's share of its samples, 95% interval; the frames that named it):"
@@ -756,7 +749,7 @@ mod tests {
         rec.samples[0].frames.push("ossl_statem_accept".into());
         let t = report(&rec);
         assert!(t.contains("tls_messages") && t.contains("libssl's own code"), "{t}");
-        rec.libraries[0].flavor = Flavor::Go;
+        rec.libraries[0].family = "go".into();
         rec.samples[0].frames.push("crypto/tls.(*Conn).serverHandshake".into());
         let t = report(&rec);
         assert!(t.contains("Go's crypto/tls package's own code"), "{t}");

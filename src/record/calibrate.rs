@@ -179,7 +179,14 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
         let m = targets::mapping_for(&maps, addr).context("find tlsprof's own code mapping")?;
         probes.push((
             (addr - m.start + m.offset) as usize,
-            catalogue::cookie(id, &CALIBRATION_ROW, stepped, false, catalogue::Site::Entry),
+            catalogue::cookie(
+                id,
+                &CALIBRATION_ROW,
+                catalogue::families::Calls::Native,
+                stepped,
+                false,
+                catalogue::Site::Entry,
+            ),
             m,
         ));
     }

@@ -36,10 +36,14 @@ pub use hello::HelloCapture;
 pub use samples::MAX_STACK_BYTES;
 pub use session::{record, serve, Snapshots};
 
+use crate::catalogue::families::Family;
 use crate::model::CallGraph;
 
 /// What to attach and how to sample.
 pub struct AttachOptions {
+    /// The TLS library families to look for, in the order a file is tried against them
+    /// (catalogue::families::BUILT_IN, or more through the library).
+    pub families: Vec<&'static dyn Family>,
     pub hello_capture: HelloCapture,
     pub freq_hz: u64,
     /// Also probe the catalogue's frequent functions (the record layer, EVP_KDF_derive, session encoding).

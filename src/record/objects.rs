@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Inspecting a mapped file: which catalogue functions it defines, where, and which OpenSSL or Go it is.
+//! Inspecting a mapped file: which TLS library family's functions it defines, where, and which version.
+//! Each family is tried in turn, by the way it names its functions (catalogue::families::Naming).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -7,8 +8,8 @@ use std::path::Path;
 
 use super::gobin::{self, GoBinary};
 use super::prologue;
-use crate::catalogue::{go, Family, Origin, Row};
-use crate::model::{Flavor, Symbols};
+use crate::catalogue::families::{go, Family, Flavor, Naming, Symbols};
+use crate::catalogue::{Origin, Row};
 use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
 use blazesym::SymType;
@@ -26,24 +27,45 @@ pub struct FoundFunction {
     pub exits: Vec<(u64, bool)>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TlsObject {
+    pub family: &'static dyn Family,
     pub flavor: Flavor,
     pub symbols: Symbols,
     pub version: Option<String>,
     pub functions: Vec<FoundFunction>,
 }
 
-/// Looks up every catalogue function in the file at `path`. None when it defines none of them.
-pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
-    if is_executable && gobin::is_go(path) {
-        let data = crate::model::file::read_bounded(path, gobin::MAX_EXECUTABLE_BYTES, "Go executable")?;
-        let go_binary = GoBinary::parse(&data).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        if let Some(bin) = go_binary {
-            return Ok(inspect_go(&bin, &data));
+/// The first of `families` whose functions the file at `path` defines, with the functions found. None when
+/// it defines none of any.
+pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family]) -> Result<Option<TlsObject>> {
+    let mut go_binary = None;
+    for &family in families {
+        let found = match family.naming() {
+            Naming::GoFunctionTable if is_executable && gobin::is_go(path) => {
+                if go_binary.is_none() {
+                    let data = crate::model::file::read_bounded(path, gobin::MAX_EXECUTABLE_BYTES, "Go executable")?;
+                    let bin = GoBinary::parse(&data).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    go_binary = Some((bin, data));
+                }
+                match &go_binary {
+                    Some((Some(bin), data)) => inspect_go(family, bin, data),
+                    _ => None,
+                }
+            }
+            Naming::GoFunctionTable => None,
+            Naming::Symbols => inspect_symbols(family, path, is_executable)?,
+        };
+        if found.is_some() {
+            return Ok(found);
         }
     }
-    let rows = Family::OpenSsl.rows();
+    Ok(None)
+}
+
+/// The family's functions among the file's ELF symbols.
+fn inspect_symbols(family: &'static dyn Family, path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
+    let rows = family.rows();
     let names: Vec<&str> = rows.iter().map(|r| r.symbol).collect();
     let mut src = Elf::new(path);
     src.debug_syms = false;
@@ -91,9 +113,10 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     let version = if flavor == Flavor::App {
         None
     } else {
-        openssl_version(path)
+        version(family, path)
     };
     Ok(Some(TlsObject {
+        family,
         flavor,
         symbols,
         version,
@@ -103,8 +126,8 @@ pub fn inspect(path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
 
 /// The catalogue's Go functions in a Go executable, named by its function table (stripped builds keep it).
 /// A stage function whose code has no exit the decoder finds is left out: its frames would never close.
-fn inspect_go(bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
-    let rows = Family::Go.rows();
+fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
+    let rows = family.rows();
     let mut functions = Vec::new();
     for f in &bin.functions {
         let Some(name) = go::base_name(&f.name) else { continue };
@@ -140,23 +163,22 @@ fn inspect_go(bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
         return None;
     }
     Some(TlsObject {
-        flavor: Flavor::Go,
+        family,
+        flavor: Flavor::Static,
         symbols: Symbols::Internal,
         version: bin.version.clone(),
         functions,
     })
 }
 
-/// Longest version string looked for, after "OpenSSL ".
-const VERSION_MAX: usize = 64;
 /// The file is read in chunks this long, each overlapping the last by a whole version string: memory stays
 /// bounded whatever the size of a file a target maps (Node.js carries its OpenSSL in a 100 MB executable).
 const SCAN_CHUNK: usize = 1 << 20;
 
-/// The OpenSSL version string compiled into the file ("OpenSSL 3.0.19 27 Jan 2026"), if any.
-pub fn openssl_version(path: &Path) -> Option<String> {
+/// The family's version string compiled into the file, if any.
+pub fn version(family: &dyn Family, path: &Path) -> Option<String> {
     let file = File::open(path).ok()?;
-    let overlap = b"OpenSSL ".len() + VERSION_MAX;
+    let overlap = family.version_len();
     let mut buf = vec![0u8; SCAN_CHUNK + overlap];
     let (mut kept, mut offset) = (0, 0u64);
     loop {
@@ -166,7 +188,7 @@ pub fn openssl_version(path: &Path) -> Option<String> {
         }
         offset += read as u64;
         let filled = kept + read;
-        if let Some(v) = find_version(&buf[..filled]) {
+        if let Some(v) = family.version_in(&buf[..filled]) {
             return Some(v);
         }
         kept = overlap.min(filled);
@@ -174,23 +196,10 @@ pub fn openssl_version(path: &Path) -> Option<String> {
     }
 }
 
-fn find_version(bytes: &[u8]) -> Option<String> {
-    memchr::memmem::find_iter(bytes, b"OpenSSL ").find_map(|at| {
-        let rest = &bytes[at + 8..];
-        let len = rest.iter().take(VERSION_MAX).position(|&b| b == 0)?;
-        let text = std::str::from_utf8(&rest[..len]).ok()?;
-        // "3.0.19 27 Jan 2026": a dotted version, then the release date. 1.1.1 releases pad a one-digit day
-        // with a second space ("1.1.1k  25 Mar 2021"): shown with one.
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let version = words.first()?;
-        let dotted = version.split('.').count() == 3 && version.starts_with(|c: char| c.is_ascii_digit());
-        (dotted && words.len() == 4).then(|| format!("OpenSSL {}", words.join(" ")))
-    })
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::catalogue::families::{openssl::OpenSsl, BUILT_IN};
     use proptest::prelude::*;
     use proptest::sample::Index;
     use std::fs;
@@ -228,43 +237,12 @@ pub(crate) mod tests {
         ) {
             let path = damaged_copy("inspect", Path::new("/bin/true"), &edits, keep);
             let len = fs::metadata(&path).unwrap().len();
-            if let Ok(Some(obj)) = inspect(&path, false) {
+            if let Ok(Some(obj)) = inspect(&path, false, BUILT_IN) {
                 prop_assert!(obj.functions.iter().all(|f| f.file_offset < len));
             }
-            openssl_version(&path);
+            version(&OpenSsl, &path);
             fs::remove_file(&path).unwrap();
         }
-    }
-
-    proptest! {
-        #![proptest_config(crate::fuzz_config(1))]
-
-        #[test]
-        fn fuzz_version_strings(bytes in proptest::collection::vec(any::<u8>(), 0..512), text in "(OpenSSL [0-9. a-zA-Z]{0,70}\\x00?){0,3}") {
-            find_version(&bytes);
-            let mut both = bytes.clone();
-            both.extend(text.as_bytes());
-            if let Some(v) = find_version(&both) {
-                prop_assert!(v.len() <= 8 + VERSION_MAX);
-            }
-        }
-    }
-
-    #[test]
-    fn version_string_is_found_among_other_text() {
-        let blob = b"\0OpenSSL %s\0OpenSSL 3.0.19 27 Jan 2026\0more";
-        assert_eq!(find_version(blob).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
-        assert_eq!(find_version(b"OpenSSL support\0"), None);
-        // An earlier "OpenSSL " with no end in sight does not stop the search.
-        let mut blob = b"OpenSSL ".to_vec();
-        blob.extend([b'x'; 100]);
-        blob.extend(b"\0OpenSSL 3.0.2 15 Mar 2022\0");
-        assert_eq!(find_version(&blob).as_deref(), Some("OpenSSL 3.0.2 15 Mar 2022"));
-        // Node.js 16's OpenSSL 1.1.1 writes two spaces before the date.
-        assert_eq!(
-            find_version(b"\0OpenSSL 1.1.1q+quic  5 Jul 2022\0").as_deref(),
-            Some("OpenSSL 1.1.1q+quic 5 Jul 2022")
-        );
     }
 
     #[test]
@@ -276,7 +254,7 @@ pub(crate) mod tests {
         blob.extend(b"OpenSSL 3.0.19 27 Jan 2026\0");
         blob.extend(vec![0u8; 4096]);
         fs::write(&path, &blob).unwrap();
-        assert_eq!(openssl_version(&path).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
+        assert_eq!(version(&OpenSsl, &path).as_deref(), Some("OpenSSL 3.0.19 27 Jan 2026"));
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -287,7 +265,7 @@ pub(crate) mod tests {
             eprintln!("skipped: {} not installed", path.display());
             return;
         }
-        let obj = inspect(path, false)
+        let obj = inspect(path, false, BUILT_IN)
             .unwrap()
             .expect("libcrypto defines EVP_PKEY_derive");
         assert_eq!(obj.flavor, Flavor::Shared);
@@ -317,7 +295,9 @@ pub(crate) mod tests {
             eprintln!("skipped: {} not installed", path.display());
             return;
         }
-        let obj = inspect(path, false).unwrap().expect("libssl defines SSL_free");
+        let obj = inspect(path, false, BUILT_IN)
+            .unwrap()
+            .expect("libssl defines SSL_free");
         let free = obj.functions.iter().find(|f| f.row.symbol == "SSL_free").unwrap();
         assert!(!free.stepped, "{free:?}");
     }

@@ -15,9 +15,10 @@ use super::objects::{self, TlsObject};
 use super::status;
 use super::targets::{self, Mapping, Process, Selection};
 use super::AttachOptions;
+use crate::catalogue::families::{self, Calls, Flavor, Symbols};
 use crate::catalogue::{self, Site};
 use crate::model::untrusted::Printable;
-use crate::model::{Flavor, Function, Library, Symbols};
+use crate::model::{Function, Library};
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
 #[derive(Default)]
@@ -101,23 +102,24 @@ impl TargetSet {
                 Err(e) => return Err(e),
             }
         }
+        let known = families::names(&opts.families);
         if selection.all {
             if set.maps.is_empty() {
-                eprintln!("tlsprof: no process runs OpenSSL or Go TLS code yet: waiting for one");
+                eprintln!("tlsprof: no process runs {known} code yet: waiting for one");
             }
             return Ok(set);
         }
         if set.maps.is_empty() {
             let p = without_tls.first().expect("at least one target");
             bail!(
-                "process {} ({}) has no OpenSSL code (no libssl/libcrypto mapped, none linked in) and no Go crypto/tls: profile the process that terminates TLS",
+                "process {} ({}) has no {known} code (none mapped, none linked in): profile the process that terminates TLS",
                 p.pid,
                 Printable(&p.comm)
             );
         }
         for p in without_tls {
             eprintln!(
-                "tlsprof: skipping process {} ({}): no OpenSSL or Go TLS code",
+                "tlsprof: skipping process {} ({}): no {known} code",
                 p.pid,
                 Printable(&p.comm)
             );
@@ -156,7 +158,7 @@ impl TargetSet {
         out
     }
 
-    /// Probes every TLS function of one process. Ok(false) when it runs no OpenSSL or Go TLS code. A
+    /// Probes every TLS function of one process. Ok(false) when it runs no code of a known family. A
     /// target looked at again (it ran exec, or reused a pid) first loses the probes of what it ran before.
     pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
         self.forget(p.pid);
@@ -173,12 +175,14 @@ impl TargetSet {
         let maps = p.maps()?;
         let exe = exe_id.map(|(_, ino)| ino);
         let mut found_any = false;
-        for m in targets::candidate_objects(&maps, exe) {
+        let library_names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
+        for m in targets::candidate_objects(&maps, exe, &library_names) {
             let key = (m.dev.clone(), m.inode);
             if !self.inspected.contains_key(&key) {
                 // The target chose what it maps under these names: a file that does not parse is skipped,
                 // and the rest of the process (a real libssl beside it) is still profiled.
-                let obj = objects::inspect(&m.open_path(p.pid), Some(m.inode) == exe).unwrap_or_else(|e| {
+                let path = m.open_path(p.pid);
+                let obj = objects::inspect(&path, Some(m.inode) == exe, &opts.families).unwrap_or_else(|e| {
                     status::warn_once(
                         &format!("{}:{}", m.dev, m.inode),
                         &format!("skipping {} in process {} ({}): {e:#}", m.display_path(), p.pid, p.comm),
@@ -272,6 +276,7 @@ impl TargetSet {
                 }
                 self.libraries.push(Library {
                     path: path.clone(),
+                    family: obj.family.id().into(),
                     flavor: obj.flavor,
                     version: obj.version.clone(),
                     symbols: obj.symbols,
@@ -288,21 +293,20 @@ impl TargetSet {
         }
 
         let state_machine_probed = obj.symbols == Symbols::Internal;
+        let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
                 let id = set.function_id(lib, f.row)?;
-                let cookie = catalogue::cookie(id, f.row, f.stepped, state_machine_probed, Site::Entry);
-                if f.row.flags & catalogue::GO_ABI != 0 {
-                    go.push(f.file_offset, cookie);
+                let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
+                if calls == Calls::GoRegisters {
+                    go.push(f.file_offset, cookie(f.stepped, Site::Entry));
                     for &(offset, stepped) in &f.exits {
-                        go.push(
-                            offset,
-                            catalogue::cookie(id, f.row, stepped, state_machine_probed, Site::Exit),
-                        );
+                        go.push(offset, cookie(stepped, Site::Exit));
                     }
                     continue;
                 }
+                let cookie = cookie(f.stepped, Site::Entry);
                 entry.push(f.file_offset, cookie);
                 if f.row.stage.is_some() {
                     ret.push(f.file_offset, cookie);

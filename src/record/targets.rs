@@ -254,13 +254,14 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
     })
 }
 
-/// Files worth inspecting for TLS code: the executable itself (static OpenSSL, app glue) and TLS libraries.
-/// One mapping per file, the one at the lowest file offset.
-pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>) -> Vec<Mapping> {
+/// Files worth inspecting for TLS code: the executable itself (static OpenSSL, app glue, Go) and the shared
+/// libraries whose file names start with one of `library_names` (the families' Family::library_names). One
+/// mapping per file, the one at the lowest file offset.
+pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>, library_names: &[&str]) -> Vec<Mapping> {
     let mut out: Vec<Mapping> = Vec::new();
     for m in maps {
         let name = m.display_path().rsplit('/').next().unwrap_or("");
-        let tls_lib = name.starts_with("libssl") || name.starts_with("libcrypto");
+        let tls_lib = library_names.iter().any(|prefix| name.starts_with(prefix));
         if !(tls_lib || Some(m.inode) == exe_inode) {
             continue;
         }
@@ -311,7 +312,7 @@ mod tests {
     #[test]
     fn candidates_are_exe_and_tls_libraries_once_each() {
         let maps = parse_maps(MAPS);
-        let c = candidate_objects(&maps, Some(1311));
+        let c = candidate_objects(&maps, Some(1311), &["libssl", "libcrypto"]);
         let names: Vec<_> = c.iter().map(|m| (m.display_path(), m.offset)).collect();
         assert_eq!(
             names,
@@ -336,7 +337,7 @@ mod tests {
             proptest::prop_assert!(s.is_some_and(|s| s.start_ticks == 123456 && s.comm == comm));
             for m in parse_maps(&maps_line) {
                 mapping_for(std::slice::from_ref(&m), m.start);
-                candidate_objects(&[m], Some(0));
+                candidate_objects(&[m], Some(0), &["libssl"]);
             }
         }
     }

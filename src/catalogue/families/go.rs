@@ -2,27 +2,68 @@
 //! Go's crypto/tls (Go 1.21 and later) and the runtime's scheduler. A row names a function as Go's function
 //! table does, less any type parameters: generic functions carry a `[go.shape...]` list per instance, which
 //! `base_name` drops. Go 1.24 moved primitives under crypto/internal/fips140/...: both places are listed.
-//! Every function here takes the Go register ABI (FF_GO_ABI).
 
-use super::Origin::Go;
-use super::Stage::*;
-use super::{
-    Row, CLIENT, CONN_START, GO_ABI, GO_SIG_RESULT, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK,
-    PRIVATE_KEY_OP, SERVER, SSL_ARG,
+use super::{Calls, Family, Flavor, Naming, Symbols};
+use crate::catalogue::causes::Cause::*;
+use crate::catalogue::causes::{user, CauseRow};
+use crate::catalogue::Origin::Go as GoCode;
+use crate::catalogue::Stage::{self, *};
+use crate::catalogue::{
+    Row, CLIENT, CONN_START, GO_SIG_RESULT, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP,
+    SERVER, SSL_ARG,
 };
 
-const fn go(symbol: &'static str, stage: super::Stage, flags: u32) -> Row {
+pub struct Go;
+
+impl Family for Go {
+    fn id(&self) -> &'static str {
+        "go"
+    }
+    fn name(&self) -> &'static str {
+        "Go crypto/tls"
+    }
+    fn rows(&self) -> &'static [Row] {
+        ROWS
+    }
+    fn naming(&self) -> Naming {
+        Naming::GoFunctionTable
+    }
+    fn calls(&self) -> Calls {
+        Calls::GoRegisters
+    }
+    fn describe(&self, _flavor: Flavor) -> &'static str {
+        "Go crypto/tls"
+    }
+    fn describe_symbols(&self, symbols: Symbols) -> &'static str {
+        match symbols {
+            Symbols::Internal => "internal handshake functions visible",
+            Symbols::Exported => "public API only",
+            Symbols::None => "no crypto/tls functions",
+        }
+    }
+    fn own_code(&self) -> &'static str {
+        "Go's crypto/tls package's"
+    }
+    fn cause_rows(&self) -> &'static [CauseRow] {
+        CAUSE_ROWS
+    }
+    fn record_layer(&self) -> &'static [(&'static str, Stage)] {
+        &[("crypto/tls.(*Conn).Read", Read), ("crypto/tls.(*Conn).Write", Write)]
+    }
+}
+
+const fn go(symbol: &'static str, stage: Stage, flags: u32) -> Row {
     Row {
         symbol,
         stage: Some(stage),
-        origin: Go,
+        origin: GoCode,
         length_query_arg: 0,
-        flags: flags | GO_ABI,
+        flags,
         frequent: false,
     }
 }
 
-const fn go_frequent(symbol: &'static str, stage: super::Stage) -> Row {
+const fn go_frequent(symbol: &'static str, stage: Stage) -> Row {
     Row {
         frequent: true,
         ..go(symbol, stage, 0)
@@ -33,9 +74,9 @@ const fn scheduler(symbol: &'static str, flags: u32) -> Row {
     Row {
         symbol,
         stage: None,
-        origin: Go,
+        origin: GoCode,
         length_query_arg: 0,
-        flags: flags | GO_ABI,
+        flags,
         frequent: false,
     }
 }
@@ -141,6 +182,92 @@ pub const ROWS: &[Row] = &[
     scheduler("runtime.goexit1", G_END),
 ];
 
+/// Go's own packages and runtime, by cause (names from its function table; Go 1.24 moved primitives under
+/// crypto/internal/fips140/, and the vendored x/crypto packages carry a vendor/ prefix). First matching row
+/// wins: the broad crypto/tls row comes last among its neighbours.
+const CAUSE_ROWS: &[CauseRow] = &[
+    user("crypto/rand.*", Random),
+    user("crypto/internal/sysrand.*", Random),
+    user("crypto/internal/fips140/drbg.*", Random),
+    user("crypto/internal/randutil.*", Random),
+    // SHA-3/SHAKE: in a handshake, only ML-KEM's sampling and hashing uses them.
+    user("crypto/internal/fips140/sha3.*", PublicKey),
+    user("crypto/sha256.*", MacHash),
+    user("crypto/sha512.*", MacHash),
+    user("crypto/internal/fips140/sha256.*", MacHash),
+    user("crypto/internal/fips140/sha512.*", MacHash),
+    user("crypto/hmac.*", MacHash),
+    user("crypto/internal/fips140/hmac.*", MacHash),
+    user("crypto/tls.(*finishedHash).*", MacHash),
+    user("crypto/hkdf.*", KeyDerivation),
+    user("crypto/internal/fips140/hkdf.*", KeyDerivation),
+    user("*golang.org/x/crypto/hkdf.*", KeyDerivation),
+    user("crypto/internal/fips140/tls12.*", KeyDerivation),
+    user("crypto/internal/fips140/tls13.*", KeyDerivation),
+    user("crypto/tls.(*cipherSuiteTLS13).*", KeyDerivation),
+    user("crypto/tls.prf*", KeyDerivation),
+    user("crypto/tls.pHash", KeyDerivation),
+    user("crypto/aes.*", Encryption),
+    user("crypto/cipher.*", Encryption),
+    user("crypto/internal/fips140/aes*", Encryption),
+    user("*golang.org/x/crypto/chacha20*", Encryption),
+    user("crypto/tls.(*halfConn).*", Encryption),
+    user("crypto/ecdh.*", PublicKey),
+    user("crypto/ecdsa.*", PublicKey),
+    user("crypto/rsa.*", PublicKey),
+    user("crypto/ed25519.*", PublicKey),
+    user("crypto/elliptic.*", PublicKey),
+    user("crypto/mlkem.*", PublicKey),
+    user("crypto.SignMessage", PublicKey),
+    user("crypto/internal/fips140/ecdh.*", PublicKey),
+    user("crypto/internal/fips140/ecdsa.*", PublicKey),
+    user("crypto/internal/fips140/rsa.*", PublicKey),
+    user("crypto/internal/fips140/ed25519.*", PublicKey),
+    user("crypto/internal/fips140/mlkem.*", PublicKey),
+    user("crypto/internal/fips140/nistec*", PublicKey),
+    user("crypto/internal/fips140/edwards25519*", PublicKey),
+    user("crypto/internal/fips140/bigmod.*", PublicKey),
+    user("crypto/internal/nistec*", PublicKey),
+    user("crypto/internal/edwards25519*", PublicKey),
+    user("crypto/internal/bigmod.*", PublicKey),
+    user("crypto/internal/mlkem768.*", PublicKey),
+    user("*golang.org/x/crypto/curve25519*", PublicKey),
+    user("math/big.*", PublicKey),
+    // nistec's assembly helpers, named without their package.
+    user("p256*Internal", PublicKey),
+    user("crypto/x509.*", Certificates),
+    user("encoding/asn1.*", Certificates),
+    user("crypto/tls.(*SessionState).*", Session),
+    user("crypto/tls.ParseSessionState", Session),
+    user("crypto/tls.(*lruSessionCache).*", Session),
+    user("crypto/tls.(*Conn).readRecord*", SocketIo),
+    user("crypto/tls.(*Conn).readFromUntil", SocketIo),
+    user("crypto/tls.(*Conn).write", SocketIo),
+    user("crypto/tls.(*Conn).flush", SocketIo),
+    user("net.(*conn).*", SocketIo),
+    user("net.(*netFD).*", SocketIo),
+    user("internal/poll.*", SocketIo),
+    user("syscall.*", SocketIo),
+    user("internal/runtime/syscall*", SocketIo),
+    user("runtime/internal/syscall.*", SocketIo),
+    user("crypto/tls.*", TlsMessages),
+    user("*golang.org/x/crypto/cryptobyte*", TlsMessages),
+    // Allocation, the garbage collector's assists, and stack growth.
+    user("runtime.mallocgc*", Memory),
+    user("runtime.newobject", Memory),
+    user("runtime.makeslice*", Memory),
+    user("runtime.growslice", Memory),
+    user("runtime.gcAssistAlloc*", Memory),
+    user("runtime.morestack*", Memory),
+    user("runtime.newstack", Memory),
+    user("runtime.copystack", Memory),
+    user("runtime.adjustframe", Memory),
+    user("sync.(*Mutex).*", Locks),
+    user("runtime.lock*", Locks),
+    user("runtime.unlock*", Locks),
+    user("runtime.futex*", Locks),
+];
+
 /// A Go function's name without its type-parameter lists: `crypto/ecdh.(*nistCurve[go.shape.*uint8]).ecdh`
 /// is `crypto/ecdh.(*nistCurve).ecdh`. None when the brackets do not balance.
 pub fn base_name(name: &str) -> Option<std::borrow::Cow<'_, str>> {
@@ -180,9 +307,8 @@ mod tests {
     }
 
     #[test]
-    fn every_go_row_is_go_abi_and_named_without_type_parameters() {
+    fn every_row_is_named_without_type_parameters() {
         for r in ROWS {
-            assert_ne!(r.flags & GO_ABI, 0, "{}", r.symbol);
             assert_eq!(base_name(r.symbol).unwrap(), r.symbol);
         }
     }

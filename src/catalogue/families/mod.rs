@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+//! TLS library families: each one module implementing [`Family`], which says everything tlsprof knows of
+//! that library: how a file names its functions, which mark which stage, how they take their arguments,
+//! where its version is written, its record layer, its own code's frames for causes, and how the report
+//! names it. Detection (record/objects.rs) tries each family of a list in turn, as `BUILT_IN` orders them;
+//! the rest of tlsprof asks a library's family by its id ([`named`]) and never matches on which it is.
+
+pub mod go;
+pub mod openssl;
+
+use serde::{Deserialize, Serialize};
+
+use super::causes::CauseRow;
+use super::{Row, Stage, GO_ABI};
+
+/// A TLS library family.
+pub trait Family: Sync {
+    /// Its name in recordings and reports (`Library::family`): stable across releases.
+    fn id(&self) -> &'static str;
+    /// Its name for people ("OpenSSL").
+    fn name(&self) -> &'static str;
+    /// The functions that mark its stages and carry facts about connections.
+    fn rows(&self) -> &'static [Row];
+    /// How the shared libraries that may hold its code are named: prefixes of their file names ("libssl").
+    /// Executables are looked at whatever their name.
+    fn library_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// How a file names the functions of `rows`.
+    fn naming(&self) -> Naming;
+    /// How its functions take arguments and return.
+    fn calls(&self) -> Calls;
+    /// Its version, from a stretch of a file's bytes that holds a whole version string if the file has one
+    /// (families named by a Go function table read it from the build information instead).
+    fn version_in(&self, _bytes: &[u8]) -> Option<String> {
+        None
+    }
+    /// The longest version string `version_in` reads: how much of a file a scan keeps between stretches.
+    fn version_len(&self) -> usize {
+        0
+    }
+    /// What the report says a file of this family is, linked that way.
+    fn describe(&self, flavor: Flavor) -> &'static str;
+    /// What the report says the file's symbols let tlsprof see.
+    fn describe_symbols(&self, symbols: Symbols) -> &'static str;
+    /// Whose code the `tls_messages` cause is ("libssl's"), before " own code".
+    fn own_code(&self) -> &'static str;
+    /// Which of its own functions name which cause, narrow patterns first.
+    fn cause_rows(&self) -> &'static [CauseRow];
+    /// Frames that stand for a stage frame its code tail-calls away (see catalogue/causes.rs).
+    fn stage_stand_ins(&self) -> &'static [(&'static str, Stage)] {
+        &[]
+    }
+    /// The record layer's functions: they place CPU samples in the read and write stages when those are not
+    /// probed.
+    fn record_layer(&self) -> &'static [(&'static str, Stage)];
+}
+
+/// How a file names a family's functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Naming {
+    /// ELF symbol tables (.dynsym, .symtab).
+    Symbols,
+    /// A Go executable's function table (pclntab), which stripped builds keep.
+    GoFunctionTable,
+}
+
+/// How a family's functions are called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calls {
+    /// The platform's C convention: arguments in registers, a return probe on each call.
+    Native,
+    /// Go's register ABI on goroutine stacks, which the kernel's return probes would corrupt: entry-style
+    /// probes at the entry and at every exit site (FF_GO_ABI in the cookie).
+    GoRegisters,
+}
+
+impl Calls {
+    /// The function flags the BPF programs need to read such a call (bpf/tlsprof.h).
+    pub fn cookie_flags(self) -> u32 {
+        match self {
+            Calls::Native => 0,
+            Calls::GoRegisters => GO_ABI,
+        }
+    }
+}
+
+/// How a file holds a family's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavor {
+    /// A shared library (libssl/libcrypto).
+    Shared,
+    /// Linked into the executable (Node.js, a Go program).
+    Static,
+    /// Only the application's own TLS glue (nginx's session cache callbacks).
+    App,
+}
+
+/// Which of the family's functions the file lets us see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Symbols {
+    /// Only the public API: stages are seen through its exported calls.
+    Exported,
+    /// Internal handshake functions too (tls_construct_*, ssl_derive, ...).
+    Internal,
+    /// None of the library's functions: application functions only.
+    None,
+}
+
+/// The families tlsprof knows, in the order detection tries them: a Go executable is Go's before any
+/// symbol in it is looked up.
+pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &openssl::OpenSsl];
+
+/// The names of `families` for a message: "OpenSSL or Go crypto/tls".
+pub fn names(families: &[&dyn Family]) -> String {
+    let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
+    names.join(" or ")
+}
+
+/// The built-in family of that id; None for one this tlsprof does not know (a recording made with a
+/// family added through the library).
+pub fn named(id: &str) -> Option<&'static dyn Family> {
+    BUILT_IN.iter().copied().find(|f| f.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_are_unique_and_found_by_name() {
+        let mut seen = HashSet::new();
+        for f in BUILT_IN {
+            assert!(seen.insert(f.id()), "{} twice", f.id());
+            assert_eq!(named(f.id()).unwrap().id(), f.id());
+        }
+        assert!(named("no such family").is_none());
+    }
+
+    #[test]
+    fn every_stage_has_a_marker_in_every_family() {
+        for f in BUILT_IN {
+            for stage in Stage::ALL {
+                assert!(
+                    f.rows().iter().any(|r| r.stage == Some(stage)),
+                    "{}: {} has no function",
+                    f.id(),
+                    stage.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn symbols_are_unique_within_a_family() {
+        for f in BUILT_IN {
+            let mut seen = HashSet::new();
+            for r in f.rows() {
+                assert!(seen.insert(r.symbol), "{}: {} listed twice", f.id(), r.symbol);
+            }
+        }
+    }
+
+    #[test]
+    fn record_layer_is_probed_only_on_request() {
+        for f in BUILT_IN {
+            for r in f
+                .rows()
+                .iter()
+                .filter(|r| matches!(r.stage, Some(Stage::Read | Stage::Write)))
+            {
+                assert!(r.frequent, "{} would cost a probe hit on every request", r.symbol);
+                assert!(
+                    f.record_layer()
+                        .iter()
+                        .any(|&(name, stage)| name == r.symbol && Some(stage) == r.stage),
+                    "{}: {} is not sampled as the record layer",
+                    f.id(),
+                    r.symbol
+                );
+            }
+        }
+    }
+}
