@@ -1214,7 +1214,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 
-	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target (record/samples.rs),
+	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target (record/stacks/samples.rs),
 	 * whether or not --kernel keeps kernel frames in the profile. */
 	s->kernel_frames = 0;
 	if (s->in_kernel) {

@@ -182,7 +182,7 @@ struct stack_sample {
 };
 
 /* A sample of the trap sampler taken in the kernel: its kernel stack, for user space to tell whether it is in
- * the probes' traps (record/traps.rs). */
+ * the probes' traps (record/duty/traps.rs). */
 struct trap_sample {
 	__u32 frames;
 	__u32 pad;

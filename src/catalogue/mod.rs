@@ -136,7 +136,7 @@ pub enum Site {
 }
 
 /// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*) of a function its family calls as
-/// `calls` says; `stepped`: see record/prologue.rs. `state_machine_probed`: the library's internal handshake
+/// `calls` says; `stepped`: see record/discovery/prologue.rs. `state_machine_probed`: the library's internal handshake
 /// functions are probed (Node.js), so a handshake inside SSL_read/SSL_write is seen there, and those are
 /// plain record-layer calls.
 pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machine_probed: bool, at: Site) -> u64 {

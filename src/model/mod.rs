@@ -106,7 +106,7 @@ pub struct Target {
     #[serde(default)]
     pub execs_at_s: Vec<f64>,
     /// The scheduler slices of its threads that ran TLS stages, in ms: with and without what the kernel left
-    /// out of their task clock, as of the process's CPU clock (the hypervisor's steal time; record/steal.rs).
+    /// out of their task clock, as of the process's CPU clock (the hypervisor's steal time; record/duty/steal.rs).
     /// Stage and handshake CPU leave it out too.
     #[serde(default)]
     pub stage_slices_ms: f64,

@@ -28,7 +28,7 @@ pub struct ProbeCost {
 
 /// The trap sampler's samples of the targets, and those taken in the probes' traps (the kernel's uprobe
 /// code): what the probes cost, measured in the targets themselves. It runs while the probes are attached and
-/// hit often enough to cost something (record/traps.rs).
+/// hit often enough to cost something (record/duty/traps.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrapSamples {
     pub trapped: u64,

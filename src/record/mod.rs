@@ -2,39 +2,21 @@
 //! Recording: the kernel-facing layer. It finds TLS code in target processes, loads and attaches the BPF
 //! programs, runs the recording session and turns what the kernel side counted into a model::Recording.
 
-pub mod anatomy;
-mod bpf;
-mod calibrate;
-mod cpu;
-mod debuginfo;
-mod gobin;
-mod governor;
+mod discovery;
+mod duty;
 mod handshakes;
-mod hello;
-mod objects;
-mod plt;
-mod privileges;
-mod probes;
-mod programs;
-mod prologue;
-mod samples;
+mod kernel;
 mod session;
 pub mod speed;
-mod stack_tree;
+mod stacks;
 mod status;
-mod steal;
-mod symbolize;
-pub mod targets;
-mod traps;
-mod unwind;
-mod windows;
-mod wire;
 
 use std::time::Duration;
 
-pub use hello::HelloCapture;
-pub use samples::MAX_STACK_BYTES;
+pub use discovery::targets;
+pub use handshakes::hello::HelloCapture;
 pub use session::{record, serve, Snapshots};
+pub use stacks::samples::MAX_STACK_BYTES;
 
 use crate::catalogue::families::Family;
 use crate::model::CallGraph;

@@ -2,7 +2,7 @@
 //! TLS library families: each one module implementing [`Family`], which says everything tlsprof knows of
 //! that library: how a file names its functions, which mark which stage, how they take their arguments,
 //! where its version is written, its record layer, its own code's frames for causes, and how the report
-//! names it. Detection (record/objects.rs) tries each family of a list in turn, as `BUILT_IN` orders them;
+//! names it. Detection (record/discovery/objects.rs) tries each family of a list in turn, as `BUILT_IN` orders them;
 //! the rest of tlsprof asks a library's family by its id ([`named`]) and never matches on which it is.
 
 pub mod go;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::targets::{self, Process};
+use crate::record::discovery::targets::{self, Process};
 
 /// Per target: process CPU at attach time and at the last successful read, and the part of it used while
 /// the stage probes were attached.

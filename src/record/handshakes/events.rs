@@ -6,10 +6,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::anatomy;
-use super::bpf::copy_head;
-use super::bpf::types::{handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_outcome};
 use super::wire;
 use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Outcome, ProbeCost, Role};
+use crate::record::kernel::bpf::copy_head;
+use crate::record::kernel::bpf::types::{
+    handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_outcome,
+};
 
 /// ServerHellos captured for connections whose handshakes have not completed yet, at most: some never do.
 /// The table is sized for it at start, so that it never doubles late in a recording.

@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use super::handshakes::WindowSeen;
 use super::steal::Slices;
 use crate::catalogue::Stage;
 use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
+use crate::record::handshakes::events::WindowSeen;
 
 /// The counters a window's figures are differences of, read at one moment.
 #[derive(Clone)]

@@ -4,14 +4,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use super::bpf::types::{stack_sample, tlsprof_call_graph, trap_sample};
 use super::debuginfo::DebugFinder;
 use super::stack_tree::{self, StackTree};
 use super::symbolize::FrameSymbolizer;
-use super::targets::Mapping;
-use super::traps::ProbeTraps;
 use super::unwind::{self, ProcessUnwinder, SectionCache};
 use crate::model::{Function, Sample, UnnamedFile};
+use crate::record::discovery::targets::Mapping;
+use crate::record::duty::traps::ProbeTraps;
+use crate::record::kernel::bpf::types::{stack_sample, tlsprof_call_graph, trap_sample};
 
 /// (pid, stage path, whole stack): a root of the named stacks' tree. Below it, frames are indexes into the
 /// frame names, the user frames then the kernel ones: thousands of distinct stacks of a few hundred names.
@@ -204,7 +204,7 @@ impl SampleAggregator {
 
     /// Takes one ring-buffer record: the stack_sample header followed by `stack_len` stack bytes.
     pub fn add(&mut self, data: &[u8]) {
-        if !super::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
+        if !crate::record::kernel::bpf::copy_head(&mut *self.header, data, HEADER_LEN) {
             self.unreadable += 1;
             return;
         }
@@ -434,7 +434,7 @@ fn ask_for_files(debug: &mut DebugFinder, pid: u32, maps: &[Mapping]) {
 }
 
 fn maps_contain(maps: &[Mapping], addr: u64) -> bool {
-    super::targets::mapping_for(maps, addr).is_some_and(|m| m.executable)
+    crate::record::discovery::targets::mapping_for(maps, addr).is_some_and(|m| m.executable)
 }
 
 /// The part of the copied stack that starts at `from` (a higher address than `sp`).

@@ -7,9 +7,9 @@ use libbpf_rs::{MapCore, MapFlags, UprobeMultiOpts};
 
 use super::bpf::types::{tree_key, tree_val};
 use super::bpf::TlsprofSkel;
-use super::targets::{self, Process};
 use crate::catalogue::{self, Origin, Row, Stage};
 use crate::model::ProbeCost;
+use crate::record::discovery::targets::{self, Process};
 
 const CALIBRATION_FUNC: u16 = u16::MAX;
 const CALIBRATION_STEPPED_FUNC: u16 = u16::MAX - 1;

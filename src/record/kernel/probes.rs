@@ -11,14 +11,14 @@ use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
 use super::bpf::types::{target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
-use super::objects::{self, TlsObject};
-use super::status;
-use super::targets::{self, Mapping, Process, Selection};
-use super::AttachOptions;
 use crate::catalogue::families::{self, Calls, Flavor, Symbols};
 use crate::catalogue::{self, Site};
 use crate::model::untrusted::Printable;
 use crate::model::{Function, Library};
+use crate::record::discovery::objects::{self, TlsObject};
+use crate::record::discovery::targets::{self, Mapping, Process, Selection};
+use crate::record::status;
+use crate::record::AttachOptions;
 
 /// The processes probed so far, what was found in them, and their probes. Processes can join while recording.
 #[derive(Default)]

@@ -13,8 +13,8 @@ use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ReadCache};
 
 use super::plt;
-use super::status;
-use super::targets::Mapping;
+use crate::record::discovery::targets::Mapping;
+use crate::record::status;
 
 /// Frames past this many are dropped (runaway frame-pointer chains).
 const MAX_FRAMES: usize = 256;
@@ -248,7 +248,7 @@ pub fn from_return_addresses(ips: &[u64]) -> Unwound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::targets::Process;
+    use crate::record::discovery::targets::Process;
 
     /// Captures this thread's registers and stack at a known call depth.
     #[inline(never)]
@@ -294,7 +294,7 @@ mod tests {
         let mut unwinder = ProcessUnwinder::new(&maps, |m| m.display_path().into(), &mut cache);
         let unwound = unwinder.unwind(ip, sp, bp, &stack, &[]);
         let mut sym =
-            crate::record::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
+            crate::record::stacks::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps)]));
         let names: Vec<String> = unwound
             .addrs
             .iter()
@@ -330,8 +330,10 @@ mod tests {
         let plt = obj.section_by_name(".plt").unwrap();
         let (plt_offset, plt_size) = plt.file_range().unwrap();
         let mut cache = SectionCache::default();
-        let mut sym =
-            crate::record::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(me.pid, maps.clone())]));
+        let mut sym = crate::record::stacks::symbolize::FrameSymbolizer::new(&std::collections::HashMap::from([(
+            me.pid,
+            maps.clone(),
+        )]));
         // Every byte of a stub has its name; PLT0 (the first 16 bytes: 4 of these addresses) binds lazily and
         // has none.
         let names: Vec<String> = (plt_offset..plt_offset + plt_size)
@@ -367,7 +369,7 @@ mod tests {
         let me = Process::from_pid(std::process::id()).unwrap();
         let maps = me.maps().unwrap();
         let start = recorded_caller as *const () as usize as u64;
-        let m = crate::record::targets::mapping_for(&maps, start).unwrap();
+        let m = crate::record::discovery::targets::mapping_for(&maps, start).unwrap();
         let offset = start - m.start + m.offset;
         let path = std::path::PathBuf::from(m.display_path());
         let mut cache = SectionCache::default();
@@ -408,7 +410,7 @@ mod tests {
             keep in proptest::prelude::any::<proptest::sample::Index>(),
             offset in proptest::prelude::any::<u64>(),
         ) {
-            let path = crate::record::objects::tests::damaged_copy("unwind", std::path::Path::new("/bin/true"), &edits, keep);
+            let path = crate::record::discovery::objects::tests::damaged_copy("unwind", std::path::Path::new("/bin/true"), &edits, keep);
             if let Ok(s) = read_sections(&path) {
                 s.function_start(offset % 65536);
             }

@@ -14,10 +14,10 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
-use super::steal::Slices;
-use super::traps::TrapSampling;
-use super::AttachOptions;
 use crate::model::{CallGraph, Hits, ProbeCost, TrapSamples};
+use crate::record::duty::steal::Slices;
+use crate::record::duty::traps::TrapSampling;
+use crate::record::AttachOptions;
 
 /// From linux/perf_event.h; the libc crate does not carry them (the ioctls are _IO('$', 0) and _IO('$', 1)).
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
@@ -56,7 +56,7 @@ pub fn call_graph_id(call_graph: CallGraph) -> tlsprof_call_graph {
 
 fn stack_ring_bytes(cpus: usize, freq_hz: u64, stack_bytes: u32) -> u32 {
     // Each record: an 8-byte ring-buffer header, the sample's fixed part, the stack bytes.
-    let record = 8.0 + super::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
+    let record = 8.0 + crate::record::stacks::samples::HEADER_LEN as f64 + f64::from(stack_bytes);
     let bytes = cpus as f64 * freq_hz as f64 * record * STACK_RING_SECONDS;
     // The kernel wants a power of two, page-aligned.
     (bytes as u32).clamp(1 << 20, 64 << 20).next_power_of_two()
@@ -180,7 +180,7 @@ impl<'obj> Programs<'obj> {
     }
 
     /// At each poll once the ring buffers are drained, and as the stage probes detach (`live` false) or
-    /// attach: runs the trap sampler or stops it, as record/traps.rs says. `probed_cpu_ms`: the targets' CPU
+    /// attach: runs the trap sampler or stops it, as record/duty/traps.rs says. `probed_cpu_ms`: the targets' CPU
     /// while probed so far.
     pub fn step_trap_sampler(&mut self, live: bool, probed_cpu_ms: f64) -> Result<()> {
         let (was_on, hits) = (self.trap_sampling.on(), self.target_probe_hits());

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use libbpf_rs::Link;
 
-use super::programs::Programs;
+use crate::record::kernel::programs::Programs;
 
 /// When the socket calls that carry ServerHellos are watched: their tracepoints run on every read and write
 /// of every process while attached, so by default only in short windows.

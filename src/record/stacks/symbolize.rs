@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use blazesym::symbolize::{source::Elf, source::Kernel, source::Source, Input, Symbolizer};
 
 use super::debuginfo::{DebugFinder, Lookup};
-use super::gobin::{self, GoBinary};
-use super::status;
-use super::targets::{self, Mapping, Process};
 use super::unwind::SectionCache;
 use crate::model::{file, UnnamedFile, UnnamedReason};
+use crate::record::discovery::gobin::{self, GoBinary};
+use crate::record::discovery::targets::{self, Mapping, Process};
+use crate::record::status;
 
 /// A file to name addresses in from its symbol tables (.symtab, .dynsym), not its DWARF. blazesym parses DWARF
 /// lazily, a unit at a time as addresses land in it, and keeps what it parsed: a recording's memory would step

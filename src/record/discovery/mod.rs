@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Discovery: the target processes, the files they map, and the TLS code in those files (which family,
+//! which functions, where each probe goes).
+
+pub(super) mod gobin;
+pub(super) mod objects;
+pub(super) mod prologue;
+pub mod targets;
