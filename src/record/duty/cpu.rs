@@ -32,7 +32,7 @@ impl CpuMeters {
 
     /// Reads every live target's clock; `probing`: the stage probes were attached since the last reading.
     /// A target that exits keeps its last reading.
-    pub fn poll(&mut self, live: &[Process], probing: bool) {
+    pub fn poll<'a>(&mut self, live: impl IntoIterator<Item = &'a Process>, probing: bool) {
         for p in live {
             if let (Some(m), true) = (self.0.get_mut(&p.pid), p.alive()) {
                 if let Some(ms) = targets::cpu_ms(p.pid) {

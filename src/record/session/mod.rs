@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A recording session: `Session::start` (preflight, load, calibrate, attach, the first probe window),
+//! `tick` once per poll (drain the ring buffers, read the CPU meters, let the governor open or close a probe
+//! window, keep the hello windows, pick up new processes and targets that ran exec), and `finish` (the last
+//! window closed, the recording assembled). `record` runs the loop to the end; continuous mode (`serve`)
+//! consumes the session's intervals as it goes (interval.rs).
+
+mod assemble;
+mod interval;
+
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
+
+use super::discovery::targets::{self, Process};
+use super::duty::cpu::CpuMeters;
+use super::duty::governor::{Action, Governor};
+use super::duty::steal::{self, Slices};
+use super::duty::traps::ProbeTraps;
+use super::duty::windows::{Reading, WindowLog};
+use super::handshakes::events::Handshakes;
+use super::handshakes::hello::HelloWindows;
+use super::kernel::bpf::types::tlsprof_stat;
+use super::kernel::probes::{self, Change, TargetSet};
+use super::kernel::programs::{self, Programs};
+use super::kernel::{calibrate, privileges};
+use super::stacks::samples::SampleAggregator;
+use super::status::{self, StatusLine};
+use super::RecordOptions;
+use crate::model::untrusted::Printable;
+use crate::model::{Probing, RawNode, Recording, Target, TrapSamples};
+use assemble::{counted_losses, read_tree, Parts};
+use interval::Interval;
+
+/// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
+const POLL: Duration = Duration::from_millis(100);
+/// How often /proc is read for new processes (--comm, --all) and targets that ran exec.
+const RESCAN: Duration = Duration::from_millis(500);
+
+/// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
+pub struct Snapshots<'a> {
+    pub every: Duration,
+    pub take: &'a mut dyn FnMut(Recording),
+}
+
+/// Records until the duration, a stop, or every target has exited.
+pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
+    let mut object = MaybeUninit::uninit();
+    let mut session = Session::start(&mut object, procs, opts)?;
+    while !session.done(&stop, false) {
+        session.tick()?;
+    }
+    session.finish()
+}
+
+/// Records until a stop, handing over each interval (continuous mode). With --comm it waits for new
+/// processes when every target has exited.
+pub fn serve(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>, snapshots: Snapshots) -> Result<()> {
+    let mut object = MaybeUninit::uninit();
+    let mut session = Session::start(&mut object, procs, opts)?;
+    let mut interval = Interval::start(&session);
+    while !session.done(&stop, true) {
+        session.tick()?;
+        if interval.elapsed() >= snapshots.every {
+            (snapshots.take)(interval.take(&mut session)?);
+        }
+    }
+    session.finish().map(drop)
+}
+
+/// What the session keeps of each target; a process that exits (continuous mode) is one removal.
+struct Tracked {
+    process: Process,
+    /// The container or service its cgroup names.
+    container: Option<String>,
+    /// When its SSL_read/SSL_write started to be probed as handshake drivers (s into the recording).
+    io_driven_from_s: Option<f64>,
+    /// When it ran a new program (s into the recording).
+    execs_at_s: Vec<f64>,
+    /// Its connections and stage threads' slices as last read: kept once it is no longer a target.
+    counters: (u64, Slices),
+}
+
+impl Tracked {
+    fn new(process: Process) -> Tracked {
+        Tracked {
+            container: targets::container_of(process.pid),
+            process,
+            io_driven_from_s: None,
+            execs_at_s: Vec::new(),
+            counters: (0, Slices::default()),
+        }
+    }
+}
+
+/// The ring buffers' events, copied out by their callbacks and handed to their handlers after each drain.
+struct Events {
+    ring: RingBuffer<'static>,
+    handshakes: Receiver<Vec<u8>>,
+    stacks: Receiver<Vec<u8>>,
+    trap_samples: Receiver<Vec<u8>>,
+}
+
+impl Events {
+    fn new(programs: &Programs) -> Result<Events> {
+        let queue = |tx: Sender<Vec<u8>>| {
+            move |data: &[u8]| {
+                // The receiver lives as long as the ring buffer: a send cannot fail while it is drained.
+                let _ = tx.send(data.to_vec());
+                0
+            }
+        };
+        let (handshakes_tx, handshakes) = mpsc::channel();
+        let (stacks_tx, stacks) = mpsc::channel();
+        let (traps_tx, trap_samples) = mpsc::channel();
+        let mut rb = RingBufferBuilder::new();
+        rb.add(&programs.skel.maps.handshakes, queue(handshakes_tx))?
+            .add(&programs.skel.maps.stacks, queue(stacks_tx))?
+            .add(&programs.skel.maps.trap_samples, queue(traps_tx))?;
+        Ok(Events {
+            ring: rb.build()?,
+            handshakes,
+            stacks,
+            trap_samples,
+        })
+    }
+}
+
+/// One recording session over its targets.
+pub struct Session<'obj, 'o> {
+    opts: &'o RecordOptions,
+    programs: Programs<'obj>,
+    events: Events,
+    targets: TargetSet,
+    tracked: BTreeMap<u32, Tracked>,
+    hello: HelloWindows,
+    cpu: CpuMeters,
+    governor: Governor,
+    windows: WindowLog,
+    handshakes: Handshakes,
+    samples: SampleAggregator,
+    status: StatusLine,
+    started: Instant,
+    started_unix_ns: Option<u64>,
+    /// The counters when the first window opened.
+    first: Reading,
+    last_rescan: Instant,
+}
+
+impl<'obj, 'o> Session<'obj, 'o> {
+    /// Loads the programs, attaches to `procs` and opens the first probe window.
+    pub fn start(
+        object: &'obj mut MaybeUninit<OpenObject>,
+        procs: &[Process],
+        opts: &'o RecordOptions,
+    ) -> Result<Session<'obj, 'o>> {
+        privileges::preflight()?;
+        let t0 = Instant::now();
+        let skel = programs::load(object, &opts.attach)?;
+        let probe_cost = calibrate::measure(&skel)?;
+        // Read while the probes attach: the kernel writes out its whole symbol table.
+        let traps = std::thread::spawn(ProbeTraps::new);
+        let mut programs = Programs::new(skel, probe_cost);
+        // The first window opens as every later one does, once all the probes are attached and with the
+        // readings it starts from: until then the programs ignore their hits (the governor owes their cost).
+        probes::hold_window(&mut programs.skel)?;
+        let targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
+        programs.start_sampling(opts.attach.freq_hz)?;
+        let hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
+        let mut tracked: BTreeMap<u32, Tracked> = procs
+            .iter()
+            .filter(|p| targets.maps.contains_key(&p.pid))
+            .map(|p| (p.pid, Tracked::new(p.clone())))
+            .collect();
+        let traps = traps.join().unwrap_or_else(|_| {
+            eprintln!(
+                "tlsprof: reading /proc/kallsyms failed: the probes' cost is not measured in the targets' traps, only calibrated"
+            );
+            None
+        });
+        let samples = SampleAggregator::new(
+            programs::call_graph_id(opts.attach.call_graph),
+            opts.attach.kernel_stacks,
+            traps,
+            targets.maps.clone(),
+        );
+        let events = Events::new(&programs)?;
+        probes::open_window(&mut programs.skel)?;
+        let started = Instant::now();
+        let started_unix_ns = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_nanos() as u64);
+        let mut cpu = CpuMeters::default();
+        for &pid in tracked.keys() {
+            cpu.start(pid);
+        }
+        programs.step_trap_sampler(true, probed_ms(&cpu))?;
+        let governor = Governor::new(
+            opts.max_overhead_pct,
+            started,
+            probe_ms(&programs, &samples, &cpu),
+            cpu.total_ms(),
+        );
+        let first = reading(started, &programs, &samples, &cpu, &mut tracked);
+        eprintln!(
+            "tlsprof: probes live: {} functions ({} uprobes) in {} files of {} processes ({:.0} ms); sampling at {} Hz",
+            targets.functions.len(),
+            targets.probes,
+            targets.libraries.len(),
+            tracked.len(),
+            t0.elapsed().as_secs_f64() * 1e3,
+            opts.attach.freq_hz
+        );
+        let mut windows = WindowLog::dated_from(started, started_unix_ns);
+        windows.open(first.clone());
+        Ok(Session {
+            opts,
+            governor,
+            cpu,
+            handshakes: Handshakes::new(probe_cost),
+            programs,
+            events,
+            targets,
+            tracked,
+            hello,
+            windows,
+            samples,
+            status: StatusLine::new(),
+            started,
+            started_unix_ns,
+            first,
+            last_rescan: Instant::now(),
+        })
+    }
+
+    /// One poll: drain the events, read the meters, open or close a probe window, keep the hello windows,
+    /// and look for new processes when due.
+    pub fn tick(&mut self) -> Result<()> {
+        // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
+        std::thread::sleep(POLL);
+        self.drain()?;
+        self.samples.name_when_due(&self.targets.functions);
+        self.poll_cpu();
+        self.step_trap_sampler(self.governor.live())?;
+        let now = Instant::now();
+        match self.governor.tick(now, self.probe_ms(), self.cpu.total_ms()) {
+            Action::Pause => self.pause(now)?,
+            Action::Resume => self.resume()?,
+            Action::Stay => {}
+        }
+        self.hello
+            .update(&self.programs, self.governor.live(), self.handshakes.completed)?;
+        self.drive_from_io()?;
+        if self.last_rescan.elapsed() >= RESCAN {
+            self.last_rescan = Instant::now();
+            self.rescan();
+        }
+        self.status.show(
+            self.started.elapsed(),
+            self.handshakes.completed,
+            self.programs.stat(tlsprof_stat::STAT_SAMPLES),
+        );
+        Ok(())
+    }
+
+    /// Whether the recording is over: a stop, the duration, or every target exited (unless new ones may
+    /// come: --all, or continuous mode with --comm).
+    pub fn done(&self, stop: &AtomicBool, continuous: bool) -> bool {
+        let selection = &self.opts.selection;
+        let waits_for_newcomers = selection.all || (continuous && !selection.comms.is_empty());
+        let all_exited = !waits_for_newcomers && self.tracked.values().all(|t| !t.process.alive());
+        if all_exited {
+            eprintln!("{}tlsprof: every target has exited", self.status.clear());
+        }
+        stop.load(Ordering::Relaxed) || self.opts.duration.is_some_and(|d| self.started.elapsed() >= d) || all_exited
+    }
+
+    /// Ends the recording: the last window closes, and everything counted becomes the recording.
+    pub fn finish(mut self) -> Result<Recording> {
+        let end = Instant::now();
+        self.drain()?;
+        self.poll_cpu();
+        self.step_trap_sampler(false)?;
+        let at = self.reading(end);
+        if self.governor.live() {
+            self.close_window(&at, read_tree(&self.programs)?);
+        }
+        eprint!("{}", self.status.clear());
+        self.hello.close();
+        let probing = Probing {
+            max_overhead_pct: self.opts.max_overhead_pct,
+            live_s: self.governor.probed(end).as_secs_f64(),
+            windows: self.governor.windows,
+            peak_overhead: self.governor.peak_overhead,
+            window_figures: std::mem::take(&mut self.windows.closed),
+        };
+        let slices = steal::between(&self.first.slices, &at.slices);
+        let recorded = std::mem::take(&mut self.tracked)
+            .into_values()
+            .map(|t| {
+                let pid = t.process.pid;
+                let (process_cpu_ms, probed_cpu_ms) = self.cpu.of(pid);
+                let (stage_slices_ms, stage_slices_cpu_ms) = slice_ms(slices.get(&pid));
+                Target {
+                    pid,
+                    comm: t.process.comm,
+                    process_cpu_ms,
+                    probed_cpu_ms,
+                    io_driven_from_s: t.io_driven_from_s,
+                    container: t.container,
+                    connections: at.connections.get(&pid).copied().unwrap_or(0),
+                    execs_at_s: t.execs_at_s,
+                    stage_slices_ms,
+                    stage_slices_cpu_ms,
+                }
+            })
+            .collect();
+        let traps = self.trap_samples();
+        let parts = Parts {
+            recorded,
+            handshakes: self.handshakes.take_groups(),
+            traps,
+            named: self.samples.finish(&self.targets.functions),
+            tree: read_tree(&self.programs)?,
+            lost: counted_losses(&self.programs),
+            hits: self.programs.target_probe_hits(),
+            start_unix_ns: self.started_unix_ns,
+            duration_s: (end - self.started).as_secs_f64(),
+            probing,
+        };
+        parts.into_recording(&self.programs, &self.targets, self.opts)
+    }
+
+    /// Hands each ring buffer's events to its handler.
+    fn drain(&mut self) -> Result<()> {
+        self.events.ring.consume().context("drain the ring buffers")?;
+        for data in self.events.handshakes.try_iter() {
+            self.handshakes.add(&data);
+        }
+        for data in self.events.stacks.try_iter() {
+            self.samples.add(&data);
+        }
+        for data in self.events.trap_samples.try_iter() {
+            self.samples.add_trap_sample(&data);
+        }
+        Ok(())
+    }
+
+    /// The duty cycle pauses: the window closes here (the epoch flips first), then the probes detach.
+    fn pause(&mut self, now: Instant) -> Result<()> {
+        // The trap sampler stops with the targets' CPU counted as probed, at this reading.
+        self.step_trap_sampler(false)?;
+        let at = self.reading(now);
+        // Detaching takes time, during which the stage probes and the hello capture still run: their
+        // events are drained before the window's figures are read.
+        self.targets.pause(&mut self.programs.skel)?;
+        self.drain()?;
+        self.close_window(&at, read_tree(&self.programs)?);
+        self.handshakes.forget_pending_hellos();
+        self.hello.close();
+        Ok(())
+    }
+
+    /// The duty cycle resumes: the probes attach again and a window opens as the epoch flips.
+    fn resume(&mut self) -> Result<()> {
+        self.targets.resume(&mut self.programs.skel)?;
+        // The window starts as the epoch flips, at the end of resume: it is dated from there.
+        let flipped = Instant::now();
+        self.cpu.poll(self.tracked.values().map(|t| &t.process), false);
+        self.step_trap_sampler(true)?;
+        let at = self.reading(flipped);
+        self.governor.resumed(at.now, at.probe_ms, self.cpu.total_ms());
+        self.windows.open(at);
+        Ok(())
+    }
+
+    /// The open window closes at `at` with what the handshakes saw in it; `tree`: the kernel's call tree so
+    /// far.
+    fn close_window(&mut self, at: &Reading, tree: Vec<RawNode>) {
+        let seen = self.handshakes.take_window();
+        self.windows
+            .close(at, seen, tree, &self.targets.functions, &self.programs.probe_cost);
+    }
+
+    /// Processes whose handshakes run inside SSL_read/SSL_write get those probed too.
+    fn drive_from_io(&mut self) -> Result<()> {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        for pid in self.targets.drive_from_io(&self.programs.skel)? {
+            eprintln!(
+                "{}tlsprof: process {pid} runs its handshakes inside SSL_read/SSL_write: probing those too",
+                self.status.clear()
+            );
+            if let Some(t) = self.tracked.get_mut(&pid) {
+                t.io_driven_from_s = Some(elapsed);
+            }
+        }
+        Ok(())
+    }
+
+    /// New processes of the selection are probed; targets that ran a new program have their probes moved.
+    fn rescan(&mut self) {
+        for (p, change) in self.targets.changes(&self.opts.selection) {
+            let name = format!("{} ({})", p.pid, Printable(&p.comm));
+            let was_target = change == Change::Exec
+                && self
+                    .tracked
+                    .get(&p.pid)
+                    .is_some_and(|t| t.process.start_ticks == p.start_ticks);
+            match self.targets.add(&self.programs.skel, &p, &self.opts.attach) {
+                Ok(probed) if was_target => self.ran_exec(p, probed, &name),
+                Ok(true) => {
+                    eprintln!("{}tlsprof: attached to new process {name}", self.status.clear());
+                    self.samples.add_process(p.pid, self.targets.maps[&p.pid].clone());
+                    self.cpu.start(p.pid);
+                    self.tracked.insert(p.pid, Tracked::new(p));
+                }
+                Ok(false) => {}
+                // It exited while being looked at.
+                Err(_) if !p.alive() => {}
+                Err(e) => status::warn_once(
+                    &format!("attach {} {}", p.pid, p.start_ticks),
+                    &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
+                ),
+            }
+        }
+    }
+
+    /// A target ran a new program: its stacks are unwound against the new one from now on.
+    fn ran_exec(&mut self, p: Process, probed: bool, name: &str) {
+        let maps = self.targets.maps[&p.pid].clone();
+        self.samples.replace_process(p.pid, maps, &self.targets.functions);
+        let now = if probed {
+            "probes moved to it"
+        } else {
+            "no TLS code in it: not probed from now on"
+        };
+        eprintln!(
+            "{}tlsprof: process {name} ran a new program: {now}",
+            self.status.clear()
+        );
+        if let Some(t) = self.tracked.get_mut(&p.pid) {
+            t.execs_at_s.push(self.started.elapsed().as_secs_f64());
+            t.process.comm = p.comm;
+        }
+    }
+
+    /// Forgets the targets that exited (continuous mode, once their last figures are handed over): memory
+    /// stays bounded however many processes come and go. Returns their pids.
+    fn forget_exited(&mut self) -> Vec<u32> {
+        let exited: Vec<u32> = self
+            .tracked
+            .values()
+            .filter(|t| !t.process.alive() && self.samples.forget(t.process.pid))
+            .map(|t| t.process.pid)
+            .collect();
+        for &pid in &exited {
+            self.tracked.remove(&pid);
+            self.cpu.forget(pid);
+            self.windows.tree_seen.forget(pid);
+            self.handshakes.forget(pid);
+            self.targets.forget_exited(&self.programs.skel, pid);
+        }
+        assemble::forget_tree_nodes(&self.programs, &exited);
+        self.targets.forget_gone();
+        exited
+    }
+
+    fn poll_cpu(&mut self) {
+        self.cpu
+            .poll(self.tracked.values().map(|t| &t.process), self.governor.live());
+    }
+
+    fn trap_samples(&self) -> Option<TrapSamples> {
+        trap_samples(&self.programs, &self.samples)
+    }
+
+    fn probe_ms(&self) -> f64 {
+        probe_ms(&self.programs, &self.samples, &self.cpu)
+    }
+
+    fn step_trap_sampler(&mut self, live: bool) -> Result<()> {
+        self.programs.step_trap_sampler(live, probed_ms(&self.cpu))
+    }
+
+    fn reading(&mut self, now: Instant) -> Reading {
+        reading(now, &self.programs, &self.samples, &self.cpu, &mut self.tracked)
+    }
+}
+
+/// The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
+fn trap_samples(programs: &Programs, samples: &SampleAggregator) -> Option<TrapSamples> {
+    samples.traps.as_ref().map(|t| programs.trap_samples(t.trapped))
+}
+
+/// The targets' CPU while probed so far, all together.
+fn probed_ms(cpu: &CpuMeters) -> f64 {
+    cpu.probed_ms().values().sum()
+}
+
+/// What the probes have cost the targets so far.
+fn probe_ms(programs: &Programs, samples: &SampleAggregator, cpu: &CpuMeters) -> f64 {
+    programs.target_probe_ms(trap_samples(programs, samples), probed_ms(cpu))
+}
+
+/// The counters a window's or an interval's figures are differences of, read now: the targets' connections
+/// and slices are kept in `tracked` as last read.
+fn reading(
+    now: Instant,
+    programs: &Programs,
+    samples: &SampleAggregator,
+    cpu: &CpuMeters,
+    tracked: &mut BTreeMap<u32, Tracked>,
+) -> Reading {
+    for (pid, counters) in programs.target_counters() {
+        if let Some(t) = tracked.get_mut(&pid) {
+            t.counters = counters;
+        }
+    }
+    Reading {
+        now,
+        probed_cpu_ms: cpu.probed_ms(),
+        probe_ms: probe_ms(programs, samples, cpu),
+        connections: tracked.iter().map(|(&pid, t)| (pid, t.counters.0)).collect(),
+        slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.1)).collect(),
+    }
+}
+
+/// A target's stage threads' slices by the wall clock and by the task clock, in ms (Target::stage_slices_ms,
+/// stage_slices_cpu_ms).
+fn slice_ms(slices: Option<&Slices>) -> (f64, f64) {
+    let s = slices.copied().unwrap_or_default();
+    (s.wall_ns as f64 / 1e6, s.task_ns as f64 / 1e6)
+}
