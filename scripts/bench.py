@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Overhead and accuracy benchmark of tlsprof (issue 4): writes BENCHMARKS.md. The code is the package
+"""Overhead and accuracy benchmark of tlsprof against its budget: writes BENCHMARKS.md. The code is the package
 scripts/bench/ (see its __init__.py); `make bench` runs this with the defaults, `--help` lists the options."""
 
 import os

@@ -31,7 +31,7 @@ fn bench_smoke_run_writes_the_tables() {
     );
     let md = std::fs::read_to_string(&output).unwrap_or_else(|e| panic!("no {}: {e}\n{stderr}", output.display()));
     for heading in [
-        "## Budget (issue 4)",
+        "## Budget",
         "## Overhead: full handshakes",
         "## Overhead: keep-alive requests",
         "## Accuracy: CPU per operation",

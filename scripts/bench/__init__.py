@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Overhead and accuracy benchmark of tlsprof, side by side with bpftrace and perf (issue 4).
+"""Overhead and accuracy benchmark of tlsprof, side by side with bpftrace and perf, judged against tlsprof's budget.
 
 One run starts two identical throwaway nginx instances, the twins (scripts/nginx-target.sh: 1 worker, loopback,
 RSA-2048, TLS 1.3), whose workers share one CPU. Round by round, it drives two bounded workloads (full handshakes

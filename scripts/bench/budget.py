@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The budget of issue 4, line by line: each line names the figure it is judged on, and is judged on that one.
+"""tlsprof's budget, line by line: each line names the figure it is judged on, and is judged on that one.
 
 A line whose figure this run did not measure (a rate the machine does not reach, a recording not made) says so
 and is SKIP, never judged on another figure.

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+//! nginx targets, from scripts/nginx-target.sh.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{free_port, repo};
+
+/// An nginx from scripts/nginx-target.sh, stopped on drop.
+pub struct Nginx {
+    pub dir: PathBuf,
+    pub port: u16,
+    pub master: u32,
+}
+
+impl Nginx {
+    pub fn start(dir: &Path, args: &[&str]) -> Nginx {
+        let port = free_port();
+        let out = Command::new(repo().join("scripts/nginx-target.sh"))
+            .args(["start", dir.to_str().unwrap(), &port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nginx-target.sh start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let master = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        Nginx {
+            dir: dir.to_path_buf(),
+            port,
+            master,
+        }
+    }
+
+    /// The worker processes (they do the TLS work; the master only manages them).
+    pub fn workers(&self) -> Vec<u32> {
+        let out = Command::new("pgrep")
+            .args(["-P", &self.master.to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/nginx-target.sh"))
+            .args(["stop", self.dir.to_str().unwrap()])
+            .status();
+    }
+}

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The profiler under test: running tlsprof and reading what it reports.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::lines_of;
+
+pub fn tlsprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tlsprof"))
+}
+
+/// A `tlsprof record` run; `start` returns once its probes are attached. Unless the test sets
+/// --max-overhead, the probes stay attached throughout, so counts can be compared with the clients' own
+/// (tests/live_governor.rs covers the default duty cycle).
+pub struct Recorder {
+    child: Child,
+    stderr_lines: mpsc::Receiver<String>,
+    /// Read as it comes: a summary longer than the pipe's buffer would otherwise block tlsprof at exit.
+    stdout: std::thread::JoinHandle<String>,
+    pub stderr: String,
+}
+
+impl Recorder {
+    pub fn start(args: &[&str]) -> Recorder {
+        let exact: &[&str] = if args.contains(&"--max-overhead") {
+            &[]
+        } else {
+            &["--max-overhead", "100"]
+        };
+        let mut child = tlsprof()
+            .arg("record")
+            .args(args)
+            .args(exact)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr_lines = lines_of(child.stderr.take().unwrap(), |_| true);
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        });
+        let mut rec = Recorder {
+            child,
+            stderr_lines,
+            stdout,
+            stderr: String::new(),
+        };
+        rec.wait_for("probes live");
+        rec
+    }
+
+    /// Waits up to 30 s for tlsprof to print a line containing `text` on stderr.
+    pub fn wait_for(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            match self.stderr_lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(line) => {
+                    self.stderr.push_str(&line);
+                    self.stderr.push('\n');
+                    if line.contains(text) {
+                        return;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let _ = self.child.kill();
+        panic!("tlsprof did not print {text:?}:\n{}", self.stderr);
+    }
+
+    /// Stops the recording as Ctrl-C would, and returns the printed summary.
+    pub fn interrupt(self) -> String {
+        self.interrupt_with_log().0
+    }
+
+    /// Like `interrupt`, also returning what tlsprof wrote on stderr.
+    pub fn interrupt_with_log(self) -> (String, String) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.wait_output()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `timeout` for tlsprof to write a line containing `text` on stderr; the line, if it came.
+    pub fn wait_for_line(&mut self, text: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_millis(100)) {
+                self.stderr.push_str(&line);
+                self.stderr.push('\n');
+                if line.contains(text) {
+                    return Some(line);
+                }
+            }
+        }
+        None
+    }
+
+    /// Sends `signal` and returns at once.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Kills tlsprof with SIGKILL, as an OOM killer or `kill -9` would, and reaps it.
+    pub fn kill(mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Waits for tlsprof to stop by itself (duration or every target exited).
+    pub fn finish(self) -> String {
+        self.wait_output().0
+    }
+
+    /// Like `finish`, also returning what tlsprof wrote on stderr.
+    pub fn finish_with_log(self) -> (String, String) {
+        self.wait_output()
+    }
+
+    fn wait_output(mut self) -> (String, String) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                while let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_millis(100)) {
+                    self.stderr.push_str(&line);
+                    self.stderr.push('\n');
+                }
+                let out = self.stdout.join().unwrap();
+                assert!(status.success(), "tlsprof record failed: {}\n{out}", self.stderr);
+                return (out, self.stderr);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("tlsprof record did not stop:\n{}", self.stderr);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+pub fn report_json(recording: &Path) -> Value {
+    let out = tlsprof().args(["report", "--json"]).arg(recording).output().unwrap();
+    assert!(
+        out.status.success(),
+        "report --json: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Handshakes a recording (its raw JSON) saw complete in one process, in the probe windows.
+pub fn completed_in(raw: &Value, pid: u32) -> u64 {
+    raw["handshakes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["pid"] == pid && g["outcome"] != "abandoned")
+        .map(|g| g["cpu"]["count"].as_u64().unwrap())
+        .sum()
+}
+
+pub fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {report:#}"))
+}
+
+pub fn function<'a>(report: &'a Value, name: &str) -> Option<&'a Value> {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+pub fn within(value: f64, truth: f64, tolerance: f64) -> bool {
+    (value - truth).abs() <= tolerance * truth
+}
+
+/// The uprobe links tlsprof holds, from its file descriptors: (program id, probed path, cookies).
+pub fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
+    let mut links = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(fd.path()) else {
+            continue;
+        };
+        if !text.contains("link_type:\tuprobe_multi") {
+            continue;
+        }
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cookies = text
+            .lines()
+            .skip_while(|l| !l.starts_with("cookie"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        links.push((field("prog_id:").parse().unwrap(), field("path:"), cookies));
+    }
+    links
+}
+
+/// The BPF program names by id, from the kernel's program list.
+pub fn program_name(id: u64) -> String {
+    libbpf_rs::query::ProgInfoIter::default()
+        .find(|p| u64::from(p.id) == id)
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// An estimate of `what` is right: within `tolerance` of the clients' `truth`, and its 95% interval
+/// [`lo`, `hi`] contains it.
+pub fn assert_estimate(what: &str, estimate: f64, [lo, hi]: [f64; 2], truth: u64, tolerance: f64, context: &str) {
+    assert!(
+        within(estimate, truth as f64, tolerance),
+        "estimated {estimate} {what} for {truth} by the clients (±{:.0}% allowed)\n{context}",
+        tolerance * 100.0
+    );
+    assert!(
+        lo <= truth as f64 && truth as f64 <= hi,
+        "the 95% interval [{lo}, {hi}] of {what} misses the clients' {truth}\n{context}"
+    );
+}
+
+/// A sample's value summed over its label sets, from a scrape of tlsprof itself.
+pub fn scraped(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
+}
