@@ -4,10 +4,12 @@
 
 pub mod file;
 mod histogram;
+pub mod lost;
 mod probe_cost;
 pub mod untrusted;
 
 pub use histogram::CpuHistogram;
+pub use lost::Lost;
 pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES};
 
 use std::collections::BTreeMap;
@@ -398,29 +400,6 @@ pub enum UnnamedReason {
     NotCovered,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Lost {
-    /// CPU samples taken on target processes, and those the sample map had no room for.
-    pub samples_taken: u64,
-    pub samples: u64,
-    /// Samples whose user stack could not be copied.
-    pub unreadable_stacks: u64,
-    /// Samples whose stack was cut at the limit of tlsprof's stack tree (under a "[stacks beyond ...]" frame).
-    pub cut_stacks: u64,
-    pub handshake_events: u64,
-    pub tree_nodes: u64,
-    pub depth_overflow: u64,
-    /// Frames whose return was never seen (longjmp, or entered before attach), dropped when found stale.
-    pub missed_returns: u64,
-    pub threads: u64,
-    pub connections: u64,
-    /// Handshake stage calls (key exchange, signature, ...) outside any handshake call, before their
-    /// process's SSL_read/SSL_write were probed as drivers (Target::io_driven_from_s): their handshakes
-    /// were not counted.
-    #[serde(default)]
-    pub unframed_work: u64,
-}
-
 /// Largest recording read: far above what a recording holds (aggregated samples, a call tree, histograms),
 /// so that a file that is not one is refused before it is parsed into memory.
 pub const MAX_RECORDING_BYTES: u64 = 256 << 20;
@@ -553,22 +532,7 @@ impl Recording {
                 sum("probe traps", [&ran.hits.all, &ran.hits.stepped])?;
             }
         }
-        let l = &self.lost;
-        sum(
-            "lost counts",
-            [
-                &l.samples_taken,
-                &l.samples,
-                &l.unreadable_stacks,
-                &l.cut_stacks,
-                &l.handshake_events,
-                &l.tree_nodes,
-                &l.depth_overflow,
-                &l.missed_returns,
-                &l.threads,
-                &l.connections,
-            ],
-        )?;
+        sum("lost counts", &self.lost.values())?;
         sum("handshakes", self.handshakes.iter().map(|g| &g.cpu.count))?;
         sum("handshake CPU", self.handshakes.iter().map(|g| &g.cpu.sum_ns))?;
         for g in &self.handshakes {
@@ -958,6 +922,15 @@ pub(crate) mod tests {
         v = serde_json::to_value(sample_recording()).unwrap();
         v["samples"][0]["count"] = json!(MAX_FIGURE);
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(samples out of range)"));
+        for counter in Lost::COUNTERS {
+            v = serde_json::to_value(sample_recording()).unwrap();
+            v["lost"][counter.name] = json!(MAX_FIGURE + 1);
+            let err = refused(&serde_json::to_vec(&v).unwrap());
+            assert!(err.contains("(lost counts out of range)"), "{}: {err}", counter.name);
+        }
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["lost"]["unframed_work"] = json!(u64::MAX);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(lost counts out of range)"));
         v = serde_json::to_value(sample_recording()).unwrap();
         v["probe_traps"] = json!({"trapped": 5, "samples": 4, "freq_hz": 1000});
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(probe traps out of range)"));

@@ -212,22 +212,7 @@ fn merge(recs: &[Arc<Recording>]) -> Recording {
         out.duration_s += r.duration_s;
         out.probe_hits += r.probe_hits;
         out.probe_stepped_hits += r.probe_stepped_hits;
-        let (l, o) = (&r.lost, &mut out.lost);
-        for (sum, add) in [
-            (&mut o.samples_taken, l.samples_taken),
-            (&mut o.samples, l.samples),
-            (&mut o.unreadable_stacks, l.unreadable_stacks),
-            (&mut o.cut_stacks, l.cut_stacks),
-            (&mut o.handshake_events, l.handshake_events),
-            (&mut o.tree_nodes, l.tree_nodes),
-            (&mut o.depth_overflow, l.depth_overflow),
-            (&mut o.missed_returns, l.missed_returns),
-            (&mut o.threads, l.threads),
-            (&mut o.connections, l.connections),
-            (&mut o.unframed_work, l.unframed_work),
-        ] {
-            *sum += add;
-        }
+        out.lost.add(&r.lost);
         let p = &mut out.probing;
         p.live_s += r.probing.live_s;
         p.windows += r.probing.windows;
