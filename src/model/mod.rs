@@ -5,6 +5,7 @@
 pub mod file;
 mod histogram;
 pub mod lost;
+mod merge;
 mod probe_cost;
 pub mod untrusted;
 
@@ -565,59 +566,6 @@ impl Recording {
                 cpu,
             })
             .collect()
-    }
-
-    /// The part of the recording that is about some of its processes: their CPU, call tree, samples,
-    /// handshakes and windows. The probes' hits are counted for all targets together: the processes' share
-    /// of them is their share of the CPU while probed.
-    pub fn of_processes(&self, pids: &[u32]) -> Recording {
-        let mine = |pid: &u32| pids.contains(pid);
-        let targets: Vec<Target> = self.targets.iter().filter(|t| mine(&t.pid)).cloned().collect();
-        let probed = |ts: &[Target]| ts.iter().map(|t| t.probed_cpu_ms).sum::<f64>();
-        let all_probed = probed(&self.targets);
-        let share = if all_probed > 0.0 {
-            probed(&targets) / all_probed
-        } else {
-            targets.len() as f64 / self.targets.len().max(1) as f64
-        };
-        let mut probing = self.probing.clone();
-        for w in &mut probing.window_figures {
-            w.processes.retain(|p| mine(&p.pid));
-        }
-        Recording {
-            format: self.format.clone(),
-            format_version: self.format_version,
-            tlsprof_version: self.tlsprof_version.clone(),
-            start_unix_ns: self.start_unix_ns,
-            duration_s: self.duration_s,
-            sample_freq_hz: self.sample_freq_hz,
-            call_graph: self.call_graph,
-            stack_bytes: self.stack_bytes,
-            unnamed_jit_pids: self.unnamed_jit_pids.iter().copied().filter(mine).collect(),
-            all_probes: self.all_probes,
-            targets,
-            libraries: self.libraries.clone(),
-            functions: self.functions.clone(),
-            tree: self.tree.iter().filter(|n| mine(&n.pid)).cloned().collect(),
-            samples: self.samples.iter().filter(|s| mine(&s.pid)).cloned().collect(),
-            frame_files: self.frame_files.clone(),
-            unnamed_files: self.unnamed_files.clone(),
-            debug_files: self.debug_files.clone(),
-            handshakes: self
-                .handshakes
-                .iter()
-                .filter(|g| g.pid.as_ref().is_some_and(mine))
-                .cloned()
-                .collect(),
-            lost: self.lost.clone(),
-            probe_cost: self.probe_cost,
-            probe_hits: (self.probe_hits as f64 * share).round() as u64,
-            probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
-            // The trap sampler runs while the probes are attached, as the hits come.
-            probe_traps: self.probe_traps.map(|t| t.scaled(share)),
-            probing,
-            openssl_speed: self.openssl_speed.clone(),
-        }
     }
 
     pub fn comm_of(&self, pid: u32) -> &str {
