@@ -143,11 +143,6 @@ pub(crate) const fn frequent(symbol: &'static str, stage: Stage, flags: u32) -> 
     }
 }
 
-/// Every row of every library family.
-pub fn rows() -> impl Iterator<Item = &'static Row> {
-    openssl::ROWS.iter().chain(go::ROWS)
-}
-
 /// Where a probe sits in its function (bpf/tlsprof.h, enum tlsprof_site).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
@@ -180,6 +175,10 @@ pub fn cookie(func_id: u16, row: &Row, stepped: bool, state_machine_probed: bool
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    fn rows() -> impl Iterator<Item = &'static Row> {
+        openssl::ROWS.iter().chain(go::ROWS)
+    }
 
     fn find(symbol: &str) -> Option<&'static Row> {
         rows().find(|r| r.symbol == symbol)

@@ -552,22 +552,6 @@ impl Recording {
         self.targets.iter().map(|t| t.connections).sum()
     }
 
-    /// The handshake groups of all processes together, one per kind.
-    pub fn kinds(&self) -> Vec<HandshakeGroup> {
-        let mut kinds: BTreeMap<&HandshakeKind, CpuHistogram> = BTreeMap::new();
-        for g in &self.handshakes {
-            kinds.entry(&g.kind).or_default().merge(&g.cpu);
-        }
-        kinds
-            .into_iter()
-            .map(|(kind, cpu)| HandshakeGroup {
-                pid: None,
-                kind: kind.clone(),
-                cpu,
-            })
-            .collect()
-    }
-
     pub fn comm_of(&self, pid: u32) -> &str {
         self.targets
             .iter()
@@ -801,9 +785,6 @@ pub(crate) mod tests {
             .all(|w| w.processes.len() == 1 && w.processes[0].pid == 20));
         // 10 of the 15 ms while probed.
         assert_eq!(node.probe_hits, 67);
-        // The two kinds alike in both processes are one kind of the whole.
-        assert_eq!(rec.kinds().len(), 1);
-        assert_eq!(rec.kinds()[0].cpu.count, 14);
         let whole = rec.probing.window_figures[0].whole();
         assert_eq!(
             (whole.connections, whole.handshakes.total, whole.own_cpu_ms),
