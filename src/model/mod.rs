@@ -70,7 +70,6 @@ pub struct Recording {
     /// Probe hits on the targets, and the single-stepped entries among them: what their CPU paid for the
     /// probes (probe_overhead_ms).
     pub probe_hits: u64,
-    #[serde(default)]
     pub probe_stepped_hits: u64,
     /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
     /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
@@ -203,7 +202,6 @@ pub struct HandshakeCounts {
     pub client: u64,
     pub partial: u64,
     /// Did work but ended before completing: not in the other counts.
-    #[serde(default)]
     pub abandoned: u64,
 }
 
