@@ -197,6 +197,10 @@ fn hostile_recordings() {
     value["duration_s"] = serde_json::json!(1e308);
     let absurd = write("absurd", value.to_string());
     one_line_error(&report(&absurd), "(duration out of range)");
+    let mut value: serde_json::Value = serde_json::from_str(&golden).unwrap();
+    value["lost"]["unframed_work"] = serde_json::json!(u64::MAX);
+    let absurd = write("absurd-lost", value.to_string());
+    one_line_error(&report(&absurd), "(lost counts out of range)");
 
     // A hostile string quoted by the error: escaped, still one line.
     let quoted = write(

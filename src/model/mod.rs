@@ -4,10 +4,13 @@
 
 pub mod file;
 mod histogram;
+pub mod lost;
+mod merge;
 mod probe_cost;
 pub mod untrusted;
 
 pub use histogram::CpuHistogram;
+pub use lost::Lost;
 pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES};
 
 use std::collections::BTreeMap;
@@ -68,7 +71,6 @@ pub struct Recording {
     /// Probe hits on the targets, and the single-stepped entries among them: what their CPU paid for the
     /// probes (probe_overhead_ms).
     pub probe_hits: u64,
-    #[serde(default)]
     pub probe_stepped_hits: u64,
     /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
     /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
@@ -201,7 +203,6 @@ pub struct HandshakeCounts {
     pub client: u64,
     pub partial: u64,
     /// Did work but ended before completing: not in the other counts.
-    #[serde(default)]
     pub abandoned: u64,
 }
 
@@ -375,29 +376,6 @@ pub enum UnnamedReason {
     NotCovered,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Lost {
-    /// CPU samples taken on target processes, and those the sample map had no room for.
-    pub samples_taken: u64,
-    pub samples: u64,
-    /// Samples whose user stack could not be copied.
-    pub unreadable_stacks: u64,
-    /// Samples whose stack was cut at the limit of tlsprof's stack tree (under a "[stacks beyond ...]" frame).
-    pub cut_stacks: u64,
-    pub handshake_events: u64,
-    pub tree_nodes: u64,
-    pub depth_overflow: u64,
-    /// Frames whose return was never seen (longjmp, or entered before attach), dropped when found stale.
-    pub missed_returns: u64,
-    pub threads: u64,
-    pub connections: u64,
-    /// Handshake stage calls (key exchange, signature, ...) outside any handshake call, before their
-    /// process's SSL_read/SSL_write were probed as drivers (Target::io_driven_from_s): their handshakes
-    /// were not counted.
-    #[serde(default)]
-    pub unframed_work: u64,
-}
-
 /// Largest recording read: far above what a recording holds (aggregated samples, a call tree, histograms),
 /// so that a file that is not one is refused before it is parsed into memory.
 pub const MAX_RECORDING_BYTES: u64 = 256 << 20;
@@ -530,22 +508,7 @@ impl Recording {
                 sum("probe traps", [&ran.hits.all, &ran.hits.stepped])?;
             }
         }
-        let l = &self.lost;
-        sum(
-            "lost counts",
-            [
-                &l.samples_taken,
-                &l.samples,
-                &l.unreadable_stacks,
-                &l.cut_stacks,
-                &l.handshake_events,
-                &l.tree_nodes,
-                &l.depth_overflow,
-                &l.missed_returns,
-                &l.threads,
-                &l.connections,
-            ],
-        )?;
+        sum("lost counts", &self.lost.values())?;
         sum("handshakes", self.handshakes.iter().map(|g| &g.cpu.count))?;
         sum("handshake CPU", self.handshakes.iter().map(|g| &g.cpu.sum_ns))?;
         for g in &self.handshakes {
@@ -562,75 +525,6 @@ impl Recording {
     /// Connections the targets accepted or opened over the recording.
     pub fn connections(&self) -> u64 {
         self.targets.iter().map(|t| t.connections).sum()
-    }
-
-    /// The handshake groups of all processes together, one per kind.
-    pub fn kinds(&self) -> Vec<HandshakeGroup> {
-        let mut kinds: BTreeMap<&HandshakeKind, CpuHistogram> = BTreeMap::new();
-        for g in &self.handshakes {
-            kinds.entry(&g.kind).or_default().merge(&g.cpu);
-        }
-        kinds
-            .into_iter()
-            .map(|(kind, cpu)| HandshakeGroup {
-                pid: None,
-                kind: kind.clone(),
-                cpu,
-            })
-            .collect()
-    }
-
-    /// The part of the recording that is about some of its processes: their CPU, call tree, samples,
-    /// handshakes and windows. The probes' hits are counted for all targets together: the processes' share
-    /// of them is their share of the CPU while probed.
-    pub fn of_processes(&self, pids: &[u32]) -> Recording {
-        let mine = |pid: &u32| pids.contains(pid);
-        let targets: Vec<Target> = self.targets.iter().filter(|t| mine(&t.pid)).cloned().collect();
-        let probed = |ts: &[Target]| ts.iter().map(|t| t.probed_cpu_ms).sum::<f64>();
-        let all_probed = probed(&self.targets);
-        let share = if all_probed > 0.0 {
-            probed(&targets) / all_probed
-        } else {
-            targets.len() as f64 / self.targets.len().max(1) as f64
-        };
-        let mut probing = self.probing.clone();
-        for w in &mut probing.window_figures {
-            w.processes.retain(|p| mine(&p.pid));
-        }
-        Recording {
-            format: self.format.clone(),
-            format_version: self.format_version,
-            tlsprof_version: self.tlsprof_version.clone(),
-            start_unix_ns: self.start_unix_ns,
-            duration_s: self.duration_s,
-            sample_freq_hz: self.sample_freq_hz,
-            call_graph: self.call_graph,
-            stack_bytes: self.stack_bytes,
-            unnamed_jit_pids: self.unnamed_jit_pids.iter().copied().filter(mine).collect(),
-            all_probes: self.all_probes,
-            targets,
-            libraries: self.libraries.clone(),
-            functions: self.functions.clone(),
-            tree: self.tree.iter().filter(|n| mine(&n.pid)).cloned().collect(),
-            samples: self.samples.iter().filter(|s| mine(&s.pid)).cloned().collect(),
-            frame_files: self.frame_files.clone(),
-            unnamed_files: self.unnamed_files.clone(),
-            debug_files: self.debug_files.clone(),
-            handshakes: self
-                .handshakes
-                .iter()
-                .filter(|g| g.pid.as_ref().is_some_and(mine))
-                .cloned()
-                .collect(),
-            lost: self.lost.clone(),
-            probe_cost: self.probe_cost,
-            probe_hits: (self.probe_hits as f64 * share).round() as u64,
-            probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
-            // The trap sampler runs while the probes are attached, as the hits come.
-            probe_traps: self.probe_traps.map(|t| t.scaled(share)),
-            probing,
-            openssl_speed: self.openssl_speed.clone(),
-        }
     }
 
     pub fn comm_of(&self, pid: u32) -> &str {
@@ -867,9 +761,6 @@ pub(crate) mod tests {
             .all(|w| w.processes.len() == 1 && w.processes[0].pid == 20));
         // 10 of the 15 ms while probed.
         assert_eq!(node.probe_hits, 67);
-        // The two kinds alike in both processes are one kind of the whole.
-        assert_eq!(rec.kinds().len(), 1);
-        assert_eq!(rec.kinds()[0].cpu.count, 14);
         let whole = rec.probing.window_figures[0].whole();
         assert_eq!(
             (whole.connections, whole.handshakes.total, whole.own_cpu_ms),
@@ -936,6 +827,15 @@ pub(crate) mod tests {
         v = serde_json::to_value(sample_recording()).unwrap();
         v["samples"][0]["count"] = json!(MAX_FIGURE);
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(samples out of range)"));
+        for counter in Lost::COUNTERS {
+            v = serde_json::to_value(sample_recording()).unwrap();
+            v["lost"][counter.name] = json!(MAX_FIGURE + 1);
+            let err = refused(&serde_json::to_vec(&v).unwrap());
+            assert!(err.contains("(lost counts out of range)"), "{}: {err}", counter.name);
+        }
+        v = serde_json::to_value(sample_recording()).unwrap();
+        v["lost"]["unframed_work"] = json!(u64::MAX);
+        assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(lost counts out of range)"));
         v = serde_json::to_value(sample_recording()).unwrap();
         v["probe_traps"] = json!({"trapped": 5, "samples": 4, "freq_hz": 1000});
         assert!(refused(&serde_json::to_vec(&v).unwrap()).contains("(probe traps out of range)"));

@@ -18,11 +18,8 @@ pub struct ProbeCost {
     /// the targets (the overhead figure, and what --max-overhead budgets with).
     pub cold_hit_ns: f64,
     /// What the entry of a function whose first instruction the kernel single-steps adds to its hit (the
-    /// second trap; prologue.rs), back to back and with cold caches. 0 in recordings made before it was
-    /// measured.
-    #[serde(default)]
+    /// second trap; prologue.rs), back to back and with cold caches.
     pub step_ns: f64,
-    #[serde(default)]
     pub cold_step_ns: f64,
 }
 

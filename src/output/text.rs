@@ -9,6 +9,7 @@ use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
 use crate::catalogue::families::{self, Family};
 use crate::catalogue::Stage;
+use crate::model::lost::Kind as LostKind;
 use crate::model::untrusted::{printable_lines, Printable};
 use crate::model::{CallGraph, Outcome, Role, UnnamedReason, CALIBRATION_AS_SAMPLES};
 
@@ -536,10 +537,16 @@ fn samples_line(s: &Summary) -> String {
     let total = s.samples;
     let st = &s.stacks;
     let l = &s.lost;
-    let lost_events = l.handshake_events + l.tree_nodes + l.depth_overflow + l.threads + l.connections;
+    let counts = |kinds: &[LostKind]| {
+        l.iter()
+            .filter(|(c, _)| kinds.contains(&c.kind))
+            .map(|(c, n)| format!("{n} {}", c.label))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut line = format!(
         "Samples: {} at {} Hz ({:.0}% of the targets' CPU time), {} in TLS stages ({:.1}%), {} ({} call graph, {}-byte stack copies)\n\
-         Lost: {} samples, {} unreadable stacks, {} cut stacks, {} handshake events, {} tree nodes, {} too deep, {} threads, {} connections; {} missed returns{}",
+         Lost: {}; {}{}",
         total,
         s.sample_freq_hz,
         pct(
@@ -555,16 +562,9 @@ fn samples_line(s: &Summary) -> String {
         },
         st.call_graph.map_or("?".to_string(), |c| format!("{c:?}")),
         st.stack_bytes,
-        l.samples,
-        l.unreadable_stacks,
-        l.cut_stacks,
-        l.handshake_events,
-        l.tree_nodes,
-        l.depth_overflow,
-        l.threads,
-        l.connections,
-        l.missed_returns,
-        if l.samples + lost_events > 0 { " (figures undercount)" } else { "" }
+        counts(&[LostKind::Dropped, LostKind::Damaged]),
+        counts(&[LostKind::Stale]),
+        if l.undercounts() { " (figures undercount)" } else { "" }
     );
     for t in s.targets.iter().map(|t| &t.target) {
         if let Some(from) = t.io_driven_from_s {

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::analyze::{summarize, Summary};
-use crate::model::{Outcome, Recording, Role};
+use crate::model::lost::Kind as LostKind;
+use crate::model::{Lost, Outcome, Recording, Role};
 use crate::output::prometheus::{Exposition, Type};
 
 /// Label sets per metric at most: beyond, new ones are counted under labels that all say OTHER, so that
@@ -118,20 +119,8 @@ impl Metrics {
                 self.add_group(labels, &part, &summarize(&part));
             }
         }
-        let l = &summary.lost;
-        for (event, n) in [
-            ("samples", l.samples),
-            ("unreadable_stacks", l.unreadable_stacks),
-            ("cut_stacks", l.cut_stacks),
-            ("handshake_events", l.handshake_events),
-            ("tree_nodes", l.tree_nodes),
-            ("depth_overflow", l.depth_overflow),
-            ("missed_returns", l.missed_returns),
-            ("threads", l.threads),
-            ("connections", l.connections),
-            ("unframed_work", l.unframed_work),
-        ] {
-            self.lost.add(vec![("event", event.to_string())], n as f64);
+        for (counter, n) in summary.lost.iter().filter(|(c, _)| c.kind != LostKind::Taken) {
+            self.lost.add(vec![("event", counter.name.to_string())], n as f64);
         }
         self.targets = rec.targets.len();
         let estimated = if summary.handshakes.estimated { "true" } else { "false" };
@@ -331,9 +320,16 @@ impl Metrics {
         self.lost.render(
             &mut e,
             "tlsprof_lost_events_total",
-            "Events tlsprof could not count or keep, by what was lost (samples: no room in the ring buffer; \
-             unreadable_stacks, cut_stacks, handshake_events, tree_nodes, depth_overflow, missed_returns, \
-             threads, connections, unframed_work: as in the report's Lost line). Exact.",
+            &format!(
+                "Events tlsprof could not count or keep, by what was lost (samples: no room in the ring buffer; \
+                 {}: as in the report's Lost line). Exact.",
+                Lost::COUNTERS
+                    .iter()
+                    .filter(|c| c.kind != LostKind::Taken && c.name != "samples")
+                    .map(|c| c.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         );
         self.intervals.render(
             &mut e,
@@ -404,6 +400,30 @@ mod tests {
             .sum();
         assert!((sign - 2.0 * expected / 1e3).abs() < 1e-12, "{sign} {expected}");
         assert_eq!(before["tlsprof_intervals_total{estimated=\"false\"}"], 3.0);
+    }
+
+    #[test]
+    fn every_lost_event_has_a_series() {
+        let mut rec = sample_recording();
+        (rec.lost.samples_taken, rec.lost.unframed_work) = (100, 2);
+        let mut m = Metrics::default();
+        m.add(&rec, &summarize(&rec));
+        let text = m.render();
+        let now = samples(&text);
+        let events: Vec<&str> = now
+            .keys()
+            .filter_map(|k| k.strip_prefix("tlsprof_lost_events_total{event=\""))
+            .collect();
+        assert_eq!(
+            events.len(),
+            Lost::COUNTERS.len() - 1,
+            "all but samples_taken: {events:?}"
+        );
+        assert_eq!(now["tlsprof_lost_events_total{event=\"unframed_work\"}"], 2.0);
+        assert!(text.contains(
+            "(samples: no room in the ring buffer; unreadable_stacks, cut_stacks, handshake_events, tree_nodes, \
+             depth_overflow, missed_returns, threads, connections, unframed_work: as in the report's Lost line). Exact."
+        ));
     }
 
     #[test]

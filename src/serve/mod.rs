@@ -7,7 +7,7 @@
 
 pub mod metrics;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use crate::analyze::summarize;
-use crate::model::{CpuHistogram, HandshakeKind, Recording, Target, TreeNode};
+use crate::model::Recording;
 use crate::output::{pprof, prometheus};
 use crate::record::targets::Process;
 use crate::record::{self, RecordOptions, Snapshots};
@@ -172,162 +172,14 @@ fn profile(query: &str, served: &Mutex<Served>) -> Result<Vec<u8>, (u16, String)
             ),
         ));
     }
-    let rec = merge(&recent);
+    let rec = Recording::merge(&recent);
     Ok(pprof::pprof(&rec, &summarize(&rec)))
-}
-
-/// Intervals of one session as one recording. Function and library ids are the session's, which only
-/// adds to its lists: the latest interval's lists hold every earlier one's.
-fn merge(recs: &[Arc<Recording>]) -> Recording {
-    let latest = recs
-        .iter()
-        .max_by_key(|r| r.functions.len())
-        .expect("at least one interval");
-    let mut out = Recording {
-        targets: Vec::new(),
-        tree: Vec::new(),
-        samples: Vec::new(),
-        handshakes: Vec::new(),
-        ..(**latest).clone()
-    };
-    out.duration_s = 0.0;
-    out.start_unix_ns = recs.iter().filter_map(|r| r.start_unix_ns).min();
-    out.probe_hits = 0;
-    out.probe_stepped_hits = 0;
-    // Measured only if every interval measured them.
-    out.probe_traps = recs
-        .iter()
-        .map(|r| r.probe_traps)
-        .reduce(|sum, t| Some(sum?.plus(&t?)))
-        .flatten();
-    out.lost = Default::default();
-    out.probing.live_s = 0.0;
-    out.probing.windows = 0;
-    out.probing.window_figures.clear();
-    let mut targets: BTreeMap<u32, Target> = BTreeMap::new();
-    let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
-    let mut samples = BTreeMap::new();
-    let mut handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram> = BTreeMap::new();
-    for r in recs {
-        out.duration_s += r.duration_s;
-        out.probe_hits += r.probe_hits;
-        out.probe_stepped_hits += r.probe_stepped_hits;
-        let (l, o) = (&r.lost, &mut out.lost);
-        for (sum, add) in [
-            (&mut o.samples_taken, l.samples_taken),
-            (&mut o.samples, l.samples),
-            (&mut o.unreadable_stacks, l.unreadable_stacks),
-            (&mut o.cut_stacks, l.cut_stacks),
-            (&mut o.handshake_events, l.handshake_events),
-            (&mut o.tree_nodes, l.tree_nodes),
-            (&mut o.depth_overflow, l.depth_overflow),
-            (&mut o.missed_returns, l.missed_returns),
-            (&mut o.threads, l.threads),
-            (&mut o.connections, l.connections),
-            (&mut o.unframed_work, l.unframed_work),
-        ] {
-            *sum += add;
-        }
-        let p = &mut out.probing;
-        p.live_s += r.probing.live_s;
-        p.windows += r.probing.windows;
-        p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
-        p.window_figures.extend(r.probing.window_figures.iter().cloned());
-        for t in &r.targets {
-            let m = targets.entry(t.pid).or_insert_with(|| Target {
-                process_cpu_ms: 0.0,
-                probed_cpu_ms: 0.0,
-                connections: 0,
-                stage_slices_ms: 0.0,
-                stage_slices_cpu_ms: 0.0,
-                ..t.clone()
-            });
-            m.process_cpu_ms += t.process_cpu_ms;
-            m.probed_cpu_ms += t.probed_cpu_ms;
-            m.connections += t.connections;
-            m.stage_slices_ms += t.stage_slices_ms;
-            m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
-        }
-        for n in &r.tree {
-            let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
-                calls: 0,
-                cpu_ns: 0,
-                self_ns: 0,
-                ..n.clone()
-            });
-            m.calls += n.calls;
-            m.cpu_ns += n.cpu_ns;
-            m.self_ns += n.self_ns;
-        }
-        for s in &r.samples {
-            let key = (s.pid, s.path.clone(), s.frames.clone(), s.kernel.clone(), s.complete);
-            *samples.entry(key).or_insert(0) += s.count;
-        }
-        for g in &r.handshakes {
-            handshakes.entry((g.pid, g.kind.clone())).or_default().merge(&g.cpu);
-        }
-        out.frame_files
-            .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out.debug_files
-            .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
-        for f in &r.unnamed_files {
-            if !out.unnamed_files.iter().any(|u| u.path == f.path) {
-                out.unnamed_files.push(f.clone());
-            }
-        }
-        for &pid in &r.unnamed_jit_pids {
-            if !out.unnamed_jit_pids.contains(&pid) {
-                out.unnamed_jit_pids.push(pid);
-            }
-        }
-    }
-    out.targets = targets.into_values().collect();
-    out.tree = tree.into_values().collect();
-    out.samples = samples
-        .into_iter()
-        .map(|((pid, path, frames, kernel, complete), count)| crate::model::Sample {
-            pid,
-            path,
-            frames,
-            kernel,
-            complete,
-            count,
-        })
-        .collect();
-    out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
-    out.handshakes = handshakes
-        .into_iter()
-        .map(|((pid, kind), cpu)| crate::model::HandshakeGroup { pid, kind, cpu })
-        .collect();
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::tests::sample_recording;
-
-    #[test]
-    fn intervals_merge_into_one_recording_with_their_sums() {
-        let one = Arc::new(sample_recording());
-        let mut next = sample_recording();
-        next.start_unix_ns = one.start_unix_ns.map(|ns| ns + 2_000_000_000);
-        let merged = merge(&[Arc::new(next), one.clone()]);
-        assert_eq!(merged.duration_s, 2.0 * one.duration_s);
-        assert_eq!(merged.start_unix_ns, one.start_unix_ns, "the earliest interval's start");
-        assert_eq!(merged.targets.len(), 1);
-        assert_eq!(merged.targets[0].process_cpu_ms, 2.0 * one.targets[0].process_cpu_ms);
-        assert_eq!(merged.tree.len(), one.tree.len());
-        let calls = |r: &Recording| r.tree.iter().map(|n| n.calls).sum::<u64>();
-        assert_eq!(calls(&merged), 2 * calls(&one));
-        let count = |r: &Recording| r.samples.iter().map(|s| s.count).sum::<u64>();
-        assert_eq!(count(&merged), 2 * count(&one));
-        assert_eq!(merged.samples.len(), one.samples.len());
-        assert_eq!(merged.handshakes[0].cpu.count, 2 * one.handshakes[0].cpu.count);
-        assert_eq!(merged.probe_hits, 2 * one.probe_hits);
-        // What a merged recording holds loads as any other.
-        Recording::from_bytes(&serde_json::to_vec(&merged).unwrap()).unwrap();
-    }
 
     #[test]
     fn profile_seconds_are_bounded_and_need_an_interval() {

@@ -129,19 +129,7 @@ impl Interval {
     }
 
     fn lost(&mut self, now: Lost) -> Lost {
-        let b = std::mem::replace(&mut self.lost, now.clone());
-        Lost {
-            samples_taken: now.samples_taken.saturating_sub(b.samples_taken),
-            samples: now.samples.saturating_sub(b.samples),
-            handshake_events: now.handshake_events.saturating_sub(b.handshake_events),
-            tree_nodes: now.tree_nodes.saturating_sub(b.tree_nodes),
-            depth_overflow: now.depth_overflow.saturating_sub(b.depth_overflow),
-            missed_returns: now.missed_returns.saturating_sub(b.missed_returns),
-            threads: now.threads.saturating_sub(b.threads),
-            connections: now.connections.saturating_sub(b.connections),
-            unframed_work: now.unframed_work.saturating_sub(b.unframed_work),
-            ..Lost::default()
-        }
+        now.since(&std::mem::replace(&mut self.lost, now.clone()))
     }
 
     /// The targets with their CPU and connections over the interval; those that exited before it are left

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Parts and wholes of recordings: the part about some processes, and the intervals of a session as one.
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use super::{CpuHistogram, HandshakeGroup, HandshakeKind, Recording, Sample, Target, TreeNode};
+
+impl Recording {
+    /// A copy without the lists kept per process (targets, call tree, samples, handshakes), which parts and
+    /// wholes fill in their own way: cloning them only to replace them would copy them once per part.
+    fn shell(&self) -> Recording {
+        Recording {
+            format: self.format.clone(),
+            format_version: self.format_version,
+            tlsprof_version: self.tlsprof_version.clone(),
+            start_unix_ns: self.start_unix_ns,
+            duration_s: self.duration_s,
+            sample_freq_hz: self.sample_freq_hz,
+            call_graph: self.call_graph,
+            stack_bytes: self.stack_bytes,
+            unnamed_jit_pids: self.unnamed_jit_pids.clone(),
+            all_probes: self.all_probes,
+            targets: Vec::new(),
+            libraries: self.libraries.clone(),
+            functions: self.functions.clone(),
+            tree: Vec::new(),
+            samples: Vec::new(),
+            frame_files: self.frame_files.clone(),
+            unnamed_files: self.unnamed_files.clone(),
+            debug_files: self.debug_files.clone(),
+            handshakes: Vec::new(),
+            lost: self.lost.clone(),
+            probe_cost: self.probe_cost,
+            probe_hits: self.probe_hits,
+            probe_stepped_hits: self.probe_stepped_hits,
+            probe_traps: self.probe_traps,
+            probing: self.probing.clone(),
+            openssl_speed: self.openssl_speed.clone(),
+        }
+    }
+
+    /// The part of the recording that is about some of its processes: their CPU, call tree, samples,
+    /// handshakes and windows. The probes' hits are counted for all targets together: the processes' share
+    /// of them is their share of the CPU while probed.
+    pub fn of_processes(&self, pids: &[u32]) -> Recording {
+        let mine = |pid: &u32| pids.contains(pid);
+        let targets: Vec<Target> = self.targets.iter().filter(|t| mine(&t.pid)).cloned().collect();
+        let probed = |ts: &[Target]| ts.iter().map(|t| t.probed_cpu_ms).sum::<f64>();
+        let all_probed = probed(&self.targets);
+        let share = if all_probed > 0.0 {
+            probed(&targets) / all_probed
+        } else {
+            targets.len() as f64 / self.targets.len().max(1) as f64
+        };
+        let mut part = Recording {
+            targets,
+            tree: self.tree.iter().filter(|n| mine(&n.pid)).cloned().collect(),
+            samples: self.samples.iter().filter(|s| mine(&s.pid)).cloned().collect(),
+            handshakes: self
+                .handshakes
+                .iter()
+                .filter(|g| g.pid.as_ref().is_some_and(mine))
+                .cloned()
+                .collect(),
+            probe_hits: (self.probe_hits as f64 * share).round() as u64,
+            probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
+            // The trap sampler runs while the probes are attached, as the hits come.
+            probe_traps: self.probe_traps.map(|t| t.scaled(share)),
+            ..self.shell()
+        };
+        part.unnamed_jit_pids.retain(mine);
+        for w in &mut part.probing.window_figures {
+            w.processes.retain(|p| mine(&p.pid));
+        }
+        part
+    }
+
+    /// Intervals of one session as one recording. Function and library ids are the session's, which only
+    /// adds to its lists: the latest interval's lists hold every earlier one's.
+    pub fn merge<R: Borrow<Recording>>(recs: &[R]) -> Recording {
+        let recs: Vec<&Recording> = recs.iter().map(Borrow::borrow).collect();
+        let latest = recs
+            .iter()
+            .max_by_key(|r| r.functions.len())
+            .expect("at least one interval");
+        let mut out = latest.shell();
+        out.duration_s = 0.0;
+        out.start_unix_ns = recs.iter().filter_map(|r| r.start_unix_ns).min();
+        out.probe_hits = 0;
+        out.probe_stepped_hits = 0;
+        // Measured only if every interval measured them.
+        out.probe_traps = recs
+            .iter()
+            .map(|r| r.probe_traps)
+            .reduce(|sum, t| Some(sum?.plus(&t?)))
+            .flatten();
+        out.lost = Default::default();
+        out.probing.live_s = 0.0;
+        out.probing.windows = 0;
+        out.probing.window_figures.clear();
+        let mut targets: BTreeMap<u32, Target> = BTreeMap::new();
+        let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
+        let mut samples = BTreeMap::new();
+        let mut handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram> = BTreeMap::new();
+        for r in &recs {
+            out.duration_s += r.duration_s;
+            out.probe_hits += r.probe_hits;
+            out.probe_stepped_hits += r.probe_stepped_hits;
+            out.lost.add(&r.lost);
+            let p = &mut out.probing;
+            p.live_s += r.probing.live_s;
+            p.windows += r.probing.windows;
+            p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
+            p.window_figures.extend(r.probing.window_figures.iter().cloned());
+            for t in &r.targets {
+                let m = targets.entry(t.pid).or_insert_with(|| Target {
+                    process_cpu_ms: 0.0,
+                    probed_cpu_ms: 0.0,
+                    connections: 0,
+                    stage_slices_ms: 0.0,
+                    stage_slices_cpu_ms: 0.0,
+                    ..t.clone()
+                });
+                m.process_cpu_ms += t.process_cpu_ms;
+                m.probed_cpu_ms += t.probed_cpu_ms;
+                m.connections += t.connections;
+                m.stage_slices_ms += t.stage_slices_ms;
+                m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
+            }
+            for n in &r.tree {
+                let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
+                    calls: 0,
+                    cpu_ns: 0,
+                    self_ns: 0,
+                    ..n.clone()
+                });
+                m.calls += n.calls;
+                m.cpu_ns += n.cpu_ns;
+                m.self_ns += n.self_ns;
+            }
+            for s in &r.samples {
+                let key = (s.pid, s.path.clone(), s.frames.clone(), s.kernel.clone(), s.complete);
+                *samples.entry(key).or_insert(0) += s.count;
+            }
+            for g in &r.handshakes {
+                handshakes.entry((g.pid, g.kind.clone())).or_default().merge(&g.cpu);
+            }
+            out.frame_files
+                .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+            out.debug_files
+                .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+            for f in &r.unnamed_files {
+                if !out.unnamed_files.iter().any(|u| u.path == f.path) {
+                    out.unnamed_files.push(f.clone());
+                }
+            }
+            for &pid in &r.unnamed_jit_pids {
+                if !out.unnamed_jit_pids.contains(&pid) {
+                    out.unnamed_jit_pids.push(pid);
+                }
+            }
+        }
+        out.targets = targets.into_values().collect();
+        out.tree = tree.into_values().collect();
+        out.samples = samples
+            .into_iter()
+            .map(|((pid, path, frames, kernel, complete), count)| Sample {
+                pid,
+                path,
+                frames,
+                kernel,
+                complete,
+                count,
+            })
+            .collect();
+        out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
+        out.handshakes = handshakes
+            .into_iter()
+            .map(|((pid, kind), cpu)| HandshakeGroup { pid, kind, cpu })
+            .collect();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::tests::sample_recording;
+
+    #[test]
+    fn intervals_merge_into_one_recording_with_their_sums() {
+        let one = Arc::new(sample_recording());
+        let mut next = sample_recording();
+        next.start_unix_ns = one.start_unix_ns.map(|ns| ns + 2_000_000_000);
+        (next.lost.samples_taken, next.lost.unframed_work) = (7, 3);
+        let merged = Recording::merge(&[Arc::new(next), one.clone()]);
+        assert_eq!(merged.duration_s, 2.0 * one.duration_s);
+        assert_eq!(merged.start_unix_ns, one.start_unix_ns, "the earliest interval's start");
+        assert_eq!(merged.targets.len(), 1);
+        assert_eq!(merged.targets[0].process_cpu_ms, 2.0 * one.targets[0].process_cpu_ms);
+        assert_eq!(merged.tree.len(), one.tree.len());
+        let calls = |r: &Recording| r.tree.iter().map(|n| n.calls).sum::<u64>();
+        assert_eq!(calls(&merged), 2 * calls(&one));
+        let count = |r: &Recording| r.samples.iter().map(|s| s.count).sum::<u64>();
+        assert_eq!(count(&merged), 2 * count(&one));
+        assert_eq!(merged.samples.len(), one.samples.len());
+        assert_eq!(merged.handshakes[0].cpu.count, 2 * one.handshakes[0].cpu.count);
+        assert_eq!(merged.probe_hits, 2 * one.probe_hits);
+        assert_eq!((merged.lost.samples_taken, merged.lost.unframed_work), (7, 3));
+        // What a merged recording holds loads as any other.
+        Recording::from_bytes(&serde_json::to_vec(&merged).unwrap()).unwrap();
+    }
+}
