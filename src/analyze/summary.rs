@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The summary of a recording: every figure derived from it, computed once. Text, JSON and diff render
-//! it; its serialized form is the JSON schema (`tlsprof report --json`, keys sorted).
+//! it; its serialized form, with the advice, is the JSON schema (`tlsprof report --json`, keys sorted).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::advice::{self, Advice};
 use super::causes::{self, Cause, CauseCounts, CauseSummary};
 use super::estimate::{self, Estimate, Spread};
 use crate::catalogue::{stage_within, Stage};
@@ -66,7 +65,9 @@ pub struct Summary {
     pub unnamed_files: Vec<UnnamedFileSummary>,
     /// Stripped files named from separate debug information: path -> where it was found.
     pub debug_files: BTreeMap<String, String>,
-    pub advice: Vec<Advice>,
+    /// What the probe windows saw of TLS CPU, in ns: what shares of TLS CPU are of.
+    #[serde(skip)]
+    pub observed_tls_ns: u64,
     /// Figures only the text report shows so far.
     #[serde(skip)]
     pub stacks: StackSummary,
@@ -320,26 +321,6 @@ pub enum RowKind {
 /// Frames shown under each cause in the call tree.
 const TREE_CAUSE_FRAMES: usize = 3;
 
-/// Figures the rest of the summary and advice are built from.
-pub struct Basis {
-    pub stages: Vec<StageSummary>,
-    pub totals: HandshakeSummary,
-    /// What the probes saw.
-    pub tls_cpu_ns: u64,
-    pub probed_cpu_ms: f64,
-    pub record_layer: RecordLayerShares,
-}
-
-impl Basis {
-    /// A probed stage's self CPU in ns, 0 when it was not seen.
-    pub fn stage_self_ns(&self, stage: Stage) -> f64 {
-        self.stages
-            .iter()
-            .find(|s| s.name == stage && !s.sampled)
-            .map_or(0.0, |s| s.self_ns as f64)
-    }
-}
-
 fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
@@ -449,14 +430,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         }
     }
     add_causes(&mut stages, stage_samples);
-    let basis = Basis {
-        stages,
-        totals,
-        tls_cpu_ns: observed_tls_ns,
-        probed_cpu_ms,
-        record_layer,
-    };
-    let advice = advice::advise(rec, &basis);
     let observed_tls_ms = ms(observed_tls_ns);
     Summary {
         duration_s: rec.duration_s,
@@ -516,7 +489,7 @@ pub fn summarize(rec: &Recording) -> Summary {
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),
         debug_files: rec.debug_files.clone(),
-        advice,
+        observed_tls_ns,
         stacks: StackSummary {
             in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
             whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),
@@ -529,8 +502,8 @@ pub fn summarize(rec: &Recording) -> Summary {
                 .collect(),
         },
         call_tree: call_tree(rec, observed_tls_ns),
-        stages: basis.stages,
-        handshakes: basis.totals,
+        stages,
+        handshakes: totals,
     }
 }
 
