@@ -9,7 +9,7 @@ use super::causes::Cause;
 use super::Summary;
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
-use crate::model::{CpuHistogram, Flavor, HandshakeGroup, Recording, Role};
+use crate::model::{CpuHistogram, Flavor, HandshakeGroup, Recording, Role, Target};
 use wording::{Kind, Phrase};
 
 mod algorithm_lookups;
@@ -54,15 +54,19 @@ pub fn advise(rec: &Recording, summary: &Summary) -> Vec<Advice> {
     RULES.iter().filter_map(|rule| rule(&cx)).collect()
 }
 
-/// The kind of server the recording is of, which decides how advice words a change: a Go program when a
-/// Go library was found, else by the first target's name.
-fn kind_of(rec: &Recording) -> Kind {
-    if rec.libraries.iter().any(|l| l.flavor == Flavor::Go) {
+/// The kind of server a target is, which decides how advice words a change: a Go program when a Go
+/// library lists its pid, else by its name.
+fn kind_of(rec: &Recording, target: &Target) -> Kind {
+    if rec
+        .libraries
+        .iter()
+        .any(|l| l.flavor == Flavor::Go && l.pids.contains(&target.pid))
+    {
         return Kind::Go;
     }
-    match rec.targets.first().map(|t| t.comm.as_str()) {
-        Some("nginx") => Kind::Nginx,
-        Some("node") => Kind::Node,
+    match target.comm.as_str() {
+        "nginx" => Kind::Nginx,
+        "node" => Kind::Node,
         _ => Kind::Other,
     }
 }
@@ -79,10 +83,16 @@ struct Context<'a> {
 
 impl<'a> Context<'a> {
     fn new(rec: &'a Recording, summary: &'a Summary) -> Context<'a> {
+        let mut kinds: Vec<Kind> = rec.targets.iter().map(|t| kind_of(rec, t)).collect();
+        kinds.sort();
+        kinds.dedup();
+        if kinds.is_empty() {
+            kinds.push(Kind::Other);
+        }
         Context {
             rec,
             summary,
-            kinds: vec![kind_of(rec)],
+            kinds,
             tls_ns: summary.observed_tls_ns as f64,
         }
     }
@@ -195,7 +205,7 @@ pub fn references_needed(handshakes: &[HandshakeGroup]) -> Vec<&'static str> {
 mod tests {
     use super::hybrid_key_exchange::GO_HYBRID_GROUP;
     use super::*;
-    use crate::model::tests::sample_recording;
+    use crate::model::tests::{sample_recording, two_process_recording};
     use crate::model::Function;
 
     fn advise(rec: &Recording) -> Vec<Advice> {
@@ -370,5 +380,38 @@ mod tests {
             .find(|a| a.id == "client_connection_reuse")
             .expect("client advice");
         assert!(reuse.change.contains("keepAlive: true"), "{reuse:?}");
+    }
+
+    /// Targets of two kinds: each kind's wording after its name, in a stable order; a Go library decides
+    /// only for the processes it lists.
+    #[test]
+    fn each_kind_of_target_gets_its_own_wording() {
+        let mut rec = two_process_recording();
+        let ecdsa = |rec: &Recording| advise(rec).into_iter().find(|a| a.id == "ecdsa_certificate").unwrap();
+        let one = |comm: &str| {
+            let mut single = sample_recording();
+            single.targets[0].comm = comm.into();
+            ecdsa(&single).change
+        };
+        let (nginx, node) = (one("nginx"), one("node"));
+        assert_eq!(
+            ecdsa(&rec).change,
+            format!(
+                "nginx: {}; Node.js: {}.",
+                nginx.trim_end_matches('.'),
+                node.trim_end_matches('.')
+            )
+        );
+        rec.targets.swap(0, 1);
+        assert!(ecdsa(&rec).change.starts_with("nginx: "));
+        let mut go = rec.libraries[0].clone();
+        (go.flavor, go.pids) = (Flavor::Go, vec![20]);
+        rec.libraries.push(go);
+        let change = ecdsa(&rec).change;
+        assert!(
+            change.starts_with("nginx: ") && change.contains("; Go: Serve"),
+            "{change}"
+        );
+        assert!(!change.contains("Node.js"), "{change}");
     }
 }
