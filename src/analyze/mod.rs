@@ -7,22 +7,18 @@ pub mod causes;
 mod estimate;
 mod summary;
 
-use serde::Serialize;
-
 use crate::model::Recording;
 pub use advice::Advice;
 pub use estimate::Estimate;
 pub use summary::{
     sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary, TargetSummary,
-    UnnamedFileSummary,
+    LibrarySummary, ObservedStage, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
+    TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowSpan,
 };
 
-/// A recording's summary and the advice drawn from it: what the reports render. Serialized as the summary
-/// with an `advice` list beside its figures.
-#[derive(Clone, Debug, Serialize)]
+/// A recording's summary and the advice drawn from it: what the reports render.
+#[derive(Clone, Debug)]
 pub struct Analysis {
-    #[serde(flatten)]
     pub summary: Summary,
     pub advice: Vec<Advice>,
 }

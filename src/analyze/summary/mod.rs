@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The summary of a recording: every figure derived from it, computed once. Text, JSON and diff render
-//! it; its serialized form, with the advice, is the JSON schema (`tlsprof report --json`, keys sorted).
+//! it; the JSON report is its public form (output/json/schema.rs).
 
 use std::collections::BTreeMap;
 
@@ -21,11 +21,11 @@ pub use call_tree::{CallTree, CallTreeRow, RowKind};
 use handshakes::handshake_totals;
 pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
 use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
-pub use stages::{sample_stages, RecordLayerShares, StageSummary};
-pub use windows::ProbingSummary;
+pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
+pub use windows::{ProbingSummary, WindowSpan};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Summary {
     pub duration_s: f64,
     pub targets: Vec<TargetSummary>,
@@ -49,7 +49,6 @@ pub struct Summary {
     pub all_probes: bool,
     pub sample_freq_hz: u64,
     pub samples: u64,
-    pub lost_samples: u64,
     pub lost: Lost,
     pub probe_cost_us_per_hit: f64,
     pub probe_cost_cold_us_per_hit: f64,
@@ -74,12 +73,9 @@ pub struct Summary {
     /// Stripped files named from separate debug information: path -> where it was found.
     pub debug_files: BTreeMap<String, String>,
     /// What the probe windows saw of TLS CPU, in ns: what shares of TLS CPU are of.
-    #[serde(skip)]
     pub observed_tls_ns: u64,
     /// Figures only the text report shows so far.
-    #[serde(skip)]
     pub stacks: StackSummary,
-    #[serde(skip)]
     pub call_tree: CallTree,
 }
 
@@ -113,18 +109,17 @@ pub struct TargetSummary {
     pub tls_cpu_ms_ci95: Option<[f64; 2]>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct FunctionSummary {
     pub name: String,
     pub library: String,
     pub stage: Option<Stage>,
     pub calls: u64,
     pub cpu_ms: f64,
-    #[serde(skip)]
     pub cpu_ns: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct LibrarySummary {
     pub path: String,
     pub flavor: Flavor,
@@ -133,7 +128,6 @@ pub struct LibrarySummary {
     pub pids: Vec<u32>,
     /// Replaced on disk while mapped: `pids` ran the old file.
     pub replaced: bool,
-    #[serde(skip)]
     pub functions_found: usize,
 }
 
@@ -296,7 +290,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         all_probes: rec.all_probes,
         sample_freq_hz: rec.sample_freq_hz,
         samples,
-        lost_samples: rec.lost.samples,
         lost: rec.lost.clone(),
         probe_cost_us_per_hit: rec.probe_cost.hit_ns / 1e3,
         probe_cost_cold_us_per_hit: rec.probe_cost.cold_hit_ns / 1e3,
