@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Advice: rules that turn a recording's summary into concrete changes, each with its evidence and an
 //! estimate computed from costs measured in the same recording or by `openssl speed` on this machine. A
-//! rule is a file here and a line in [`RULES`]; what it says to each kind of server is in `wording`.
+//! rule is a file here and a line in `RULES`; what it says to each kind of server is in `wording`.
 
 use serde::Serialize;
 
-use super::causes::Cause;
-use super::Summary;
+use super::causes::{Cause, CauseSummary};
+use super::{StageSummary, Summary};
 use crate::catalogue::Stage;
 use crate::model::speed_ops as speed;
 use crate::model::{CpuHistogram, Flavor, HandshakeGroup, Recording, Role, Target};
@@ -146,10 +146,7 @@ impl<'a> Context<'a> {
 
     /// What the probed stages' own CPU went to, from the samples below the stage frames: the figures of a
     /// cause in each stage that has it.
-    fn cause_in_stages(
-        &self,
-        cause: Cause,
-    ) -> impl Iterator<Item = (&super::StageSummary, &super::causes::CauseSummary)> {
+    fn cause_in_stages(&self, cause: Cause) -> impl Iterator<Item = (&StageSummary, &CauseSummary)> {
         self.summary
             .stages
             .iter()
