@@ -6,7 +6,8 @@
 //!   which frames name the causes within a stage;
 //! - [`model`]: what a recording holds and its file format (pure data);
 //! - [`record`]: the kernel-facing part that attaches to processes and produces a recording;
-//! - [`analyze`]: every figure derived from a recording, computed once into a [`analyze::Summary`];
+//! - [`analyze`]: every figure derived from a recording, computed once into a [`analyze::Summary`], and the
+//!   advice drawn from it;
 //! - [`output`]: renderers of summaries and recordings (text, JSON, flame graphs, diffs, pprof, Prometheus);
 //! - [`serve`]: continuous mode, recording in intervals and serving metrics and profiles over HTTP.
 

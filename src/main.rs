@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use clap::ValueEnum;
-use tlsprof::analyze::{advice, summarize};
+use tlsprof::analyze::{advice, analyze, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
 use tlsprof::output::{diff, flame, json, pprof, text, Group};
@@ -254,7 +254,7 @@ fn run(cli: Cli) -> Result<()> {
             if !rec.openssl_speed.is_empty() {
                 rec.save(&output)?;
             }
-            print!("{}", text::text(&summarize(&rec), Group::Stage));
+            print!("{}", text::text(&analyze(&rec), Group::Stage));
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
@@ -272,11 +272,11 @@ fn run(cli: Cli) -> Result<()> {
             json: as_json,
             group,
         } => {
-            let summary = summarize(&Recording::load(&file)?);
+            let analysis = analyze(&Recording::load(&file)?);
             if as_json {
-                println!("{}", json::to_string_pretty(&json::json(&summary)));
+                println!("{}", json::to_string_pretty(&json::json(&analysis)));
             } else {
-                print!("{}", text::text(&summary, group.into()));
+                print!("{}", text::text(&analysis, group.into()));
             }
             Ok(())
         }
@@ -323,16 +323,16 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("a pprof profile is binary: give --output FILE or redirect standard output");
             }
             let rec = Recording::load(&file)?;
-            let summary = summarize(&rec);
+            let analysis = analyze(&rec);
             emit(output.as_deref(), |out| {
                 match format {
-                    ExportFormat::Pprof => out.write_all(&pprof::pprof(&rec, &summary))?,
+                    ExportFormat::Pprof => out.write_all(&pprof::pprof(&rec, &analysis.summary))?,
                     ExportFormat::Folded => {
                         for line in flame::folded(&rec, Group::Stage) {
                             writeln!(out, "{line}")?;
                         }
                     }
-                    ExportFormat::Json => writeln!(out, "{}", json::to_string_pretty(&json::json(&summary)))?,
+                    ExportFormat::Json => writeln!(out, "{}", json::to_string_pretty(&json::json(&analysis)))?,
                 }
                 Ok(())
             })

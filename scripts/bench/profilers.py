@@ -47,7 +47,7 @@ def report_summary(tlsprof, recording):
                        "observed": (h.get("observed") or {}).get("total")},
         **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
                                  "probe_overhead_calibrated_ms", "probe_traps", "process_cpu_ms", "samples",
-                                 "lost_samples", "all_probes", "duration_s")},
+                                 "lost", "all_probes", "duration_s")},
     }, elapsed
 
 

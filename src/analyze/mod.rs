@@ -1,15 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Analysis: every figure derived from a recording, computed once into a [`Summary`], and the advice drawn
-//! from them.
+//! Analysis: every figure derived from a recording, computed once into a [`Summary`], then the advice drawn
+//! from it: [`analyze`] gives both.
 
 pub mod advice;
 pub mod causes;
 mod estimate;
 mod summary;
 
+use crate::model::Recording;
+pub use advice::Advice;
 pub use estimate::Estimate;
 pub use summary::{
-    sample_stages, summarize, Basis, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary, TargetSummary,
-    UnnamedFileSummary,
+    sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
+    LibrarySummary, ObservedStage, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
+    TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowSpan,
 };
+
+/// A recording's summary and the advice drawn from it: what the reports render.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub summary: Summary,
+    pub advice: Vec<Advice>,
+}
+
+/// The summary of a recording, then the advice on it.
+pub fn analyze(rec: &Recording) -> Analysis {
+    let summary = summarize(rec);
+    let advice = advice::advise(rec, &summary);
+    Analysis { summary, advice }
+}

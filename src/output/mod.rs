@@ -23,7 +23,7 @@ mod tests {
     use proptest::prelude::*;
     use proptest::sample::Index;
 
-    use crate::analyze::summarize;
+    use crate::analyze::analyze;
     use crate::model::tests::sample_recording;
     use crate::model::untrusted::breaks_text;
     use crate::model::Recording;
@@ -31,18 +31,19 @@ mod tests {
     /// Whatever a recording that loads holds, every output renders it without a panic, and the text ones
     /// carry no raw control character.
     fn render_all(rec: &Recording) -> Result<(), TestCaseError> {
-        let summary = summarize(rec);
-        let text = super::text::text(&summary, super::Group::Stage);
+        let analysis = analyze(rec);
+        let summary = &analysis.summary;
+        let text = super::text::text(&analysis, super::Group::Stage);
         prop_assert!(!text.chars().any(|c| c != '\n' && breaks_text(c)), "{text}");
-        let json = super::json::to_string_pretty(&super::json::json(&summary));
+        let json = super::json::to_string_pretty(&super::json::json(&analysis));
         prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok());
         prop_assert!(!json.chars().any(|c| c != '\n' && breaks_text(c)));
         for line in super::flame::folded(rec, super::Group::Cause) {
             prop_assert!(!line.chars().any(breaks_text), "{line}");
         }
         let _ = super::flame::svg(rec, super::Group::Stage, std::io::sink());
-        let _ = super::diff::text(&summary, &summary);
-        let _ = super::diff::json(&summary, &summary);
+        let _ = super::diff::text(summary, summary);
+        let _ = super::diff::json(summary, summary);
         let _ = super::diff::svg(rec, rec, std::io::sink());
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::Group;
 use crate::analyze::causes::{Cause, FrameCount};
-use crate::analyze::{CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
+use crate::analyze::{Analysis, CpuStats, RowKind, Summary, TargetSummary, UnnamedFileSummary};
 use crate::catalogue::families::{self, Family};
 use crate::catalogue::Stage;
 use crate::model::lost::Kind as LostKind;
@@ -84,7 +84,8 @@ fn process_lines(s: &Summary) -> Vec<String> {
         .collect()
 }
 
-pub fn text(s: &Summary, group: Group) -> String {
+pub fn text(analysis: &Analysis, group: Group) -> String {
+    let s = &analysis.summary;
     let mut out = String::new();
     let hs = &s.handshakes;
     let tls_ms = s.tls_cpu_ms;
@@ -258,9 +259,9 @@ pub fn text(s: &Summary, group: Group) -> String {
     };
     let _ = writeln!(out, "{}", connection_reuse_line(s));
 
-    if !s.advice.is_empty() {
+    if !analysis.advice.is_empty() {
         let _ = writeln!(out, "\nAdvice:");
-        for a in &s.advice {
+        for a in &analysis.advice {
             let _ = writeln!(
                 out,
                 "  [{}] {}\n    evidence: {}\n    saving: {}",
@@ -634,7 +635,7 @@ fn unnamed_file_line(u: &UnnamedFileSummary, samples: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::summarize;
+    use crate::analyze::{analyze, summarize};
     use std::collections::BTreeMap;
 
     use crate::catalogue::Stage;
@@ -642,7 +643,7 @@ mod tests {
     use crate::model::{HandshakeCounts, ProbeWindow, Recording, WindowPart};
 
     fn report(rec: &Recording) -> String {
-        text(&summarize(rec), Group::Stage)
+        text(&analyze(rec), Group::Stage)
     }
 
     #[test]
@@ -723,7 +724,7 @@ mod tests {
 
     #[test]
     fn causes_show_under_each_stage_and_in_the_tree_grouped_by_cause() {
-        let s = summarize(&sample_recording());
+        let s = analyze(&sample_recording());
         let t = text(&s, Group::Stage);
         assert!(t.contains("Causes within stages"), "{t}");
         assert!(

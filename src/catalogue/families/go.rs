@@ -6,6 +6,7 @@
 use super::{Calls, Family, Flavor, Naming, Symbols};
 use crate::catalogue::causes::Cause::*;
 use crate::catalogue::causes::{user, CauseRow};
+use crate::catalogue::servers::Server;
 use crate::catalogue::Origin::Go as GoCode;
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
@@ -46,6 +47,9 @@ impl Family for Go {
     }
     fn cause_rows(&self) -> &'static [CauseRow] {
         CAUSE_ROWS
+    }
+    fn server(&self) -> Option<Server> {
+        Some(Server::Go)
     }
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[("crypto/tls.(*Conn).Read", Read), ("crypto/tls.(*Conn).Write", Write)]

@@ -11,6 +11,7 @@ pub mod openssl;
 use serde::{Deserialize, Serialize};
 
 use super::causes::CauseRow;
+use super::servers::Server;
 use super::{Row, Stage, GO_ABI};
 
 /// A TLS library family.
@@ -50,6 +51,11 @@ pub trait Family: Sync {
     /// Frames that stand for a stage frame its code tail-calls away (see catalogue/causes.rs).
     fn stage_stand_ins(&self) -> &'static [(&'static str, Stage)] {
         &[]
+    }
+    /// The kind of server any program on this family is, configured through it whatever the program is
+    /// called (Go's tls.Config); None where the program decides (nginx and Node.js both run OpenSSL).
+    fn server(&self) -> Option<Server> {
+        None
     }
     /// The record layer's functions: they place CPU samples in the read and write stages when those are not
     /// probed.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The JSON report: the serialized form of the summary, keys sorted (its schema is analyze::Summary).
+//! The JSON report: an analysis in the form of its schema (schema.rs), keys sorted.
 
 use std::io::{self, Write};
 
@@ -7,11 +7,13 @@ use serde::Serialize;
 use serde_json::ser::{Formatter, PrettyFormatter};
 use serde_json::Value;
 
-use crate::analyze::Summary;
+use crate::analyze::Analysis;
 use crate::model::untrusted::breaks_text;
 
-pub fn json(s: &Summary) -> Value {
-    serde_json::to_value(s).expect("a summary serializes")
+mod schema;
+
+pub fn json(analysis: &Analysis) -> Value {
+    serde_json::to_value(schema::Report::from(analysis)).expect("a report serializes")
 }
 
 /// Pretty JSON in which strings hold no character a terminal would act on: serde_json escapes C0 controls,
@@ -70,13 +72,13 @@ impl Formatter for EscapingFormatter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::summarize;
+    use crate::analyze::analyze;
     use crate::catalogue::Stage;
     use crate::model::tests::sample_recording;
 
     #[test]
     fn json_has_the_documented_fields() {
-        let j = json(&summarize(&sample_recording()));
+        let j = json(&analyze(&sample_recording()));
         for field in [
             "duration_s",
             "process_cpu_ms",
@@ -86,7 +88,7 @@ mod tests {
             "functions",
             "libraries",
             "samples",
-            "lost_samples",
+            "lost",
         ] {
             assert!(j.get(field).is_some(), "missing {field}");
         }
@@ -116,12 +118,12 @@ mod tests {
         let mut rec = sample_recording();
         let name = "\x1b]0;pwned\x07\u{9b}2J\u{202e}x\n\"\\";
         rec.targets[0].comm = name.into();
-        let text = to_string_pretty(&json(&summarize(&rec)));
+        let text = to_string_pretty(&json(&analyze(&rec)));
         assert!(!text.chars().any(|c| c != '\n' && breaks_text(c)), "{text}");
         let back: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back["targets"][0]["comm"], name);
         // The same document as serde_json's own pretty printer gives, read back the same way.
-        let plain = serde_json::to_string_pretty(&json(&summarize(&rec))).unwrap();
+        let plain = serde_json::to_string_pretty(&json(&analyze(&rec))).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(&plain).unwrap());
     }
 }

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+//! An RSA certificate whose signatures dominate the TLS CPU.
+
+use super::wording::{self, Phrase};
+use super::{speed, Advice, Context};
+use crate::catalogue::Stage;
+use crate::model::Role;
+
+/// Signing above this share of TLS CPU makes the certificate key worth changing.
+const SIGN_HEAVY_SHARE: f64 = 0.20;
+
+/// An RSA certificate key, as the handshakes name it ("RSA-2048").
+pub(super) fn rsa(certificate_key: &str) -> bool {
+    certificate_key.starts_with("RSA")
+}
+
+pub(super) fn advise(cx: &Context) -> Option<Advice> {
+    let tls_ns = cx.tls_ns;
+    let server_full = cx.handshakes(Role::Server, Some(false)).count;
+    let cert = cx.most_common(Role::Server, |g| g.kind.certificate_key.as_ref())?;
+    let sign_ns = cx.stage_self_ns(Stage::Sign);
+    let sign_heavy = server_full > 0 && tls_ns > 0.0 && rsa(&cert) && sign_ns / tls_ns >= SIGN_HEAVY_SHARE;
+    if !sign_heavy {
+        return None;
+    }
+    let sign_us = sign_ns / 1e3 / server_full as f64;
+    let estimate = match cx.rec.openssl_speed.get(speed::ECDSA_P256_SIGN) {
+        Some(&ecdsa_us) => {
+            let saved = (sign_us - ecdsa_us).max(0.0) * server_full as f64 * 1e3;
+            format!(
+                "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed{}) instead of {sign_us:.0} µs: about -{:.0}% TLS CPU",
+                wording::remark(Phrase::EcdsaSpeedSource, &cx.kinds),
+                100.0 * saved / tls_ns
+            )
+        }
+        None => "unknown: `openssl speed ecdsap256` could not be run to measure the alternative".into(),
+    };
+    Some(Advice {
+        id: "ecdsa_certificate",
+        evidence: format!(
+            "sign is {:.0}% of TLS CPU ({cert}, {:.2} ms per full handshake, {server_full} full handshakes)",
+            100.0 * sign_ns / tls_ns,
+            sign_us / 1e3
+        ),
+        change: cx.wording(Phrase::EcdsaCertificate),
+        estimated_saving: estimate,
+    })
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Servers that resume few handshakes.
+
+use super::wording::Phrase;
+use super::{Advice, Context};
+use crate::catalogue::Stage;
+use crate::model::{CpuHistogram, Role};
+
+/// Resumption below this share of a server's handshakes leaves full handshakes to save.
+const LOW_RESUMPTION: f64 = 0.5;
+/// The share of returning clients the estimate assumes would resume.
+const RESUMING: f64 = 0.9;
+/// A saving that rounds to less than a percent of TLS CPU is not advised on.
+const MIN_SAVING_PCT: f64 = 0.5;
+
+/// The CPU a resumed handshake saved over a full one, as measured: the difference of their means, when the
+/// lower end of its 95% interval (each mean's standard error from its histogram; a lone resumed handshake
+/// taken to vary as the full ones do) is above zero; None when the two are not clearly apart.
+fn measured_saving_ns(full: &CpuHistogram, resumed: &CpuHistogram) -> Option<f64> {
+    let resumed_var = if resumed.count < 2 {
+        full.variance_ns2()
+    } else {
+        resumed.variance_ns2()
+    };
+    let se = (full.variance_ns2() / full.count.max(1) as f64 + resumed_var / resumed.count.max(1) as f64).sqrt();
+    let saved = full.mean_ns() - resumed.mean_ns();
+    (saved - 1.96 * se > 0.0).then_some(saved)
+}
+
+pub(super) fn advise(cx: &Context) -> Option<Advice> {
+    let full_cpu = cx.handshakes(Role::Server, Some(false));
+    let server_full = full_cpu.count;
+    let server_total = cx.handshakes(Role::Server, None).count;
+    if server_full == 0 {
+        return None;
+    }
+    let resumed_share = (server_total - server_full) as f64 / server_total as f64;
+    if resumed_share >= LOW_RESUMPTION {
+        return None;
+    }
+    let full_us = full_cpu.mean_ns() / 1e3;
+    // A resumed handshake skips the certificate's work: measured here if any were resumed.
+    let resumed_cpu = cx.handshakes(Role::Server, Some(true));
+    let saved_us = if resumed_cpu.count > 0 {
+        measured_saving_ns(&full_cpu, &resumed_cpu).map(|ns| ns / 1e3)
+    } else {
+        Some((cx.stage_self_ns(Stage::Sign) + cx.stage_self_ns(Stage::Verify)) / 1e3 / server_full as f64)
+    };
+    // Advice states only a saving it measured clearly above zero, and one that rounds to a percent at least.
+    let saved = saved_us.map_or(0.0, |us| us * server_full as f64 * RESUMING * 1e3);
+    let saved_pct = 100.0 * saved / cx.tls_ns.max(1.0);
+    let saved_us = saved_us.filter(|_| saved_pct >= MIN_SAVING_PCT)?;
+    let resumed_us = full_us - saved_us;
+    Some(Advice {
+        id: "session_resumption",
+        evidence: format!(
+            "{:.0}% of {server_total} server handshakes seen were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms{}",
+            resumed_share * 100.0,
+            full_us / 1e3,
+            resumed_us / 1e3,
+            if resumed_cpu.count > 0 {
+                ""
+            } else {
+                " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)"
+            }
+        ),
+        change: cx.wording(Phrase::SessionResumption),
+        estimated_saving: format!(
+            "if {:.0}% of returning clients resume: about -{saved_pct:.0}% TLS CPU ({:.2} ms saved per resumed handshake)",
+            RESUMING * 100.0,
+            saved_us / 1e3
+        ),
+    })
+}

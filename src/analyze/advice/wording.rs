@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What advice tells each kind of server to change, in one table keyed by (phrase, kind): a rule asks for
+//! its phrase, and the targets' kinds decide which wording the advice gives.
+
+use crate::catalogue::servers::Server;
+
+/// A change that depends on the kind of server: a whole sentence, or the part of one a rule fills in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phrase {
+    EcdsaCertificate,
+    /// Where the alternative's cost quoted for a certificate change comes from, where it is not the
+    /// server's own code.
+    EcdsaSpeedSource,
+    SessionResumption,
+    KeyExchange,
+    HybridKeyExchange,
+    AlgorithmLookups,
+    HandshakeFlight,
+    ClientConnectionReuse,
+}
+
+/// A phrase's wording for one kind; None where the rule says nothing to that kind.
+fn wording(phrase: Phrase, kind: Server) -> Option<&'static str> {
+    Some(match (phrase, kind) {
+        (Phrase::EcdsaCertificate, Server::Nginx) => "Serve an ECDSA P-256 certificate: add a second `ssl_certificate`/`ssl_certificate_key` pair with the ECDSA key (nginx picks it for clients that support it and keeps RSA for the rest).",
+        (Phrase::EcdsaCertificate, Server::Node) => "Serve an ECDSA P-256 certificate: tls.createServer({ key: [ecdsaKey, rsaKey], cert: [ecdsaCert, rsaCert] }) (Node.js picks ECDSA for clients that support it).",
+        (Phrase::EcdsaCertificate, Server::Go) => "Serve an ECDSA P-256 certificate: put a tls.Certificate with an ECDSA key first in tls.Config.Certificates, before the RSA one (Go serves the first one the client supports), or pick it in tls.Config.GetCertificate with ClientHelloInfo.SupportsCertificate.",
+        (Phrase::EcdsaCertificate, Server::Other) => "Serve an ECDSA P-256 certificate (SSL_CTX_use_certificate/SSL_CTX_use_PrivateKey with an EC key, alongside the RSA one).",
+        (Phrase::EcdsaSpeedSource, Server::Go) => ", OpenSSL's: Go's own ECDSA is not measured here",
+        (Phrase::EcdsaSpeedSource, Server::Nginx | Server::Node | Server::Other) => return None,
+        (Phrase::SessionResumption, Server::Nginx) => "Let clients resume: `ssl_session_cache shared:SSL:10m; ssl_session_timeout 1h; ssl_session_tickets on;` and, with several instances behind a balancer, the same `ssl_session_ticket_key` on all of them.",
+        (Phrase::SessionResumption, Server::Node) => "Let clients resume: keep session tickets on (the default) and give every worker the same `ticketKeys` (tls.createServer({ ticketKeys })), or handle 'newSession'/'resumeSession' with a shared cache.",
+        (Phrase::SessionResumption, Server::Go) => "Let clients resume: keep session tickets on (tls.Config.SessionTicketsDisabled false, the default) and, with several instances behind a balancer, give them all the same ticket keys with tls.Config.SetSessionTicketKeys (rotated together): each instance otherwise makes its own, and a ticket from one is a full handshake on another.",
+        (Phrase::SessionResumption, Server::Other) => "Let clients resume: enable the session cache (SSL_CTX_set_session_cache_mode) and session tickets, with ticket keys shared across instances.",
+        (Phrase::KeyExchange, Server::Nginx) => "Use an elliptic-curve exchange: put ECDHE suites first in `ssl_ciphers` (or drop DHE ones and `ssl_dhparam`), offer TLSv1.3 in `ssl_protocols`, and `ssl_ecdh_curve X25519:prime256v1;`.",
+        (Phrase::KeyExchange, Server::Node) => "Use an elliptic-curve exchange: tls.createServer({ ecdhCurve: 'X25519:P-256', ciphers: ECDHE suites first, minVersion: 'TLSv1.2' }) and allow TLSv1.3.",
+        (Phrase::KeyExchange, Server::Go) => "Use X25519 or P-256: tls.Config.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256}.",
+        (Phrase::KeyExchange, Server::Other) => "Use an elliptic-curve exchange: prefer ECDHE suites and X25519 (SSL_CTX_set1_groups_list(ctx, \"X25519:P-256\")).",
+        (Phrase::HybridKeyExchange, Server::Go) => "The hybrid group protects recorded traffic against a future quantum computer, at the cost measured here. Where that is not needed, tls.Config.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256} (or GODEBUG=tlsmlkem=0) makes the exchange X25519 alone; Go clients send an X25519 share beside the hybrid one, so they need no extra round trip.",
+        (Phrase::HybridKeyExchange, Server::Nginx | Server::Node | Server::Other) => return None,
+        (Phrase::AlgorithmLookups, Server::Nginx) => "build nginx against one of them (nginx supports BoringSSL and AWS-LC) and compare with `tlsprof diff`",
+        (Phrase::AlgorithmLookups, Server::Node) => "a newer Node.js release links a newer OpenSSL; compare with `tlsprof diff`",
+        (Phrase::AlgorithmLookups, Server::Go | Server::Other) => "link against one of them and compare with `tlsprof diff`",
+        (Phrase::HandshakeFlight, Server::Nginx) => "`ssl_certificate` holds the chain nginx sends; each ticket OpenSSL sends after the handshake is another write",
+        (Phrase::HandshakeFlight, Server::Node) => "the `cert` chain given to tls.createServer is what is sent; each ticket is another write",
+        (Phrase::HandshakeFlight, Server::Go) => "the tls.Certificate's Certificate chain is what is sent; Go sends one ticket per TLS 1.3 handshake",
+        (Phrase::HandshakeFlight, Server::Other) => "SSL_CTX_set_num_tickets; each ticket is another write",
+        (Phrase::ClientConnectionReuse, Server::Node) => "Reuse connections: new https.Agent({ keepAlive: true, maxSockets: N }) for outbound requests; connections that must be new can still resume sessions (the Agent caches them: maxCachedSessions).",
+        (Phrase::ClientConnectionReuse, Server::Go) => "Reuse connections: share one http.Client (its http.Transport keeps connections alive unless DisableKeepAlives is set) and raise http.Transport.MaxIdleConnsPerHost (2 by default) to the number of concurrent requests per host; connections that must be new can resume: tls.Config.ClientSessionCache = tls.NewLRUClientSessionCache(0).",
+        (Phrase::ClientConnectionReuse, Server::Nginx | Server::Other) => "Reuse connections (HTTP keep-alive, a connection pool) and resume TLS sessions on the new ones (SSL_set_session with the previous session).",
+    })
+}
+
+/// A remark for whichever of the targets' kinds has one, made once; empty when none has.
+pub(super) fn remark(phrase: Phrase, kinds: &[Server]) -> &'static str {
+    kinds.iter().find_map(|&k| wording(phrase, k)).unwrap_or_default()
+}
+
+/// A phrase for the targets' kinds (each once, in order): for one kind, its wording as it is; for several,
+/// each kind's wording after its name, kinds worded alike named together.
+pub(super) fn for_kinds(phrase: Phrase, kinds: &[Server]) -> String {
+    if let [kind] = kinds {
+        return wording(phrase, *kind).unwrap_or_default().to_string();
+    }
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for &kind in kinds {
+        let Some(text) = wording(phrase, kind) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(_, t)| *t == text) {
+            Some((names, _)) => names.push(kind.name()),
+            None => groups.push((vec![kind.name()], text)),
+        }
+    }
+    // Whole sentences lose their full stops inside the list and the list ends with one.
+    let end = if groups.iter().any(|(_, t)| t.ends_with('.')) {
+        "."
+    } else {
+        ""
+    };
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(names, text)| format!("{}: {}", names.join(", "), text.trim_end_matches('.')))
+        .collect();
+    parts.join("; ") + end
+}

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The summary of a recording: every figure derived from it, computed once. Text, JSON and diff render
+//! it; the JSON report is its public form (output/json/schema.rs).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::causes;
+use super::estimate::{self, Estimate};
+use crate::catalogue::Stage;
+use crate::model::{CallGraph, Flavor, Hits, Lost, Recording, Symbols, Target, UnnamedFile};
+
+mod call_tree;
+mod handshakes;
+mod stages;
+mod windows;
+
+use call_tree::call_tree;
+pub use call_tree::{CallTree, CallTreeRow, RowKind};
+use handshakes::handshake_totals;
+pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
+use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
+pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
+use windows::{probing, Windows};
+pub use windows::{ProbingSummary, WindowSpan};
+
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub duration_s: f64,
+    pub targets: Vec<TargetSummary>,
+    /// The targets' CPU over the whole recording.
+    pub process_cpu_ms: f64,
+    /// The targets' CPU while the stage probes were attached: what stage figures and `tls_share` compare with.
+    pub probed_cpu_ms: f64,
+    pub probing: ProbingSummary,
+    /// Everything inside any stage over the whole recording, each nanosecond counted once (the sum of self
+    /// times): exact, or estimated from the probe windows.
+    pub tls_cpu_ms: f64,
+    pub tls_cpu_ms_ci95: [f64; 2],
+    /// What the probe windows saw.
+    pub observed_tls_cpu_ms: f64,
+    /// TLS CPU as a share of the targets' CPU while probed.
+    pub tls_share: Option<f64>,
+    pub handshakes: HandshakeSummary,
+    pub stages: Vec<StageSummary>,
+    pub functions: Vec<FunctionSummary>,
+    pub libraries: Vec<LibrarySummary>,
+    pub all_probes: bool,
+    pub sample_freq_hz: u64,
+    pub samples: u64,
+    pub lost: Lost,
+    pub probe_cost_us_per_hit: f64,
+    pub probe_cost_cold_us_per_hit: f64,
+    pub probe_hits: u64,
+    pub probe_stepped_hits: u64,
+    pub probe_cost_cold_us_per_step: f64,
+    /// Target CPU spent in the probes: the hits at their calibrated cold-cache costs, or what the samples in
+    /// the probes' traps measured when that is more (ProbeCost::overhead_ms).
+    pub probe_overhead_ms: f64,
+    /// The hits at their calibrated costs alone.
+    pub probe_overhead_calibrated_ms: f64,
+    /// The samples taken in the probes' traps; None where they were not counted.
+    pub probe_traps: Option<TrapsMeasured>,
+    /// The part of the stage threads' time on a CPU that the kernel left out of their task clock (the
+    /// hypervisor's steal time), which stage and handshake CPU leave out too; None when no scheduler slice of
+    /// theirs was measured.
+    pub stolen_share: Option<f64>,
+    pub record_layer_sampled: RecordLayerShares,
+    /// Files some sampled frames have no names in (stripped, their debug information not found), and how
+    /// many samples have such a frame.
+    pub unnamed_files: Vec<UnnamedFileSummary>,
+    /// Stripped files named from separate debug information: path -> where it was found.
+    pub debug_files: BTreeMap<String, String>,
+    /// What the probe windows saw of TLS CPU, in ns: what shares of TLS CPU are of.
+    pub observed_tls_ns: u64,
+    /// Figures only the text report shows so far.
+    pub stacks: StackSummary,
+    pub call_tree: CallTree,
+}
+
+/// The trap sampler's samples in the probes' traps (the kernel's uprobe code), of all it took of the
+/// targets, and the CPU they stand for: the cost of the `hits` made while it ran, measured in the targets
+/// (estimated, with its 95% interval), beside their calibrated cost.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TrapsMeasured {
+    pub samples: u64,
+    pub of_samples: u64,
+    pub freq_hz: u64,
+    /// The targets' CPU while it ran.
+    pub sampled_cpu_ms: f64,
+    pub hits: u64,
+    pub calibrated_ms: f64,
+    pub cpu_ms: f64,
+    pub cpu_ms_ci95: [f64; 2],
+}
+
+/// A target, and its part of the recording's handshakes and TLS CPU, estimated as the recording's are (from
+/// its part of each probe window). None in recordings that did not tell processes' handshakes apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetSummary {
+    #[serde(flatten)]
+    pub target: Target,
+    pub handshakes: Option<u64>,
+    pub handshakes_ci95: Option<[u64; 2]>,
+    /// Completed handshakes the probes saw in it (exact, in the probe windows).
+    pub observed_handshakes: Option<u64>,
+    pub tls_cpu_ms: Option<f64>,
+    pub tls_cpu_ms_ci95: Option<[f64; 2]>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FunctionSummary {
+    pub name: String,
+    pub library: String,
+    pub stage: Option<Stage>,
+    pub calls: u64,
+    pub cpu_ms: f64,
+    pub cpu_ns: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct LibrarySummary {
+    pub path: String,
+    pub family: String,
+    pub flavor: Flavor,
+    pub version: Option<String>,
+    pub symbols: Symbols,
+    pub pids: Vec<u32>,
+    /// Replaced on disk while mapped: `pids` ran the old file.
+    pub replaced: bool,
+    pub functions_found: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UnnamedFileSummary {
+    #[serde(flatten)]
+    pub file: UnnamedFile,
+    pub samples: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct StackSummary {
+    pub in_tls: u64,
+    /// Samples whose unwinding reached the root of the stack.
+    pub whole: u64,
+    pub call_graph: Option<CallGraph>,
+    pub stack_bytes: u32,
+    /// Processes whose JIT code had no perf map: (pid, comm).
+    pub unnamed_jit: Vec<(u32, String)>,
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The figures every part of the summary starts from: the targets' CPU, the probe windows, and the
+/// handshakes and TLS CPU over the whole recording.
+struct Core {
+    process_cpu_ms: f64,
+    probed_cpu_ms: f64,
+    probe_overhead_ms: f64,
+    observed_tls_ns: u64,
+    probing: ProbingSummary,
+    windows: Windows,
+    totals: HandshakeSummary,
+    /// TLS CPU over the recording, in ns.
+    tls: Estimate,
+}
+
+impl Core {
+    fn of(rec: &Recording) -> Core {
+        let process_cpu_ms: f64 = rec.targets.iter().map(|t| t.process_cpu_ms).sum();
+        let probed_cpu_ms: f64 = rec.targets.iter().map(|t| t.probed_cpu_ms).sum();
+        let probe_overhead_ms = rec
+            .probe_cost
+            .overhead_ms(probe_hits(rec), rec.probe_traps, probed_cpu_ms);
+        let observed_tls_ns: u64 = rec.tree.iter().map(|n| n.self_ns).sum();
+        let probing = probing(rec, process_cpu_ms, probed_cpu_ms, probe_overhead_ms);
+        let windows = Windows::of(
+            rec,
+            &probing,
+            process_cpu_ms - probe_overhead_ms,
+            probed_cpu_ms - probe_overhead_ms,
+        );
+        let totals = handshake_totals(rec, &windows);
+        let tls = windows
+            .estimate(|w| w.stage_self_ns.values().sum::<u64>() as f64, observed_tls_ns as f64)
+            .at_least(totals.total_estimate.relative_error());
+        Core {
+            process_cpu_ms,
+            probed_cpu_ms,
+            probe_overhead_ms,
+            observed_tls_ns,
+            probing,
+            windows,
+            totals,
+            tls,
+        }
+    }
+}
+
+/// Each target with its part of the handshakes and TLS CPU, when the recording tells processes apart.
+fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
+    let attributed = rec.handshakes.iter().all(|g| g.pid.is_some());
+    rec.targets
+        .iter()
+        .map(|t| {
+            let one;
+            let core = if rec.targets.len() == 1 {
+                whole
+            } else {
+                one = Core::of(&rec.of_processes(&[t.pid]));
+                &one
+            };
+            let hs = &core.totals;
+            TargetSummary {
+                target: t.clone(),
+                handshakes: attributed.then_some(hs.total),
+                handshakes_ci95: attributed.then_some(hs.total_ci95),
+                observed_handshakes: attributed.then_some(hs.observed.total),
+                tls_cpu_ms: attributed.then_some(core.tls.value / 1e6),
+                tls_cpu_ms_ci95: attributed.then_some(core.tls.scaled(1e-6).ci95),
+            }
+        })
+        .collect()
+}
+
+/// The targets' probe hits as the recording holds them.
+fn probe_hits(rec: &Recording) -> Hits {
+    Hits {
+        all: rec.probe_hits,
+        stepped: rec.probe_stepped_hits,
+    }
+}
+
+pub fn summarize(rec: &Recording) -> Summary {
+    let core = Core::of(rec);
+    let targets = target_figures(rec, &core);
+    let Core {
+        process_cpu_ms,
+        probed_cpu_ms,
+        probe_overhead_ms,
+        observed_tls_ns,
+        probing,
+        windows,
+        totals,
+        tls,
+    } = core;
+    let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
+    let stage_samples = causes::by_stage(rec);
+    let record_layer = record_layer_sampled(&stage_samples, samples);
+    let rel = totals.total_estimate.relative_error();
+    let mut stages = probed_stages(rec, &windows, rel);
+    if !rec.all_probes && rec.sample_freq_hz > 0 {
+        let own_ms = process_cpu_ms - probe_overhead_ms;
+        for (stage, share) in [(Stage::Read, record_layer.read), (Stage::Write, record_layer.write)] {
+            stages.push(sampled_stage(stage, share, samples, own_ms));
+        }
+    }
+    add_causes(&mut stages, stage_samples);
+    let observed_tls_ms = ms(observed_tls_ns);
+    Summary {
+        duration_s: rec.duration_s,
+        targets,
+        process_cpu_ms,
+        probed_cpu_ms,
+        probing,
+        tls_cpu_ms: tls.value / 1e6,
+        tls_cpu_ms_ci95: tls.scaled(1e-6).ci95,
+        observed_tls_cpu_ms: observed_tls_ms,
+        tls_share: if probed_cpu_ms > 0.0 {
+            Some(observed_tls_ms / probed_cpu_ms)
+        } else {
+            None
+        },
+        functions: function_figures(rec),
+        libraries: rec
+            .libraries
+            .iter()
+            .map(|l| LibrarySummary {
+                path: l.path.clone(),
+                family: l.family.clone(),
+                replaced: l.replaced,
+                flavor: l.flavor,
+                version: l.version.clone(),
+                symbols: l.symbols,
+                pids: l.pids.clone(),
+                functions_found: l.functions_found,
+            })
+            .collect(),
+        all_probes: rec.all_probes,
+        sample_freq_hz: rec.sample_freq_hz,
+        samples,
+        lost: rec.lost.clone(),
+        probe_cost_us_per_hit: rec.probe_cost.hit_ns / 1e3,
+        probe_cost_cold_us_per_hit: rec.probe_cost.cold_hit_ns / 1e3,
+        probe_hits: rec.probe_hits,
+        probe_stepped_hits: rec.probe_stepped_hits,
+        probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
+        probe_overhead_ms,
+        probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(probe_hits(rec)),
+        probe_traps: rec.probe_traps.map(|t| {
+            let ran = t.ran_or(probed_cpu_ms, probe_hits(rec));
+            let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, ran.cpu_ms);
+            TrapsMeasured {
+                samples: t.trapped,
+                of_samples: t.samples,
+                freq_hz: t.freq_hz,
+                sampled_cpu_ms: ran.cpu_ms,
+                hits: ran.hits.all,
+                calibrated_ms: rec.probe_cost.calibrated_ms(ran.hits),
+                cpu_ms: cpu.value,
+                cpu_ms_ci95: cpu.ci95,
+            }
+        }),
+        stolen_share: stolen_share(rec),
+        record_layer_sampled: record_layer,
+        unnamed_files: unnamed_files(rec),
+        debug_files: rec.debug_files.clone(),
+        observed_tls_ns,
+        stacks: StackSummary {
+            in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
+            whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),
+            call_graph: Some(rec.call_graph),
+            stack_bytes: rec.stack_bytes,
+            unnamed_jit: rec
+                .unnamed_jit_pids
+                .iter()
+                .map(|&pid| (pid, rec.comm_of(pid).to_string()))
+                .collect(),
+        },
+        call_tree: call_tree(rec, observed_tls_ns),
+        stages,
+        handshakes: totals,
+    }
+}
+
+fn stolen_share(rec: &Recording) -> Option<f64> {
+    let slices: f64 = rec.targets.iter().map(|t| t.stage_slices_ms).sum();
+    let stolen: f64 = rec
+        .targets
+        .iter()
+        .map(|t| (t.stage_slices_ms - t.stage_slices_cpu_ms).max(0.0))
+        .sum();
+    (slices > 0.0).then(|| stolen / slices)
+}
+
+fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
+    let mut figs: Vec<FunctionSummary> = rec
+        .functions
+        .iter()
+        .map(|f| FunctionSummary {
+            name: f.name.clone(),
+            library: rec.libraries[f.library].path.clone(),
+            stage: f.stage,
+            calls: 0,
+            cpu_ms: 0.0,
+            cpu_ns: 0,
+        })
+        .collect();
+    for n in &rec.tree {
+        let (&func, ancestors) = n.path.split_last().expect("checked non-empty");
+        let fig = &mut figs[usize::from(func)];
+        fig.calls += n.calls;
+        if !ancestors.contains(&func) {
+            fig.cpu_ns += n.cpu_ns;
+        }
+    }
+    figs.retain(|f| f.calls > 0);
+    figs.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.name.cmp(&b.name)));
+    for f in &mut figs {
+        f.cpu_ms = ms(f.cpu_ns);
+    }
+    figs
+}
+
+/// The files frames stayed unnamed in, with the samples that have such a frame (`file+0xOFFSET` or `[file]`).
+fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
+    rec.unnamed_files
+        .iter()
+        .map(|f| {
+            let base = f.path.rsplit('/').next().unwrap_or(&f.path);
+            let (offset, whole) = (format!("{base}+0x"), format!("[{base}]"));
+            let unnamed = |frame: &String| {
+                (frame.starts_with(&offset) || *frame == whole) && rec.frame_files.get(frame) == Some(&f.path)
+            };
+            UnnamedFileSummary {
+                file: f.clone(),
+                samples: rec
+                    .samples
+                    .iter()
+                    .filter(|s| s.frames.iter().any(unnamed))
+                    .map(|s| s.count)
+                    .sum(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::sample_recording;
+
+    #[test]
+    fn each_target_gets_its_own_estimate_from_its_part_of_the_windows() {
+        let rec = crate::model::tests::two_process_recording();
+        let s = summarize(&rec);
+        assert!(s.handshakes.estimated);
+        // One handshake per connection in every window: 40 + 100 connections over the recording.
+        assert_eq!(s.handshakes.total, 140);
+        let of = |pid| s.targets.iter().find(|t| t.target.pid == pid).unwrap();
+        assert_eq!((of(10).handshakes, of(10).observed_handshakes), (Some(40), Some(4)));
+        assert_eq!((of(20).handshakes, of(20).observed_handshakes), (Some(100), Some(10)));
+        let ci = of(20).handshakes_ci95.unwrap();
+        assert!(ci[0] <= 100 && ci[1] >= 100 && ci[0] >= 10, "{ci:?}");
+        // Sign CPU per ms of the process's own CPU in the windows, times its own CPU over the recording.
+        let tls = of(20).tls_cpu_ms.unwrap();
+        assert!(tls > 0.0 && tls < s.tls_cpu_ms, "{tls} of {}", s.tls_cpu_ms);
+        // A recording that did not tell processes' handshakes apart says nothing per process.
+        let mut old = rec.clone();
+        old.handshakes.iter_mut().for_each(|g| g.pid = None);
+        assert!(summarize(&old).targets.iter().all(|t| t.handshakes.is_none()));
+    }
+
+    #[test]
+    fn function_figures_count_every_call() {
+        let s = summarize(&sample_recording());
+        let fin = s.functions.iter().find(|f| f.name == "EVP_DigestSignFinal").unwrap();
+        assert_eq!(fin.calls, 6);
+        assert_eq!(fin.cpu_ns, 4_320_000);
+    }
+}
