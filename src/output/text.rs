@@ -87,11 +87,30 @@ fn process_lines(s: &Summary) -> Vec<String> {
 pub fn text(analysis: &Analysis, group: Group) -> String {
     let s = &analysis.summary;
     let mut out = String::new();
-    let hs = &s.handshakes;
-    let tls_ms = s.tls_cpu_ms;
-    let proc_ms = s.probed_cpu_ms;
-
     let _ = writeln!(out, "tlsprof: {} for {:.1} s", targets_line(s), s.duration_s);
+    libraries_section(&mut out, s);
+    for line in process_lines(s) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = probing_line(s) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "{}", handshakes_line(s));
+    totals_section(&mut out, s);
+    mix_section(&mut out, s);
+    let _ = writeln!(out, "{}", samples_line(s));
+    probe_cost_section(&mut out, s);
+    let _ = writeln!(out, "{}", connection_reuse_line(s));
+    advice_section(&mut out, analysis);
+    stages_section(&mut out, s);
+    causes_section(&mut out, s);
+    call_tree_section(&mut out, s, group);
+    // Names were escaped where they were written; this catches any that a future line forgets.
+    printable_lines(&out).into_owned()
+}
+
+/// The TLS code found, file by file.
+fn libraries_section(out: &mut String, s: &Summary) {
     for l in &s.libraries {
         // A family this tlsprof does not know (added through the library) is named by its id.
         let how = match families::named(&l.family) {
@@ -114,13 +133,12 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             }
         );
     }
-    for line in process_lines(s) {
-        let _ = writeln!(out, "{line}");
-    }
-    if let Some(line) = probing_line(s) {
-        let _ = writeln!(out, "{line}");
-    }
-    let _ = writeln!(out, "{}", handshakes_line(s));
+}
+
+/// Abandoned handshakes, TLS CPU and steal time.
+fn totals_section(out: &mut String, s: &Summary) {
+    let hs = &s.handshakes;
+    let (tls_ms, proc_ms) = (s.tls_cpu_ms, s.probed_cpu_ms);
     if hs.observed.abandoned > 0 {
         let _ = writeln!(
             out,
@@ -158,6 +176,11 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             share * 100.0
         );
     }
+}
+
+/// CPU per handshake and the handshake mix.
+fn mix_section(out: &mut String, s: &Summary) {
+    let hs = &s.handshakes;
     let paid_for = hs.observed.total + hs.observed.abandoned;
     if hs.observed.total > 0 {
         let _ = writeln!(out, "CPU per handshake: {}", cpu_line(&hs.cpu_ms));
@@ -214,7 +237,10 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             );
         }
     }
-    let _ = writeln!(out, "{}", samples_line(s));
+}
+
+/// What the probes cost the targets, and how that was measured.
+fn probe_cost_section(out: &mut String, s: &Summary) {
     let stepped = if s.probe_stepped_hits > 0 {
         format!(
             " ({} of them entries the kernel single-steps, {:.1} µs more each)",
@@ -257,8 +283,9 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             "  {calibrated} (not measured in the targets: the kernel hid its symbols' addresses, or the recording was made before tlsprof measured it)"
         ),
     };
-    let _ = writeln!(out, "{}", connection_reuse_line(s));
+}
 
+fn advice_section(out: &mut String, analysis: &Analysis) {
     if !analysis.advice.is_empty() {
         let _ = writeln!(out, "\nAdvice:");
         for a in &analysis.advice {
@@ -269,7 +296,11 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             );
         }
     }
+}
 
+/// The stages table.
+fn stages_section(out: &mut String, s: &Summary) {
+    let tls_ms = s.tls_cpu_ms;
     let estimated = s.probing.part_time;
     if estimated {
         let _ = writeln!(
@@ -320,9 +351,10 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             }
         }
     }
+}
 
-    causes_section(&mut out, s);
-
+fn call_tree_section(out: &mut String, s: &Summary, group: Group) {
+    let proc_ms = s.probed_cpu_ms;
     let by_cause = group == Group::Cause;
     let _ = writeln!(
         out,
@@ -365,8 +397,6 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
             s.call_tree.min_share * 100.0
         );
     }
-    // Names were escaped where they were written; this catches any that a future line forgets.
-    printable_lines(&out).into_owned()
 }
 
 /// Under each stage with samples, what its self CPU went to.
