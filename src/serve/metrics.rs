@@ -213,24 +213,7 @@ impl Metrics {
              report estimates them: from the probe windows scaled by the connections counted throughout; \
              exact in intervals the probes were attached throughout.",
         );
-        if !self.handshakes_interval.is_empty() {
-            let help = |bound| {
-                format!(
-                    "The {bound} end of the 95% interval of sum by (process) (tlsprof_handshakes_total): the \
-                     intervals' own, as independent errors."
-                )
-            };
-            for (name, bound, sign) in [
-                ("tlsprof_handshakes_ci95_lower", "lower", -1.0),
-                ("tlsprof_handshakes_ci95_upper", "upper", 1.0),
-            ] {
-                e.family(name, Type::Gauge, &help(bound));
-                for (labels, i) in &self.handshakes_interval {
-                    let half = if sign < 0.0 { i.below_sq } else { i.above_sq }.sqrt();
-                    e.sample(name, &borrowed(labels), (i.value + sign * half).max(0.0));
-                }
-            }
-        }
+        self.render_handshake_intervals(&mut e);
         self.abandoned.render(
             &mut e,
             "tlsprof_abandoned_handshakes_total",
@@ -254,48 +237,14 @@ impl Metrics {
             "tlsprof_target_cpu_seconds_total",
             "CPU the targets used (all threads, user and system), from their CPU clocks. Exact.",
         );
-        if !self.handshake_cpu.is_empty() {
-            let name = "tlsprof_handshake_cpu_seconds";
-            e.family(
-                name,
-                Type::Histogram,
-                "CPU per completed handshake, the probes' cost taken out: every handshake the probes saw \
-                 (a sample of all), each placed within 1% of its value.",
-            );
-            for (labels, h) in &self.handshake_cpu {
-                let labels = borrowed(labels);
-                let mut cumulative = 0;
-                for (i, n) in h.buckets.iter().enumerate() {
-                    cumulative += n;
-                    let le = CPU_BUCKETS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
-                    let mut with_le = labels.clone();
-                    with_le.push(("le", &le));
-                    e.sample(&format!("{name}_bucket"), &with_le, cumulative as f64);
-                }
-                e.sample(&format!("{name}_sum"), &labels, h.sum_s);
-                e.sample(&format!("{name}_count"), &labels, h.count as f64);
-            }
-        }
+        self.render_handshake_cpu(&mut e);
         self.probe_cpu.render(
             &mut e,
             "tlsprof_probe_cpu_seconds_total",
             "CPU the stage probes cost the targets. Estimated: probe hits (exact) times their cost calibrated \
              at start, or more where the samples taken in their traps measured more.",
         );
-        if let Some((overhead, budget)) = self.overhead {
-            e.family(
-                "tlsprof_probe_overhead_ratio",
-                Type::Gauge,
-                "The probes' estimated cost over the targets' own CPU, in the last interval.",
-            );
-            e.sample("tlsprof_probe_overhead_ratio", &[], overhead);
-            e.family(
-                "tlsprof_probe_overhead_budget_ratio",
-                Type::Gauge,
-                "The most the stage probes may cost, over the targets' CPU (--max-overhead).",
-            );
-            e.sample("tlsprof_probe_overhead_budget_ratio", &[], budget);
-        }
+        self.render_overhead(&mut e);
         e.family(
             "tlsprof_targets",
             Type::Gauge,
@@ -337,6 +286,72 @@ impl Metrics {
             "Intervals added into the counters, by whether their figures were estimated.",
         );
         e.finish()
+    }
+
+    /// The 95% interval of each process's handshakes, as two gauges.
+    fn render_handshake_intervals(&self, e: &mut Exposition) {
+        if !self.handshakes_interval.is_empty() {
+            let help = |bound| {
+                format!(
+                    "The {bound} end of the 95% interval of sum by (process) (tlsprof_handshakes_total): the \
+                 intervals' own, as independent errors."
+                )
+            };
+            for (name, bound, sign) in [
+                ("tlsprof_handshakes_ci95_lower", "lower", -1.0),
+                ("tlsprof_handshakes_ci95_upper", "upper", 1.0),
+            ] {
+                e.family(name, Type::Gauge, &help(bound));
+                for (labels, i) in &self.handshakes_interval {
+                    let half = if sign < 0.0 { i.below_sq } else { i.above_sq }.sqrt();
+                    e.sample(name, &borrowed(labels), (i.value + sign * half).max(0.0));
+                }
+            }
+        }
+    }
+
+    /// CPU per handshake, as a histogram.
+    fn render_handshake_cpu(&self, e: &mut Exposition) {
+        if !self.handshake_cpu.is_empty() {
+            let name = "tlsprof_handshake_cpu_seconds";
+            e.family(
+                name,
+                Type::Histogram,
+                "CPU per completed handshake, the probes' cost taken out: every handshake the probes saw \
+             (a sample of all), each placed within 1% of its value.",
+            );
+            for (labels, h) in &self.handshake_cpu {
+                let labels = borrowed(labels);
+                let mut cumulative = 0;
+                for (i, n) in h.buckets.iter().enumerate() {
+                    cumulative += n;
+                    let le = CPU_BUCKETS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+                    let mut with_le = labels.clone();
+                    with_le.push(("le", &le));
+                    e.sample(&format!("{name}_bucket"), &with_le, cumulative as f64);
+                }
+                e.sample(&format!("{name}_sum"), &labels, h.sum_s);
+                e.sample(&format!("{name}_count"), &labels, h.count as f64);
+            }
+        }
+    }
+
+    /// The probes' cost in the last interval, and the budget.
+    fn render_overhead(&self, e: &mut Exposition) {
+        if let Some((overhead, budget)) = self.overhead {
+            e.family(
+                "tlsprof_probe_overhead_ratio",
+                Type::Gauge,
+                "The probes' estimated cost over the targets' own CPU, in the last interval.",
+            );
+            e.sample("tlsprof_probe_overhead_ratio", &[], overhead);
+            e.family(
+                "tlsprof_probe_overhead_budget_ratio",
+                Type::Gauge,
+                "The most the stage probes may cost, over the targets' CPU (--max-overhead).",
+            );
+            e.sample("tlsprof_probe_overhead_budget_ratio", &[], budget);
+        }
     }
 }
 
