@@ -112,6 +112,49 @@ fn unreadable_and_corrupt_recordings() {
 }
 
 /// A process that runs no TLS library code: a plain `sleep`.
+/// A process on a TLS library tlsprof does not profile yet is told so by name, not "no TLS code".
+#[test]
+fn process_on_rustls_is_named_not_profiled() {
+    if !require_root("process_on_rustls_is_named_not_profiled") {
+        return;
+    }
+    let scratch = Scratch::new("bad_input_rustls");
+    let out = run(Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(scratch.path("key.pem"))
+        .arg("-out")
+        .arg(scratch.path("cert.pem")));
+    assert!(
+        out.status.success(),
+        "openssl req: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut server = Command::new(build_rust_example("rustls-server"))
+        .arg(scratch.path("cert.pem"))
+        .arg(scratch.path("key.pem"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut port).unwrap();
+    let server = Running(server);
+    let out = run(tlsprof().args(["record", "--pid", &server.pid().to_string()]));
+    one_line_error(&out, "runs rustls 0.23.");
+    one_line_error(
+        &out,
+        "which tlsprof does not profile yet: it profiles Go crypto/tls or OpenSSL",
+    );
+}
+
 #[test]
 fn process_without_tls() {
     if !require_root("process_without_tls") {

@@ -10,8 +10,9 @@ mod nginx;
 mod node;
 mod process;
 mod profiler;
+mod rust;
 mod skip;
 
 // A binary that uses none of a module's helpers would warn that its re-export is unused.
 #[allow(unused_imports)]
-pub use {fixture::*, go::*, load::*, nginx::*, node::*, process::*, profiler::*, skip::*};
+pub use {fixture::*, go::*, load::*, nginx::*, node::*, process::*, profiler::*, rust::*, skip::*};

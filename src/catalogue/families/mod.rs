@@ -7,6 +7,7 @@
 
 pub mod go;
 pub mod openssl;
+pub mod unsupported;
 
 use serde::{Deserialize, Serialize};
 

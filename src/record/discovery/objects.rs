@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::gobin::{self, GoBinary};
 use super::prologue;
+use crate::catalogue::families::unsupported::{self, UNSUPPORTED};
 use crate::catalogue::families::{go, Family, Flavor, Naming, Symbols};
 use crate::catalogue::{Origin, Row};
 use anyhow::{Context, Result};
@@ -177,19 +178,46 @@ const SCAN_CHUNK: usize = 1 << 20;
 
 /// The family's version string compiled into the file, if any.
 pub fn version(family: &dyn Family, path: &Path) -> Option<String> {
-    let file = File::open(path).ok()?;
-    let overlap = family.version_len();
+    let mut version = None;
+    scan(path, family.version_len(), |chunk| {
+        version = family.version_in(chunk);
+        version.is_some()
+    });
+    version
+}
+
+/// The TLS libraries tlsprof does not profile yet that the file carries, named with their versions where
+/// the file gives them ("rustls 0.23.46").
+pub fn unsupported_in(path: &Path) -> Vec<String> {
+    let mut found: Vec<Option<String>> = vec![None; UNSUPPORTED.len()];
+    scan(path, unsupported::MARKER_LEN, |chunk| {
+        for (seen, library) in found.iter_mut().zip(UNSUPPORTED) {
+            if seen.is_none() {
+                *seen = library.find(chunk);
+            }
+        }
+        found.iter().all(Option::is_some)
+    });
+    found.into_iter().flatten().collect()
+}
+
+/// Reads the file in chunks, each overlapping the last by `overlap` bytes (a whole marker), until `done`
+/// says it has what it looks for or the file ends.
+fn scan(path: &Path, overlap: usize, mut done: impl FnMut(&[u8]) -> bool) {
+    let Ok(file) = File::open(path) else { return };
     let mut buf = vec![0u8; SCAN_CHUNK + overlap];
     let (mut kept, mut offset) = (0, 0u64);
     loop {
-        let read = file.read_at(&mut buf[kept..], offset).ok()?;
+        let Ok(read) = file.read_at(&mut buf[kept..], offset) else {
+            return;
+        };
         if read == 0 {
-            return None;
+            return;
         }
         offset += read as u64;
         let filled = kept + read;
-        if let Some(v) = family.version_in(&buf[..filled]) {
-            return Some(v);
+        if done(&buf[..filled]) {
+            return;
         }
         kept = overlap.min(filled);
         buf.copy_within(filled - kept..filled, 0);

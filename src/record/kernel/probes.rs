@@ -66,6 +66,13 @@ pub enum Change {
     Recheck,
 }
 
+/// The TLS libraries tlsprof recognizes but does not profile that a process's executable carries, if any
+/// ("rustls 0.23.46, aws-lc-rs 1.19.0"): said by name rather than "no TLS code".
+fn unsupported_in(p: &Process) -> Option<String> {
+    let found = objects::unsupported_in(&std::path::PathBuf::from(format!("/proc/{}/exe", p.pid)));
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
 /// The uprobes of one file in one process.
 struct ProbeSpec {
     process: Process,
@@ -111,15 +118,25 @@ impl TargetSet {
         }
         if set.maps.is_empty() {
             let p = without_tls.first().expect("at least one target");
-            bail!(
-                "process {} ({}) has no {known} code (none mapped, none linked in): profile the process that terminates TLS",
-                p.pid,
-                Printable(&p.comm)
-            );
+            match unsupported_in(p) {
+                Some(found) => bail!(
+                    "process {} ({}) runs {found} (in its executable), which tlsprof does not profile yet: it profiles {known}",
+                    p.pid,
+                    Printable(&p.comm)
+                ),
+                None => bail!(
+                    "process {} ({}) has no {known} code (none mapped, none linked in): profile the process that terminates TLS",
+                    p.pid,
+                    Printable(&p.comm)
+                ),
+            }
         }
         for p in without_tls {
+            let runs = unsupported_in(p).map_or(String::new(), |found| {
+                format!(": it runs {found}, which tlsprof does not profile yet")
+            });
             eprintln!(
-                "tlsprof: skipping process {} ({}): no {known} code",
+                "tlsprof: skipping process {} ({}): no {known} code{runs}",
                 p.pid,
                 Printable(&p.comm)
             );

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A TLS server on rustls: `rustls-server CERT.pem KEY.pem` listens on a free loopback port, prints it, and
+//! answers each connection's first request with a short HTTP response, one connection at a time.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, cert, key] = args.as_slice() else {
+        eprintln!("usage: rustls-server CERT.pem KEY.pem");
+        std::process::exit(2);
+    };
+    let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect())
+        .unwrap_or_else(|e| panic!("{cert}: {e}"));
+    let key = PrivateKeyDer::from_pem_file(key).unwrap_or_else(|e| panic!("{key}: {e}"));
+    let config = Arc::new(
+        rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("a certificate and its key"),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    println!("{}", listener.local_addr().expect("bound").port());
+    std::io::stdout().flush().expect("stdout");
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let Ok(mut conn) = rustls::ServerConnection::new(config.clone()) else { continue };
+        let mut tls = rustls::Stream::new(&mut conn, &mut stream);
+        let mut request = [0u8; 1024];
+        if tls.read(&mut request).is_ok() {
+            let _ = tls.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n");
+            let _ = tls.flush();
+        }
+        conn.send_close_notify();
+        let _ = conn.complete_io(&mut stream);
+    }
+}
