@@ -119,28 +119,10 @@ fn process_on_rustls_is_named_not_profiled() {
         return;
     }
     let scratch = Scratch::new("bad_input_rustls");
-    let out = run(Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
-        .arg(scratch.path("key.pem"))
-        .arg("-out")
-        .arg(scratch.path("cert.pem")));
-    assert!(
-        out.status.success(),
-        "openssl req: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (cert, key) = self_signed_cert(&scratch);
     let mut server = Command::new(build_rust_example("rustls-server"))
-        .arg(scratch.path("cert.pem"))
-        .arg(scratch.path("key.pem"))
+        .arg(cert)
+        .arg(key)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The hostile target of tests/fixtures.
+//! The hostile target of tests/fixtures, and certificates for test servers.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,25 +16,32 @@ pub fn build_hostile_target(scratch: &Scratch, name: &str) -> PathBuf {
         .args(["-lssl", "-lcrypto"]));
     assert!(out.status.success(), "build: {}", String::from_utf8_lossy(&out.stderr));
     if !scratch.path("cert.pem").exists() {
-        let out = run(Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-            ])
-            .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
-            .arg(scratch.path("key.pem"))
-            .arg("-out")
-            .arg(scratch.path("cert.pem")));
-        assert!(
-            out.status.success(),
-            "openssl req: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self_signed_cert(scratch);
     }
     bin
+}
+
+/// An ECDSA P-256 certificate for localhost and its key, made in `scratch` (cert.pem, key.pem).
+pub fn self_signed_cert(scratch: &Scratch) -> (PathBuf, PathBuf) {
+    let (cert, key) = (scratch.path("cert.pem"), scratch.path("key.pem"));
+    let out = run(Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args(["-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert));
+    assert!(
+        out.status.success(),
+        "openssl req: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
 }
