@@ -1214,8 +1214,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 
-	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target (record/stacks/samples.rs),
-	 * whether or not --kernel keeps kernel frames in the profile. */
+	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target
+	 * (record/stacks/samples.rs), whether or not --kernel keeps kernel frames in the profile. */
 	s->kernel_frames = 0;
 	if (s->in_kernel) {
 		n = bpf_get_stack(ctx, s->kernel_ips, sizeof(s->kernel_ips), 0);
