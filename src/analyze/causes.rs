@@ -15,7 +15,7 @@ use serde::Serialize;
 
 pub use crate::catalogue::causes::Cause;
 use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space};
-use crate::catalogue::families::{self, Family};
+use crate::catalogue::families;
 use crate::catalogue::Stage;
 use crate::model::{Recording, Sample};
 
@@ -47,20 +47,9 @@ pub struct Stager<'a> {
     record_layer: HashMap<&'static str, Stage>,
 }
 
-/// The families of the recording's libraries, each once.
-fn families_of(rec: &Recording) -> Vec<&'static dyn Family> {
-    let mut out: Vec<&'static dyn Family> = Vec::new();
-    for f in rec.libraries.iter().filter_map(|l| families::named(&l.family)) {
-        if !out.iter().any(|known| known.id() == f.id()) {
-            out.push(f);
-        }
-    }
-    out
-}
-
 impl<'a> Stager<'a> {
     pub fn new(rec: &'a Recording) -> Stager<'a> {
-        let families = families_of(rec);
+        let families = families::of_ids(rec.libraries.iter().map(|l| l.family.as_str()));
         let mut functions: HashMap<&str, Stage> = HashMap::new();
         if rec.probed_part_time() {
             functions.extend(families.iter().flat_map(|f| f.stage_stand_ins()).copied());

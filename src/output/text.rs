@@ -343,7 +343,7 @@ fn stages_section(out: &mut String, s: &Summary) {
             _ => {
                 let _ = writeln!(
                     out,
-                    "{:<14}{:>11.1}{:>10.1}   (sampled: SSL_* frames in CPU samples; --all-probes counts calls)",
+                    "{:<14}{:>11.1}{:>10.1}   (sampled: record-layer frames in CPU samples; --all-probes counts calls)",
                     st.name.name(),
                     st.cpu_ms,
                     half
@@ -405,12 +405,7 @@ fn causes_section(out: &mut String, s: &Summary) {
         return;
     }
     // The library families of the targets, each once, whose own code tls_messages names.
-    let mut families: Vec<&dyn Family> = Vec::new();
-    for f in s.libraries.iter().filter_map(|l| families::named(&l.family)) {
-        if !families.iter().any(|known| known.id() == f.id()) {
-            families.push(f);
-        }
-    }
+    let families = families_of(s);
     let _ = writeln!(
         out,
         "\nCauses within stages (from the CPU samples below each stage frame; CPU estimated: the stage's self CPU × the cause's share of its samples, 95% interval; the frames that named it):"
@@ -536,18 +531,28 @@ fn probing_line(s: &Summary) -> Option<String> {
     })
 }
 
-/// How much record-layer work each handshake carries: calls per handshake when SSL_read/SSL_write were
-/// probed, else their share of the CPU samples.
+/// The TLS library families of the recording's libraries, each once.
+fn families_of(s: &Summary) -> Vec<&'static dyn Family> {
+    families::of_ids(s.libraries.iter().map(|l| l.family.as_str()))
+}
+
+/// How much record-layer work each handshake carries: calls per handshake when the record layer was
+/// probed, else its share of the CPU samples.
 fn connection_reuse_line(s: &Summary) -> String {
+    let families = families_of(s);
+    let (read_fn, write_fn) = (
+        families::record_layer_name(&families, Stage::Read),
+        families::record_layer_name(&families, Stage::Write),
+    );
     let (read, write) = (s.record_layer_sampled.read, s.record_layer_sampled.write);
     let sampled = format!(
-        "record layer in {:.1}% of samples (SSL_read {:.1}%, SSL_write {:.1}%)",
+        "record layer in {:.1}% of samples ({read_fn} {:.1}%, {write_fn} {:.1}%)",
         100.0 * (read + write),
         100.0 * read,
         100.0 * write
     );
     if !s.all_probes {
-        return format!("Connection reuse: {sampled}; add --all-probes to count SSL_read/SSL_write calls per handshake (each call then costs the target a probe hit)");
+        return format!("Connection reuse: {sampled}; add --all-probes to count {read_fn}/{write_fn} calls per handshake (each call then costs the target a probe hit)");
     }
     let calls = |stage: Stage| {
         s.stages
@@ -558,7 +563,7 @@ fn connection_reuse_line(s: &Summary) -> String {
     };
     let per = s.handshakes.total.max(1) as f64;
     format!(
-        "Connection reuse: {:.1} SSL_write and {:.1} SSL_read calls per handshake; {sampled}",
+        "Connection reuse: {:.1} {write_fn} and {:.1} {read_fn} calls per handshake; {sampled}",
         calls(Stage::Write) as f64 / per,
         calls(Stage::Read) as f64 / per
     )
@@ -785,6 +790,11 @@ mod tests {
         let t = report(&rec);
         assert!(t.contains("Go's crypto/tls package's own code"), "{t}");
         assert!(!t.contains("libssl's own code"), "{t}");
+        // The record layer in Go's terms too.
+        assert!(
+            t.contains("(crypto/tls.(*Conn).Read 0.0%, crypto/tls.(*Conn).Write 0.0%)") && !t.contains("SSL_read"),
+            "{t}"
+        );
     }
 
     #[test]

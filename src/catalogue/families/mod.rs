@@ -126,6 +126,37 @@ pub fn names(families: &[&dyn Family]) -> String {
     names.join(" or ")
 }
 
+/// The built-in families of these ids, each once, in the order first named (a recording's libraries).
+pub fn of_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'static dyn Family> {
+    let mut out: Vec<&'static dyn Family> = Vec::new();
+    for f in ids.into_iter().filter_map(named) {
+        if !out.iter().any(|known| known.id() == f.id()) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// How the report names the record layer's `stage` (read or write) in these families' terms: each
+/// family's first function of it, "SSL_read" or "SSL_read or crypto/tls.(*Conn).Read"; the stage's name
+/// where none names it.
+pub fn record_layer_name(families: &[&dyn Family], stage: Stage) -> String {
+    let names: Vec<&str> = families
+        .iter()
+        .filter_map(|f| {
+            f.record_layer()
+                .iter()
+                .find(|&&(_, s)| s == stage)
+                .map(|&(name, _)| name)
+        })
+        .collect();
+    if names.is_empty() {
+        stage.name().to_string()
+    } else {
+        names.join(" or ")
+    }
+}
+
 /// The built-in family of that id; None for one this tlsprof does not know (a recording made with a
 /// family added through the library).
 pub fn named(id: &str) -> Option<&'static dyn Family> {
@@ -145,6 +176,18 @@ mod tests {
             assert_eq!(named(f.id()).unwrap().id(), f.id());
         }
         assert!(named("no such family").is_none());
+    }
+
+    #[test]
+    fn the_record_layer_is_named_in_each_family_s_terms() {
+        let both = of_ids(["openssl", "go", "openssl", "no such family"]);
+        assert_eq!(both.len(), 2);
+        assert_eq!(record_layer_name(&both[..1], Stage::Read), "SSL_read");
+        assert_eq!(
+            record_layer_name(&both, Stage::Write),
+            "SSL_write or crypto/tls.(*Conn).Write"
+        );
+        assert_eq!(record_layer_name(&[], Stage::Read), "read");
     }
 
     #[test]
