@@ -59,8 +59,12 @@ impl CpuStats {
     }
 }
 
+/// A kind of handshake one process made. Those whose ServerHello was not seen are one row per process,
+/// role and outcome, full or resumed ("not seen": `version` None), whatever else differed between them.
 #[derive(Clone, Debug, Serialize)]
 pub struct KindSummary {
+    /// The process; None in recordings that did not tell processes' handshakes apart.
+    pub pid: Option<u32>,
     pub outcome: Outcome,
     pub role: Role,
     pub resumed: bool,
@@ -143,25 +147,55 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
         abandoned: abandoned.value.round() as u64,
         abandoned_ci95: round(&abandoned),
         abandoned_cpu_ms: CpuStats::of(&abandoned_cpu),
-        kinds: rec
-            .handshakes
-            .iter()
-            .map(|g| KindSummary {
-                outcome: g.kind.outcome,
-                role: g.kind.role,
-                resumed: g.kind.resumed,
-                resumption: g.kind.resumption.clone(),
-                version: g.kind.version.clone(),
-                cipher: g.kind.cipher.clone(),
-                key_exchange: g.kind.key_exchange.clone(),
-                certificate_key: g.kind.certificate_key.clone(),
-                count: g.cpu.count,
-                cpu_ms: CpuStats::of(&g.cpu),
-            })
-            .collect(),
+        kinds: kinds(rec),
         cpu,
         abandoned_cpu,
     }
+}
+
+/// The kinds of handshake of each process, in the recording's order; those whose ServerHello was not seen
+/// fold into one row per process, role, outcome and resumption, keeping a field only where they agree.
+fn kinds(rec: &Recording) -> Vec<KindSummary> {
+    let mut rows: Vec<(KindSummary, CpuHistogram)> = Vec::new();
+    for g in &rec.handshakes {
+        let k = &g.kind;
+        let row = KindSummary {
+            pid: g.pid,
+            outcome: k.outcome,
+            role: k.role,
+            resumed: k.resumed,
+            resumption: k.resumption.clone(),
+            version: k.version.clone(),
+            cipher: k.cipher.clone(),
+            key_exchange: k.key_exchange.clone(),
+            certificate_key: k.certificate_key.clone(),
+            count: g.cpu.count,
+            cpu_ms: CpuStats::of(&g.cpu),
+        };
+        let unseen_like = |(r, _): &&mut (KindSummary, CpuHistogram)| {
+            k.version.is_none()
+                && r.version.is_none()
+                && (r.pid, r.outcome, r.role, r.resumed) == (g.pid, k.outcome, k.role, k.resumed)
+        };
+        match rows.iter_mut().find(|r| unseen_like(r)) {
+            Some((r, cpu)) => {
+                let agree = |a: &mut Option<String>, b: &Option<String>| {
+                    if a != b {
+                        *a = None;
+                    }
+                };
+                agree(&mut r.resumption, &k.resumption);
+                agree(&mut r.cipher, &k.cipher);
+                agree(&mut r.key_exchange, &k.key_exchange);
+                agree(&mut r.certificate_key, &k.certificate_key);
+                cpu.merge(&g.cpu);
+                r.count = cpu.count;
+                r.cpu_ms = CpuStats::of(cpu);
+            }
+            None => rows.push((row, g.cpu.clone())),
+        }
+    }
+    rows.into_iter().map(|(r, _)| r).collect()
 }
 
 #[cfg(test)]
