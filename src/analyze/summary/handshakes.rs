@@ -223,6 +223,32 @@ mod tests {
         assert_eq!(kinds[1]["outcome"], "abandoned");
     }
 
+    #[test]
+    fn a_process_s_unseen_server_hellos_are_one_row_keeping_what_they_share() {
+        let mut rec = sample_recording();
+        let unseen = |kx: &str, ns: u64| {
+            let mut g = rec.handshakes[0].clone();
+            g.kind.version = None;
+            g.kind.cipher = None;
+            g.kind.key_exchange = Some(kx.into());
+            g.cpu = CpuHistogram::default();
+            g.cpu.add(ns);
+            g
+        };
+        let (a, b) = (unseen("x25519", 1_000_000), unseen("P-256", 3_000_000));
+        let mut other = unseen("x25519", 2_000_000);
+        other.pid = Some(99);
+        rec.handshakes.extend([a, b, other]);
+        let kinds = summarize(&rec).handshakes.kinds;
+        let folded: Vec<&KindSummary> = kinds.iter().filter(|k| k.version.is_none()).collect();
+        assert_eq!(folded.len(), 2, "one row per process: {kinds:?}");
+        let mine = folded.iter().find(|k| k.pid == rec.handshakes[0].pid).unwrap();
+        assert_eq!(mine.count, 2);
+        assert_eq!(mine.key_exchange, None, "x25519 and P-256 disagree");
+        assert_eq!(mine.certificate_key, rec.handshakes[0].kind.certificate_key);
+        assert!((mine.cpu_ms.mean - 2.0).abs() < 0.05, "{:?}", mine.cpu_ms);
+    }
+
     /// Windows that saw 2 abandoned handshakes per 7 connections, weighted for their chance to end inside
     /// the window: the whole recording's 140 connections carry 40 of them, or 50 weighted by 1.25.
     #[test]
