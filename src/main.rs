@@ -45,6 +45,9 @@ enum Command {
         output: PathBuf,
         #[command(flatten)]
         probes: ProbeArgs,
+        /// Print only the first screen of the report when the recording ends (`tlsprof report` has the rest).
+        #[arg(long)]
+        brief: bool,
     },
     /// Record continuously until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles
     /// of the last N seconds at /profile?seconds=N.
@@ -67,6 +70,9 @@ enum Command {
         /// How the call tree groups what runs inside each stage function.
         #[arg(long, value_enum, default_value = "stage")]
         group: GroupArg,
+        /// Only the first screen: how much CPU is TLS, where it goes, what to do first, how far to trust it.
+        #[arg(long, conflicts_with = "json")]
+        brief: bool,
     },
     /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
     Diff {
@@ -225,6 +231,15 @@ fn one_line(e: &anyhow::Error) -> String {
     }
 }
 
+/// The text report, or its first screen alone.
+fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group) {
+    if brief {
+        print!("{}", text::brief(analysis));
+    } else {
+        print!("{}", text::text(analysis, group));
+    }
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Record {
@@ -232,6 +247,7 @@ fn run(cli: Cli) -> Result<()> {
             duration,
             output,
             probes,
+            brief,
         } => {
             let duration = match duration {
                 Some(d) if !(d > 0.0 && d.is_finite()) => {
@@ -254,7 +270,7 @@ fn run(cli: Cli) -> Result<()> {
             if !rec.openssl_speed.is_empty() {
                 rec.save(&output)?;
             }
-            print!("{}", text::text(&analyze(&rec), Group::Stage));
+            print_text(&analyze(&rec), brief, Group::Stage);
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
@@ -271,12 +287,13 @@ fn run(cli: Cli) -> Result<()> {
             file,
             json: as_json,
             group,
+            brief,
         } => {
             let analysis = analyze(&Recording::load(&file)?);
             if as_json {
                 println!("{}", json::to_string_pretty(&json::json(&analysis)));
             } else {
-                print!("{}", text::text(&analysis, group.into()));
+                print_text(&analysis, brief, group.into());
             }
             Ok(())
         }

@@ -53,6 +53,25 @@ fn compare(expected: &str, args: &[&str], got: Vec<u8>) {
     }
 }
 
+/// The first screen of each checked-in recording: the report's first lines (`--brief` prints them alone),
+/// none wider than an 80–100 column terminal.
+#[test]
+fn first_screen_fits_100_columns() {
+    for recording in ["before.tlsprof", "after.tlsprof"] {
+        let brief = String::from_utf8(tlsprof_in_golden(&["report", "--brief", recording])).unwrap();
+        let report = String::from_utf8(tlsprof_in_golden(&["report", recording])).unwrap();
+        assert!(
+            report.starts_with(&brief),
+            "the report opens with its first screen: {brief}"
+        );
+        let lines: Vec<&str> = brief.lines().collect();
+        assert!((4..=15).contains(&lines.len()), "{brief}");
+        for line in lines {
+            assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+        }
+    }
+}
+
 #[test]
 fn report_text() {
     check("report.txt", &["report", "before.tlsprof"]);

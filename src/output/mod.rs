@@ -2,6 +2,7 @@
 //! Outputs: what a user reads, rendered from recordings and their summaries.
 
 pub mod diff;
+pub mod first_screen;
 pub mod flame;
 pub mod json;
 pub mod pprof;

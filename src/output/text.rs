@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::Group;
+use super::{first_screen, Group};
 use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::{Analysis, CpuStats, KindSummary, RowKind, Summary, TargetSummary, UnnamedFileSummary};
 use crate::catalogue::families::{self, Family};
@@ -84,10 +84,11 @@ fn process_lines(s: &Summary) -> Vec<String> {
         .collect()
 }
 
+/// The answer first (first_screen.rs), then everything the recording says.
 pub fn text(analysis: &Analysis, group: Group) -> String {
     let s = &analysis.summary;
-    let mut out = String::new();
-    let _ = writeln!(out, "tlsprof: {} for {:.1} s", targets_line(s), s.duration_s);
+    let mut out = brief(analysis);
+    let _ = writeln!(out, "\nTargets: {}", targets_line(s));
     libraries_section(&mut out, s);
     for line in process_lines(s) {
         let _ = writeln!(out, "{line}");
@@ -106,6 +107,15 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
     causes_section(&mut out, s);
     call_tree_section(&mut out, s, group);
     // Names were escaped where they were written; this catches any that a future line forgets.
+    printable_lines(&out).into_owned()
+}
+
+/// The first screen alone (--brief): who was recorded, and the answer.
+pub fn brief(analysis: &Analysis) -> String {
+    let mut out = String::new();
+    for line in first_screen::lines(analysis) {
+        let _ = writeln!(out, "{line}");
+    }
     printable_lines(&out).into_owned()
 }
 

@@ -2,7 +2,7 @@
 //! OpenSSL 3's run-time algorithm lookups: a cost of the library, not of the cryptography.
 
 use super::wording::Phrase;
-use super::{ms, Advice, Cause, Context};
+use super::{ms, Advice, Cause, Context, Saving};
 
 /// Algorithm lookups above this share of TLS CPU are worth a library change.
 const LOOKUPS_HEAVY_SHARE: f64 = 0.10;
@@ -21,6 +21,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         .find(|v| v.starts_with("OpenSSL 3."));
     Some(Advice {
         id: "algorithm_lookups",
+        title: "Cut OpenSSL 3's algorithm lookups",
         evidence: format!(
             "algorithm lookups (fetches, name maps, parameters, EVP contexts) are {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples below the stage frames; most named by {}){}",
             100.0 * lookups_ns / tls_ns,
@@ -37,5 +38,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             "at most -{:.0}% TLS CPU, if lookups cost nothing; how much a given release or library saves is not measured here",
             100.0 * lookups_ns / tls_ns
         ),
+        saving: Saving::at_most(100.0 * lookups_ns / tls_ns),
     })
 }

@@ -2,7 +2,7 @@
 //! Clients that open a new connection, and make a full handshake, for their requests.
 
 use super::wording::Phrase;
-use super::{ms, Advice, Context};
+use super::{ms, Advice, Context, Saving};
 use crate::model::Role;
 
 /// A client making handshakes this often, spending this share of its CPU in them, opens connections per request.
@@ -22,6 +22,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let tls_ns = cx.tls_ns;
     Some(Advice {
         id: "client_connection_reuse",
+        title: "Reuse client connections",
         evidence: format!(
             "this client made {client_total} handshakes ({rate:.1}/s, {:.0}% resumed) costing {:.0}% of its TLS CPU and {:.0}% of its CPU",
             100.0 * resumed as f64 / client_total as f64,
@@ -34,5 +35,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             client_ns as f64 / client_total as f64 / 1e6,
             100.0 * client_ns as f64 / tls_ns.max(1.0)
         ),
+        saving: Saving::at_most(100.0 * client_ns as f64 / tls_ns.max(1.0)),
     })
 }

@@ -2,7 +2,7 @@
 //! An RSA certificate whose signatures dominate the TLS CPU.
 
 use super::wording::{self, Phrase};
-use super::{speed, Advice, Context};
+use super::{speed, Advice, Context, Saving};
 use crate::catalogue::Stage;
 use crate::model::Role;
 
@@ -24,19 +24,23 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         return None;
     }
     let sign_us = sign_ns / 1e3 / server_full as f64;
-    let estimate = match cx.rec.openssl_speed.get(speed::ECDSA_P256_SIGN) {
+    let (estimate, saving) = match cx.rec.openssl_speed.get(speed::ECDSA_P256_SIGN) {
         Some(&ecdsa_us) => {
-            let saved = (sign_us - ecdsa_us).max(0.0) * server_full as f64 * 1e3;
-            format!(
-                "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed{}) instead of {sign_us:.0} µs: about -{:.0}% TLS CPU",
+            let saved_pct = 100.0 * (sign_us - ecdsa_us).max(0.0) * server_full as f64 * 1e3 / tls_ns;
+            let text = format!(
+                "an ECDSA P-256 signature costs {ecdsa_us:.0} µs here (openssl speed{}) instead of {sign_us:.0} µs: about -{saved_pct:.0}% TLS CPU",
                 wording::remark(Phrase::EcdsaSpeedSource, &cx.kinds),
-                100.0 * saved / tls_ns
-            )
+            );
+            (text, Saving::about(saved_pct))
         }
-        None => "unknown: `openssl speed ecdsap256` could not be run to measure the alternative".into(),
+        None => (
+            "unknown: `openssl speed ecdsap256` could not be run to measure the alternative".into(),
+            None,
+        ),
     };
     Some(Advice {
         id: "ecdsa_certificate",
+        title: "Serve an ECDSA P-256 certificate",
         evidence: format!(
             "sign is {:.0}% of TLS CPU ({cert}, {:.2} ms per full handshake, {server_full} full handshakes)",
             100.0 * sign_ns / tls_ns,
@@ -44,5 +48,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         ),
         change: cx.wording(Phrase::EcdsaCertificate),
         estimated_saving: estimate,
+        saving,
     })
 }

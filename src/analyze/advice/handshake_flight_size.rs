@@ -2,7 +2,7 @@
 //! Socket I/O the largest cause of the handshake's own CPU: the server's flight is worth shortening.
 
 use super::wording::Phrase;
-use super::{ms, Advice, Cause, Context};
+use super::{ms, Advice, Cause, Context, Saving};
 use crate::catalogue::Stage;
 
 /// Socket I/O above this share of TLS CPU, and the handshake's largest named cause, points at the flight.
@@ -28,6 +28,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     }
     Some(Advice {
         id: "handshake_flight_size",
+        title: "Send less per handshake",
         evidence: format!(
             "socket I/O (the BIO layer, system calls{}) is {:.0}% of TLS CPU ({:.1} ms, estimated from {} CPU samples; most named by {}), the largest named cause of the handshake's own CPU",
             if cx.rec.samples.iter().any(|s| !s.kernel.is_empty()) { " and the kernel's network stack" } else { "; add --kernel to see the kernel's part" },
@@ -44,5 +45,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             "at most -{:.0}% TLS CPU, if sending the flight cost nothing; a shorter chain saves in proportion to the bytes it removes",
             100.0 * io_ns / tls_ns
         ),
+        saving: Saving::at_most(100.0 * io_ns / tls_ns),
     })
 }

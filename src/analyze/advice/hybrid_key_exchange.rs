@@ -2,7 +2,7 @@
 //! Go's hybrid post-quantum key exchange, and what its ML-KEM half costs.
 
 use super::wording::Phrase;
-use super::{Advice, Context};
+use super::{Advice, Context, Saving};
 use crate::catalogue::servers::Server;
 use crate::catalogue::Stage;
 use crate::model::{Function, Recording};
@@ -43,6 +43,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let per = |ns: f64| ns / 1e3 / hybrid as f64;
     Some(Advice {
         id: "hybrid_key_exchange",
+        title: "Weigh the hybrid post-quantum key exchange",
         evidence: format!(
             "the key exchange is {GO_HYBRID_GROUP} (Go's default from 1.24) in {hybrid} handshakes: key generation and derivation cost {:.0} µs per handshake, of which ML-KEM {:.0} µs and X25519 {:.0} µs; ML-KEM is {:.0}% of TLS CPU",
             per(kx_ns),
@@ -56,5 +57,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             100.0 * mlkem_ns / tls_ns,
             per(mlkem_ns)
         ),
+        saving: Saving::about(100.0 * mlkem_ns / tls_ns),
     })
 }

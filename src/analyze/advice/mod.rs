@@ -27,9 +27,37 @@ mod wording;
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
     pub id: &'static str,
+    /// The change in a few words, for the first screen ("Serve an ECDSA P-256 certificate").
+    pub title: &'static str,
     pub evidence: String,
     pub change: String,
     pub estimated_saving: String,
+    /// The saving as a share of TLS CPU, which ranks the advice; None where it was not measured.
+    pub saving: Option<Saving>,
+}
+
+/// How much of the TLS CPU a change would save, by the figures of the recording.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Saving {
+    pub tls_cpu_pct: f64,
+    /// An upper bound (the cost would have to vanish), not an estimate.
+    pub at_most: bool,
+}
+
+impl Saving {
+    fn about(tls_cpu_pct: f64) -> Option<Saving> {
+        Some(Saving {
+            tls_cpu_pct,
+            at_most: false,
+        })
+    }
+
+    fn at_most(tls_cpu_pct: f64) -> Option<Saving> {
+        Some(Saving {
+            tls_cpu_pct,
+            at_most: true,
+        })
+    }
 }
 
 /// A rule: its advice on a recording, or None when it does not apply.

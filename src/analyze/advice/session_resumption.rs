@@ -2,7 +2,7 @@
 //! Servers that resume few handshakes.
 
 use super::wording::Phrase;
-use super::{Advice, Context};
+use super::{Advice, Context, Saving};
 use crate::catalogue::Stage;
 use crate::model::{CpuHistogram, Role};
 
@@ -53,6 +53,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let resumed_us = full_us - saved_us;
     Some(Advice {
         id: "session_resumption",
+        title: "Let clients resume sessions",
         evidence: format!(
             "{:.0}% of {server_total} server handshakes seen were resumed; a full one costs {:.2} ms, a resumed one {:.2} ms{}",
             resumed_share * 100.0,
@@ -70,5 +71,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             RESUMING * 100.0,
             saved_us / 1e3
         ),
+        saving: Saving::about(saved_pct),
     })
 }

@@ -21,6 +21,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let name = |stage| families::record_layer_name(&families, stage);
     Some(Advice {
         id: "tls_not_the_cost",
+        title: "Handshakes are not the cost",
         evidence: format!(
             "TLS handshakes are {:.1}% of the process's CPU ({:.0} of {:.0} ms; {} handshakes in {:.0} s of probes); the record layer is {:.0}% of CPU samples ({} {:.0}%, {} {:.0}%)",
             share * 100.0,
@@ -36,5 +37,6 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         ),
         change: "Handshakes are not the cost, so tuning certificates, key exchange or resumption will not help. What remains is the record layer's bulk encryption and the rest of the flame graph (`tlsprof flamegraph`).".into(),
         estimated_saving: format!("at most {:.1}% of CPU, even if handshakes cost nothing", share * 100.0),
+        saving: None,
     })
 }

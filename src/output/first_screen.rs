@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The report's first screen: how much of each target's CPU is TLS, where it goes, what to do first, and
+//! how far the figures can be trusted, in a few lines no wider than a terminal. The sections after it say
+//! the rest.
+
+use crate::analyze::{Analysis, KindSummary, Summary, TargetSummary};
+use crate::model::untrusted::Printable;
+use crate::model::{Outcome, Role};
+
+/// Columns a first-screen line may take.
+pub const WIDTH: usize = 100;
+/// Stages named on the where-it-goes line, at most (as many as fit).
+const STAGES_SHOWN: usize = 8;
+/// A file unnamed in this share of the samples or more is worth a line.
+const UNNAMED_WORTH_A_LINE: f64 = 0.2;
+
+/// The first screen's lines, none wider than `WIDTH` columns.
+pub fn lines(analysis: &Analysis) -> Vec<String> {
+    let s = &analysis.summary;
+    let groups = target_groups(s);
+    let names: Vec<String> = groups.iter().map(TargetGroup::name).collect();
+    let mut out = vec![format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s)];
+    if attributed(s) {
+        out.extend(groups.iter().map(|g| g.line(s)));
+    } else {
+        // Handshakes not told apart by process (an older recording): all targets as one.
+        let all = TargetGroup {
+            name: "all targets".into(),
+            members: s.targets.iter().collect(),
+        };
+        out.push(all.line(s));
+    }
+    out.extend(stages_line(s));
+    out.push(advice_line(analysis));
+    out.push(confidence_line(s));
+    out.extend(unnamed_line(s));
+    out.into_iter().map(|l| fit(&l)).collect()
+}
+
+/// A line cut to `WIDTH` columns, its end elided.
+fn fit(line: &str) -> String {
+    if line.chars().count() <= WIDTH {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(WIDTH - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Targets of one name (an nginx master and its workers), with their figures summed.
+struct TargetGroup<'a> {
+    name: String,
+    members: Vec<&'a TargetSummary>,
+}
+
+/// The recording tells each process's handshakes apart.
+fn attributed(s: &Summary) -> bool {
+    s.targets.iter().all(|t| t.handshakes.is_some()) && s.handshakes.kinds.iter().all(|k| k.pid.is_some())
+}
+
+fn target_groups(s: &Summary) -> Vec<TargetGroup<'_>> {
+    let mut groups: Vec<TargetGroup> = Vec::new();
+    for t in &s.targets {
+        let name = match &t.target.container {
+            Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
+            None => Printable(&t.target.comm).to_string(),
+        };
+        match groups.iter_mut().find(|g| g.name == name) {
+            Some(g) => g.members.push(t),
+            None => groups.push(TargetGroup { name, members: vec![t] }),
+        }
+    }
+    groups
+}
+
+impl TargetGroup<'_> {
+    /// "nginx ×2"
+    fn name(&self) -> String {
+        match self.members.len() {
+            1 => self.name.clone(),
+            n => format!("{} ×{n}", self.name),
+        }
+    }
+
+    /// The line's label: the whole recording's stands for every target.
+    fn label(&self, s: &Summary) -> String {
+        if self.members.len() == s.targets.len() && s.targets.len() > 1 {
+            self.name.clone()
+        } else {
+            self.name()
+        }
+    }
+
+    /// Its TLS share of its CPU, handshakes per second with the resumed share, and CPU per full and
+    /// resumed handshake (as the probes saw them).
+    fn line(&self, s: &Summary) -> String {
+        let name = self.label(s);
+        // The whole recording's figures where the group is all of it.
+        let whole = self.members.len() == s.targets.len();
+        let cpu_ms: f64 = self.members.iter().map(|t| t.target.process_cpu_ms).sum();
+        let mut parts = Vec::new();
+        // A recording of one target has the summary's own figures; several are told apart by pid.
+        // The whole recording's share is the one measured in the probe windows (the report's TLS CPU
+        // line); a group's, its estimated TLS CPU over its CPU (the Processes section's figures).
+        let tls_share = if whole {
+            s.tls_share
+        } else {
+            let tls_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
+            tls_ms.filter(|_| cpu_ms > 0.0).map(|ms| ms / cpu_ms)
+        };
+        if let Some(share) = tls_share {
+            parts.push(format!("TLS {:.0}% of CPU", 100.0 * share));
+        }
+        let handshakes = if whole {
+            Some(s.handshakes.total)
+        } else {
+            self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>()
+        };
+        let pids: Vec<Option<u32>> = if whole {
+            s.handshakes.kinds.iter().map(|k| k.pid).collect()
+        } else {
+            self.members.iter().map(|t| Some(t.target.pid)).collect()
+        };
+        let seen: Vec<&KindSummary> = s
+            .handshakes
+            .kinds
+            .iter()
+            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial && pids.contains(&k.pid))
+            .collect();
+        let count = |resumed: bool| {
+            seen.iter()
+                .filter(|k| k.resumed == resumed)
+                .map(|k| k.count)
+                .sum::<u64>()
+        };
+        let (full, resumed) = (count(false), count(true));
+        if let Some(n) = handshakes.filter(|_| s.duration_s > 0.0) {
+            let mut rate = format!("{:.1} handshakes/s", n as f64 / s.duration_s);
+            if full + resumed > 0 {
+                rate.push_str(&format!(
+                    ", {:.0}% resumed",
+                    100.0 * resumed as f64 / (full + resumed) as f64
+                ));
+            }
+            parts.push(rate);
+        }
+        let mean_ms = |resumed: bool| {
+            let kinds = seen.iter().filter(|k| k.resumed == resumed);
+            let (n, sum) = kinds.fold((0, 0.0), |(n, sum), k| {
+                (n + k.count, sum + k.count as f64 * k.cpu_ms.mean)
+            });
+            (n > 0).then(|| sum / n as f64)
+        };
+        match (mean_ms(false), mean_ms(true)) {
+            (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
+            (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
+            (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
+            (None, None) => {}
+        }
+        if parts.is_empty() {
+            parts.push("no handshakes seen".into());
+        }
+        format!("  {name}: {}", parts.join(" · "))
+    }
+}
+
+/// Where the TLS CPU goes: the probed stages by their share of it, largest first, the handshake's own
+/// work with its largest named cause.
+fn stages_line(s: &Summary) -> Option<String> {
+    if s.tls_cpu_ms <= 0.0 {
+        return None;
+    }
+    let mut stages: Vec<_> = s
+        .stages
+        .iter()
+        .filter(|st| !st.sampled && st.self_cpu_ms > 0.0)
+        .collect();
+    stages.sort_by(|a, b| b.self_cpu_ms.total_cmp(&a.self_cpu_ms));
+    let named: Vec<String> = stages
+        .iter()
+        .take(STAGES_SHOWN)
+        .map(|st| {
+            let share = 100.0 * st.self_cpu_ms / s.tls_cpu_ms;
+            let cause = st
+                .causes
+                .iter()
+                .find(|c| !matches!(c.name.name(), "other" | "unattributed"));
+            match cause {
+                Some(c) if st.name.name() == "handshake" && share * c.share >= 5.0 => format!(
+                    "{} {share:.0}% (of which {} {:.0}%)",
+                    st.name.name(),
+                    c.name.name(),
+                    share * c.share
+                ),
+                _ => format!("{} {share:.0}%", st.name.name()),
+            }
+        })
+        .collect();
+    // As many stages as fit, largest first.
+    let mut line = "Stages:".to_string();
+    for (i, part) in named.iter().enumerate() {
+        let sep = if i == 0 { " " } else { " · " };
+        if line.chars().count() + sep.len() + part.chars().count() > WIDTH {
+            break;
+        }
+        line.push_str(sep);
+        line.push_str(part);
+    }
+    Some(line)
+}
+
+/// The advice that saves the most, and how many more there are.
+fn advice_line(analysis: &Analysis) -> String {
+    let saving = |a: &&crate::analyze::advice::Advice| a.saving.map_or(0.0, |s| s.tls_cpu_pct);
+    let Some(best) = analysis.advice.iter().max_by(|a, b| saving(a).total_cmp(&saving(b))) else {
+        return "Do first: nothing this recording shows a saving for".into();
+    };
+    let how_much = match best.saving {
+        Some(s) if s.at_most => format!(": up to -{:.0}% TLS CPU", s.tls_cpu_pct),
+        Some(s) => format!(": about -{:.0}% TLS CPU", s.tls_cpu_pct),
+        None => String::new(),
+    };
+    let more = match analysis.advice.len() - 1 {
+        0 => String::new(),
+        1 => " (1 more below)".into(),
+        n => format!(" ({n} more below)"),
+    };
+    format!("Do first: {}{how_much} [{}]{more}", best.title, best.id)
+}
+
+/// Whether the figures are exact or estimated, what the probes cost, and whether anything was lost.
+fn confidence_line(s: &Summary) -> String {
+    let how = if s.probing.part_time {
+        format!(
+            "estimated from {} probe windows ({:.0}% of the time)",
+            s.probing.windows,
+            100.0 * s.probing.fraction
+        )
+    } else {
+        "exact: probes attached throughout".into()
+    };
+    let cost = if s.process_cpu_ms > 0.0 {
+        format!(
+            "; probes cost {:.2}% of CPU",
+            100.0 * s.probe_overhead_ms / s.process_cpu_ms
+        )
+    } else {
+        String::new()
+    };
+    let lost = if s.lost.undercounts() {
+        "; events lost: counts undercount"
+    } else {
+        ""
+    };
+    format!("Figures: {how}{cost}{lost}")
+}
+
+/// The file that leaves the most samples unnamed, when that is a large share of them.
+fn unnamed_line(s: &Summary) -> Option<String> {
+    let u = s.unnamed_files.iter().max_by_key(|u| u.samples)?;
+    let share = u.samples as f64 / s.samples.max(1) as f64;
+    if share < UNNAMED_WORTH_A_LINE {
+        return None;
+    }
+    let file = u.file.path.rsplit('/').next().unwrap_or(&u.file.path);
+    let fix = match &u.file.package {
+        Some(p) => format!("install {}-dbgsym to name them", Printable(p)),
+        None => "install its debug symbols to name them".into(),
+    };
+    Some(format!(
+        "{:.0}% of samples in stripped {}: {fix}",
+        100.0 * share,
+        Printable(file)
+    ))
+}
