@@ -59,8 +59,7 @@ impl CpuStats {
     }
 }
 
-/// A kind of handshake one process made. Those whose ServerHello was not seen are one row per process,
-/// role and outcome, full or resumed ("not seen": `version` None), whatever else differed between them.
+/// A kind of handshake one process made.
 #[derive(Clone, Debug, Serialize)]
 pub struct KindSummary {
     /// The process; None in recordings that did not tell processes' handshakes apart.
@@ -153,49 +152,24 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
     }
 }
 
-/// The kinds of handshake of each process, in the recording's order; those whose ServerHello was not seen
-/// fold into one row per process, role, outcome and resumption, keeping a field only where they agree.
+/// The kinds of handshake of each process, as the recording groups them.
 fn kinds(rec: &Recording) -> Vec<KindSummary> {
-    let mut rows: Vec<(KindSummary, CpuHistogram)> = Vec::new();
-    for g in &rec.handshakes {
-        let k = &g.kind;
-        let row = KindSummary {
+    rec.handshakes
+        .iter()
+        .map(|g| KindSummary {
             pid: g.pid,
-            outcome: k.outcome,
-            role: k.role,
-            resumed: k.resumed,
-            resumption: k.resumption.clone(),
-            version: k.version.clone(),
-            cipher: k.cipher.clone(),
-            key_exchange: k.key_exchange.clone(),
-            certificate_key: k.certificate_key.clone(),
+            outcome: g.kind.outcome,
+            role: g.kind.role,
+            resumed: g.kind.resumed,
+            resumption: g.kind.resumption.clone(),
+            version: g.kind.version.clone(),
+            cipher: g.kind.cipher.clone(),
+            key_exchange: g.kind.key_exchange.clone(),
+            certificate_key: g.kind.certificate_key.clone(),
             count: g.cpu.count,
             cpu_ms: CpuStats::of(&g.cpu),
-        };
-        let unseen_like = |(r, _): &&mut (KindSummary, CpuHistogram)| {
-            k.version.is_none()
-                && r.version.is_none()
-                && (r.pid, r.outcome, r.role, r.resumed) == (g.pid, k.outcome, k.role, k.resumed)
-        };
-        match rows.iter_mut().find(|r| unseen_like(r)) {
-            Some((r, cpu)) => {
-                let agree = |a: &mut Option<String>, b: &Option<String>| {
-                    if a != b {
-                        *a = None;
-                    }
-                };
-                agree(&mut r.resumption, &k.resumption);
-                agree(&mut r.cipher, &k.cipher);
-                agree(&mut r.key_exchange, &k.key_exchange);
-                agree(&mut r.certificate_key, &k.certificate_key);
-                cpu.merge(&g.cpu);
-                r.count = cpu.count;
-                r.cpu_ms = CpuStats::of(cpu);
-            }
-            None => rows.push((row, g.cpu.clone())),
-        }
-    }
-    rows.into_iter().map(|(r, _)| r).collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -221,32 +195,6 @@ mod tests {
         assert!(s.handshakes.cpu_ms.mean > 1.2, "completed handshakes' CPU only");
         let kinds = serde_json::to_value(&s.handshakes.kinds).unwrap();
         assert_eq!(kinds[1]["outcome"], "abandoned");
-    }
-
-    #[test]
-    fn a_process_s_unseen_server_hellos_are_one_row_keeping_what_they_share() {
-        let mut rec = sample_recording();
-        let unseen = |kx: &str, ns: u64| {
-            let mut g = rec.handshakes[0].clone();
-            g.kind.version = None;
-            g.kind.cipher = None;
-            g.kind.key_exchange = Some(kx.into());
-            g.cpu = CpuHistogram::default();
-            g.cpu.add(ns);
-            g
-        };
-        let (a, b) = (unseen("x25519", 1_000_000), unseen("P-256", 3_000_000));
-        let mut other = unseen("x25519", 2_000_000);
-        other.pid = Some(99);
-        rec.handshakes.extend([a, b, other]);
-        let kinds = summarize(&rec).handshakes.kinds;
-        let folded: Vec<&KindSummary> = kinds.iter().filter(|k| k.version.is_none()).collect();
-        assert_eq!(folded.len(), 2, "one row per process: {kinds:?}");
-        let mine = folded.iter().find(|k| k.pid == rec.handshakes[0].pid).unwrap();
-        assert_eq!(mine.count, 2);
-        assert_eq!(mine.key_exchange, None, "x25519 and P-256 disagree");
-        assert_eq!(mine.certificate_key, rec.handshakes[0].kind.certificate_key);
-        assert!((mine.cpu_ms.mean - 2.0).abs() < 0.05, "{:?}", mine.cpu_ms);
     }
 
     /// Windows that saw 2 abandoned handshakes per 7 connections, weighted for their chance to end inside
