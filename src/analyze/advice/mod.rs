@@ -116,7 +116,7 @@ impl<'a> Context<'a> {
             rec,
             summary,
             kinds,
-            tls_ns: summary.observed_tls_ns as f64,
+            tls_ns: summary.observed_tls_cpu_ms * 1e6,
         }
     }
 

@@ -72,8 +72,6 @@ pub struct Summary {
     pub unnamed_files: Vec<UnnamedFileSummary>,
     /// Stripped files named from separate debug information: path -> where it was found.
     pub debug_files: BTreeMap<String, String>,
-    /// What the probe windows saw of TLS CPU, in ns: what shares of TLS CPU are of.
-    pub observed_tls_ns: u64,
     /// Figures only the text report shows so far.
     pub stacks: StackSummary,
     pub call_tree: CallTree,
@@ -318,7 +316,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),
         debug_files: rec.debug_files.clone(),
-        observed_tls_ns,
         stacks: StackSummary {
             in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
             whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),

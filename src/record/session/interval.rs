@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::assemble::{counted_losses, read_tree, Parts};
-use super::{slice_ms, Session, Tracked};
+use super::{slice_ms, Session};
 use crate::model::{Hits, Lost, ProbeWindow, Probing, Recording, Target, TrapSamples};
 use crate::record::duty::steal::{self, Slices};
 use crate::record::duty::windows::TreeSeen;
@@ -143,7 +143,7 @@ impl Interval {
     ) -> Vec<Target> {
         let mut out = Vec::new();
         for (&pid, t) in &session.tracked {
-            let Tracked { process: p, .. } = t;
+            let p = &t.process;
             let (total, probed) = session.cpu.of(pid);
             let conns = connections.get(&pid).copied().unwrap_or(0);
             let (t0, p0, c0) = self.cpu.insert(pid, (total, probed, conns)).unwrap_or_default();
