@@ -57,9 +57,13 @@ struct thread_state {
 	/* SSL * of the handshake this thread is inside, 0 outside one; and of the last one it was inside. */
 	__u64 ssl;
 	__u64 last_ssl;
-	/* Buffer of the read() in progress, and the record type of the last 5-byte read (a record header). */
+	/* Buffer and fd of the read() in progress, and the record type of the last 5-byte read (a record header). */
 	__u64 read_buf;
+	__s32 read_fd;
 	__u32 last_header_type;
+	/* A ClientHello read cut short on fd client_hello_fd: its bytes still to come, read from the next reads. */
+	__s32 client_hello_fd;
+	__u32 client_hello_left;
 	/* Probe hits on this thread so far, and the entries among them that were single-stepped: the hits inside
 	 * a frame are what its figures must be corrected for. */
 	__u64 hits;
@@ -905,46 +909,81 @@ int go_probe(struct pt_regs *ctx)
 	return push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
 }
 
-/* If buf holds the ServerHello of the connection this thread is handshaking (or last was), stream it. Only
- * handshake records are read past their first bytes: application data is never copied. */
-static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, __u64 buf, __u64 len)
+/* Streams len (1..) bytes at buf to user space as a hello_event of `kind`; false when the ring buffer is full. */
+static __always_inline bool stream_hello(__u32 kind, __u32 tgid, __u64 ssl, __s32 fd, __u64 buf, __u64 len,
+					 __u32 body_only, __u32 continued)
 {
-	__u64 ssl = ts->ssl ? ts->ssl : ts->last_ssl;
-	struct conn_state *c;
-	struct hello_event *e;
-	__u8 head[6] = {};
-	__u32 body_only, n;
+	struct hello_event *e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	__u32 n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
 
-	if (!ssl || len < 6)
-		goto header;
-	c = conn_lookup(tgid, ssl, false);
-	if (!c || c->hello)
-		goto header;
-	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
-		return;
-	/* A handshake record (22) holding a ServerHello (2), or a ServerHello body after a separate header. */
-	if (head[0] == 22 && head[1] == 3 && head[5] == 2)
-		body_only = 0;
-	else if (head[0] == 2 && ts->last_header_type == 22)
-		body_only = 1;
-	else
-		goto header;
-	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
 	if (!e) {
 		count_stat(STAT_HANDSHAKE_DROPS);
-		return;
+		return false;
 	}
-	n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
-	e->kind = EVENT_HELLO;
+	e->kind = kind;
 	e->tgid = tgid;
 	e->ssl = ssl;
+	e->fd = fd;
 	e->body_only = body_only;
+	e->continued = continued;
 	e->len = n;
-	/* n is 6..HELLO_BYTES: a no-op, in a form the verifier can bound. */
+	/* n is 1..HELLO_BYTES: a no-op, in a form the verifier can bound. */
 	if (bpf_probe_read_user(e->data, ((n - 1) & (TLSPROF_HELLO_BYTES - 1)) + 1, (void *)buf))
 		e->len = 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-	c->hello = 1;
+	return true;
+}
+
+/* If buf holds a ClientHello, stream it (up to its own end: bytes after it, such as early data, are never
+ * copied), and the rest of it from the reads that follow when this read took only its start. If buf holds the
+ * ServerHello of the connection this thread is handshaking (or last was), stream it. Only handshake messages
+ * are read past their first bytes: application data is never copied. */
+static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, __s32 fd, __u64 buf, __u64 len,
+					  bool reading)
+{
+	__u64 ssl = ts->ssl ? ts->ssl : ts->last_ssl;
+	__u32 body_only, type, total;
+	struct conn_state *c;
+	__u8 head[6] = {};
+
+	if (reading && ts->client_hello_left && fd == ts->client_hello_fd) {
+		total = len < ts->client_hello_left ? len : ts->client_hello_left;
+		ts->client_hello_left -= total;
+		stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, total, 1, 1);
+		return;
+	}
+	if (len < 6)
+		goto header;
+	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
+		return;
+	/* A handshake record (22) starting with a ClientHello (1) or ServerHello (2), or such a message after a
+	 * separate record header. */
+	if (head[0] == 22 && head[1] == 3 && (head[5] == 1 || head[5] == 2)) {
+		body_only = 0;
+		type = head[5];
+		total = 5 + ((__u32)head[3] << 8 | head[4]);
+	} else if ((head[0] == 1 || head[0] == 2) && ts->last_header_type == 22) {
+		body_only = 1;
+		type = head[0];
+		total = 4 + ((__u32)head[1] << 16 | (__u32)head[2] << 8 | head[3]);
+	} else {
+		goto header;
+	}
+	if (type == 1) {
+		if (len > total)
+			len = total;
+		if (stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0) && reading &&
+		    len < total) {
+			ts->client_hello_fd = fd;
+			ts->client_hello_left = total - len;
+		}
+		return;
+	}
+	if (!ssl)
+		return;
+	c = conn_lookup(tgid, ssl, false);
+	if (c && !c->hello && stream_hello(EVENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0))
+		c->hello = 1;
 	return;
 header:
 	if (len == 5 && bpf_probe_read_user(head, 1, (void *)buf) == 0)
@@ -1013,7 +1052,7 @@ int on_write(struct trace_event_raw_sys_enter *ctx)
 	struct thread_state *ts = current_thread(&tgid);
 
 	if (ts)
-		capture_hello(tgid, ts, ctx->args[1], ctx->args[2]);
+		capture_hello(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], false);
 	return 0;
 }
 
@@ -1026,7 +1065,7 @@ int on_writev(struct trace_event_raw_sys_enter *ctx)
 
 	if (!ts || ctx->args[2] == 0 || bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[1]))
 		return 0;
-	capture_hello(tgid, ts, (__u64)first.iov_base, first.iov_len);
+	capture_hello(tgid, ts, ctx->args[0], (__u64)first.iov_base, first.iov_len, false);
 	return 0;
 }
 
@@ -1036,8 +1075,10 @@ int on_read_enter(struct trace_event_raw_sys_enter *ctx)
 	__u32 tgid;
 	struct thread_state *ts = current_thread(&tgid);
 
-	if (ts)
+	if (ts) {
 		ts->read_buf = ctx->args[1];
+		ts->read_fd = ctx->args[0];
+	}
 	return 0;
 }
 
@@ -1050,7 +1091,7 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 	if (!ts || !ts->read_buf)
 		return 0;
 	if (ctx->ret > 0)
-		capture_hello(tgid, ts, ts->read_buf, ctx->ret);
+		capture_hello(tgid, ts, ts->read_fd, ts->read_buf, ctx->ret, true);
 	ts->read_buf = 0;
 	return 0;
 }

@@ -193,13 +193,16 @@ struct trap_sample {
 enum tlsprof_event_kind {
 	EVENT_HANDSHAKE = 1,
 	EVENT_HELLO = 2,
+	/* A ClientHello, or the rest of one a read cut short: only its offer of resumption is read. */
+	EVENT_CLIENT_HELLO = 3,
 };
 
 /* Bytes of a connection's ServerHello flight kept (with TLS 1.2, the certificate and ServerKeyExchange
  * that follow it: enough for a chain of a few certificates). */
 #define TLSPROF_HELLO_BYTES 4096
 
-/* The ServerHello of a connection as it crossed the socket: handshake bytes, sent in the clear. */
+/* The ServerHello or ClientHello of a connection as it crossed the socket: handshake bytes, sent in the clear.
+ * A ClientHello is tied to its connection through the socket: the ServerHello that follows on the same fd. */
 struct hello_event {
 	__u32 kind;
 	__u32 tgid;
@@ -207,6 +210,9 @@ struct hello_event {
 	__u32 len;
 	/* 1: data starts with the handshake message (the 5-byte record header was read separately). */
 	__u32 body_only;
+	__s32 fd;
+	/* EVENT_CLIENT_HELLO: 1 when data continues the ClientHello the last event of this fd began. */
+	__u32 continued;
 	__u8 data[TLSPROF_HELLO_BYTES];
 };
 

@@ -89,7 +89,7 @@ fn unreadable_and_corrupt_recordings() {
     let truncated = scratch.path("truncated");
     std::fs::write(
         &truncated,
-        br#"{"format":"tlsprof-recording","format_version":10,"duration_s":"#,
+        br#"{"format":"tlsprof-recording","format_version":11,"duration_s":"#,
     )
     .unwrap();
     one_line_error(
@@ -99,7 +99,7 @@ fn unreadable_and_corrupt_recordings() {
     let wrong_shape = scratch.path("wrong-shape");
     std::fs::write(
         &wrong_shape,
-        br#"{"format":"tlsprof-recording","format_version":10,"duration_s":"x"}"#,
+        br#"{"format":"tlsprof-recording","format_version":11,"duration_s":"x"}"#,
     )
     .unwrap();
     one_line_error(
@@ -202,7 +202,7 @@ fn hostile_recordings() {
         .unwrap();
     one_line_error(&report(&huge), "more than a recording may be");
 
-    let header = r#"{"format":"tlsprof-recording","format_version":10"#;
+    let header = r#"{"format":"tlsprof-recording","format_version":11"#;
     let write = |name: &str, body: String| {
         let path = scratch.path(name);
         std::fs::write(&path, body).unwrap();

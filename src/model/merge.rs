@@ -4,10 +4,10 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
-use super::{CpuHistogram, HandshakeGroup, HandshakeKind, Recording, Sample, Target, TreeNode};
+use super::{CpuHistogram, HandshakeGroup, HandshakeKind, Recording, Sample, Target, TicketKey, TreeNode};
 
 impl Recording {
-    /// A copy without the lists kept per process (targets, call tree, samples, handshakes), which parts and
+    /// A copy without the lists kept per process (targets, call tree, samples, handshakes, ticket keys), which parts and
     /// wholes fill in their own way: cloning them only to replace them would copy them once per part.
     fn shell(&self) -> Recording {
         Recording {
@@ -30,6 +30,7 @@ impl Recording {
             unnamed_files: self.unnamed_files.clone(),
             debug_files: self.debug_files.clone(),
             handshakes: Vec::new(),
+            ticket_keys: Vec::new(),
             lost: self.lost.clone(),
             probe_cost: self.probe_cost,
             probe_hits: self.probe_hits,
@@ -63,6 +64,7 @@ impl Recording {
                 .filter(|g| g.pid.as_ref().is_some_and(mine))
                 .cloned()
                 .collect(),
+            ticket_keys: self.ticket_keys.iter().filter(|k| mine(&k.pid)).cloned().collect(),
             probe_hits: (self.probe_hits as f64 * share).round() as u64,
             probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
             // The trap sampler runs while the probes are attached, as the hits come.
@@ -103,7 +105,26 @@ impl Recording {
         let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
         let mut samples = BTreeMap::new();
         let mut handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram> = BTreeMap::new();
+        let mut ticket_keys: BTreeMap<(u32, Option<String>), TicketKey> = BTreeMap::new();
+        // In time order: ticket keys' figures depend on which part came later.
+        let mut recs = recs;
+        recs.sort_by_key(|r| r.start_unix_ns);
         for r in &recs {
+            // Ticket keys' times count from each part's start.
+            let offset_s = out.duration_s;
+            for k in &r.ticket_keys {
+                let later = TicketKey {
+                    first_offered_s: k.first_offered_s + offset_s,
+                    last_accepted_s: k.last_accepted_s.map(|s| s + offset_s),
+                    ..k.clone()
+                };
+                match ticket_keys.entry((k.pid, k.name.clone())) {
+                    std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge_later(&later),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(later);
+                    }
+                }
+            }
             out.duration_s += r.duration_s;
             out.probe_hits += r.probe_hits;
             out.probe_stepped_hits += r.probe_stepped_hits;
@@ -179,6 +200,7 @@ impl Recording {
             .into_iter()
             .map(|((pid, kind), cpu)| HandshakeGroup { pid, kind, cpu })
             .collect();
+        out.ticket_keys = ticket_keys.into_values().collect();
         out
     }
 }

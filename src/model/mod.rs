@@ -7,11 +7,13 @@ mod histogram;
 pub mod lost;
 mod merge;
 mod probe_cost;
+mod resumption;
 pub mod untrusted;
 
 pub use histogram::CpuHistogram;
 pub use lost::Lost;
 pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES};
+pub use resumption::{Offer, Refusal, TicketKey};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +31,7 @@ pub mod speed_ops {
 }
 
 pub const FORMAT: &str = "tlsprof-recording";
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Recording {
@@ -65,6 +67,9 @@ pub struct Recording {
     #[serde(default)]
     pub debug_files: BTreeMap<String, String>,
     pub handshakes: Vec<HandshakeGroup>,
+    /// Ticket key names offered to the targets as servers, in the handshakes whose ClientHello was read.
+    #[serde(default)]
+    pub ticket_keys: Vec<TicketKey>,
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
     pub probe_cost: ProbeCost,
@@ -325,9 +330,16 @@ pub struct HandshakeKind {
     pub cipher: Option<String>,
     /// How a resumed handshake resumed: "TLS 1.3 PSK", "TLS 1.2 session ID or ticket"; None when unknown.
     pub resumption: Option<String>,
-    /// Completed, or abandoned after the handshake did work. Last, so the mix keeps its order.
+    /// Completed, or abandoned after the handshake did work. After the fields above, so the mix keeps its
+    /// order.
     #[serde(default)]
     pub outcome: Outcome,
+    /// What the ClientHello offered to resume with; None when the ServerHello was not captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer: Option<Offer>,
+    /// Why an offered session was not resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
 }
 
 /// How a handshake ended (bpf/tlsprof.h, enum tlsprof_outcome).
@@ -674,9 +686,12 @@ pub(crate) mod tests {
                     cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                     resumption: None,
                     outcome: Outcome::Completed,
+                    offer: None,
+                    refusal: None,
                 },
                 cpu: full,
             }],
+            ticket_keys: Vec::new(),
             lost: Lost::default(),
             probe_cost: ProbeCost {
                 hit_ns: 2000.0,

@@ -197,6 +197,8 @@ mod tests {
                 cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                 resumption: Some("TLS 1.3 PSK".into()),
                 outcome: crate::model::Outcome::Completed,
+                offer: None,
+                refusal: None,
             },
             cpu: resumed,
         });

@@ -230,6 +230,8 @@ mod tests {
             cipher: None,
             resumption: None,
             outcome: Default::default(),
+            offer: None,
+            refusal: None,
         };
         let mut seen = WindowSeen::default();
         seen.counts

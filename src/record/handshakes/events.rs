@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Handshake events from the kernel side: each completed or abandoned handshake classified (role, full or resumed,
-//! certificate key, key exchange, and what its ServerHello said) and counted with its CPU, the probes' cost
-//! taken out.
+//! certificate key, key exchange, what its ServerHello said and what its ClientHello offered to resume) and
+//! counted with its CPU, the probes' cost taken out.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use super::anatomy;
 use super::wire;
-use crate::model::{CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Outcome, ProbeCost, Role};
+use crate::model::{
+    CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Offer, Outcome, ProbeCost, Refusal, Role,
+    TicketKey,
+};
 use crate::record::kernel::bpf::copy_head;
 use crate::record::kernel::bpf::types::{
     handshake_event, hello_event, tlsprof_event_kind, tlsprof_func_flags as ff, tlsprof_outcome,
@@ -16,6 +20,25 @@ use crate::record::kernel::bpf::types::{
 /// ServerHellos captured for connections whose handshakes have not completed yet, at most: some never do.
 /// The table is sized for it at start, so that it never doubles late in a recording.
 const MAX_PENDING_HELLOS: usize = 4096;
+
+/// The most bytes of one ClientHello assembled from the reads that carried it: more is no ClientHello.
+const MAX_CLIENT_HELLO_BYTES: usize = 16 << 10;
+
+/// Ticket key names kept per process; more (a client sending made-up tickets) are counted together.
+const MAX_TICKET_KEYS_PER_PROCESS: usize = 32;
+
+/// What a connection's hellos said, until its handshake completes.
+struct Hellos {
+    server: wire::Hello,
+    /// None: the ClientHello was not read whole.
+    client: Option<wire::ClientOffer>,
+}
+
+/// A ClientHello's bytes as they came, until the ServerHello on the same socket.
+struct PendingClientHello {
+    body_only: bool,
+    bytes: Vec<u8>,
+}
 
 /// The handshakes a probe window saw, by process.
 #[derive(Default)]
@@ -30,8 +53,14 @@ pub struct Handshakes {
     cost: ProbeCost,
     /// By process and kind.
     groups: BTreeMap<(u32, HandshakeKind), CpuHistogram>,
-    /// ServerHellos by (tgid, SSL *), until their handshake completes.
-    hellos: HashMap<(u32, u64), wire::Hello>,
+    /// ServerHellos (and the ClientHellos before them) by (tgid, SSL *), until their handshake completes.
+    hellos: HashMap<(u32, u64), Hellos>,
+    /// ClientHellos by (tgid, fd), until a ServerHello on that socket.
+    client_hellos: HashMap<(u32, i32), PendingClientHello>,
+    /// Ticket key names offered to servers, by process and name (None: past the number kept).
+    ticket_keys: BTreeMap<(u32, Option<[u8; 16]>), TicketKey>,
+    /// Since when ticket keys' times count.
+    since: Instant,
     pub completed: u64,
     pub abandoned: u64,
     /// Handshakes of the current probe window.
@@ -44,6 +73,9 @@ impl Handshakes {
             cost,
             groups: BTreeMap::new(),
             hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
+            client_hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
+            ticket_keys: BTreeMap::new(),
+            since: Instant::now(),
             completed: 0,
             abandoned: 0,
             window: WindowSeen::default(),
@@ -55,13 +87,12 @@ impl Handshakes {
         let kind = data
             .get(..4)
             .map(|k| u32::from_ne_bytes(k.try_into().expect("4 bytes")));
+        if kind == Some(tlsprof_event_kind::EVENT_CLIENT_HELLO.0) {
+            self.add_client_hello(data);
+            return;
+        }
         if kind == Some(tlsprof_event_kind::EVENT_HELLO.0) {
-            if let Some((conn, hello)) = parse_hello(data) {
-                if self.hellos.len() >= MAX_PENDING_HELLOS {
-                    self.hellos.clear();
-                }
-                self.hellos.insert(conn, hello);
-            }
+            self.add_server_hello(data);
             return;
         }
         let mut e = handshake_event::default();
@@ -71,8 +102,10 @@ impl Handshakes {
                 stepped: e.nested_stepped.into(),
             };
             let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
-            let hello = self.hellos.remove(&(e.tgid, e.ssl));
-            let kind = classify(&e, hello);
+            let hellos = self.hellos.remove(&(e.tgid, e.ssl));
+            let client = hellos.as_ref().and_then(|h| h.client);
+            let kind = classify(&e, hellos.map(|h| (h.server, h.client)));
+            self.count_ticket_key(e.tgid, &kind, client);
             match kind.outcome {
                 Outcome::Completed => self.completed += 1,
                 Outcome::Abandoned => self.abandoned += 1,
@@ -87,6 +120,68 @@ impl Handshakes {
             }
             self.groups.entry((e.tgid, kind)).or_default().add(cpu_ns);
         }
+    }
+
+    /// A ClientHello, or the rest of one: kept by socket until the ServerHello that answers it.
+    fn add_client_hello(&mut self, data: &[u8]) {
+        let Some((e, bytes)) = hello_bytes(data) else {
+            return;
+        };
+        let key = (e.tgid, e.fd);
+        if e.continued == 0 {
+            if self.client_hellos.len() >= MAX_PENDING_HELLOS {
+                self.client_hellos.clear();
+            }
+            let body_only = e.body_only != 0;
+            let bytes = bytes.to_vec();
+            self.client_hellos.insert(key, PendingClientHello { body_only, bytes });
+        } else if let Some(pending) = self.client_hellos.get_mut(&key) {
+            if pending.bytes.len() + bytes.len() <= MAX_CLIENT_HELLO_BYTES {
+                pending.bytes.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// A ServerHello, with the ClientHello that came before it on its socket.
+    fn add_server_hello(&mut self, data: &[u8]) {
+        let Some((e, bytes)) = hello_bytes(data) else {
+            return;
+        };
+        let Some(server) = wire::parse(bytes, e.body_only != 0) else {
+            return;
+        };
+        let client = self
+            .client_hellos
+            .remove(&(e.tgid, e.fd))
+            .and_then(|c| wire::parse_client_hello(&c.bytes, c.body_only));
+        if self.hellos.len() >= MAX_PENDING_HELLOS {
+            self.hellos.clear();
+        }
+        self.hellos.insert((e.tgid, e.ssl), Hellos { server, client });
+    }
+
+    /// A ticket offered to a server: under its key name, accepted or refused.
+    fn count_ticket_key(&mut self, pid: u32, kind: &HandshakeKind, client: Option<wire::ClientOffer>) {
+        let Some(offer) = client.filter(|_| kind.outcome == Outcome::Completed && kind.role == Role::Server) else {
+            return;
+        };
+        if !(kind.resumed || kind.refusal == Some(Refusal::Ticket)) || !carries_key_name(&offer) {
+            return;
+        }
+        let named = self.ticket_keys.range((pid, None)..=(pid, Some([0xff; 16]))).count();
+        let name = Some(offer.ticket_head)
+            .filter(|n| named < MAX_TICKET_KEYS_PER_PROCESS || self.ticket_keys.contains_key(&(pid, Some(*n))));
+        let at_s = self.since.elapsed().as_secs_f64();
+        self.ticket_keys
+            .entry((pid, name))
+            .or_insert_with(|| TicketKey::new(pid, name.map(hex), at_s))
+            .add(kind.resumed, at_s);
+    }
+
+    /// The ticket key names counted since the last call; counting starts again from none, its times from now.
+    pub fn take_ticket_keys(&mut self) -> Vec<TicketKey> {
+        self.since = Instant::now();
+        std::mem::take(&mut self.ticket_keys).into_values().collect()
     }
 
     /// The current window's handshakes; the next window starts from none.
@@ -111,29 +206,73 @@ impl Handshakes {
     /// own schedule) would otherwise pile up until the bound.
     pub fn forget_pending_hellos(&mut self) {
         self.hellos.clear();
+        self.client_hellos.clear();
     }
 
-    /// Forgets what is kept of a process that exited: its ServerHellos waiting for a handshake.
+    /// Forgets what is kept of a process that exited: its hellos waiting for a handshake.
     pub fn forget(&mut self, pid: u32) {
         self.hellos.retain(|&(tgid, _), _| tgid != pid);
+        self.client_hellos.retain(|&(tgid, _), _| tgid != pid);
     }
 }
 
-fn parse_hello(data: &[u8]) -> Option<((u32, u64), wire::Hello)> {
+/// A hello event's header and the bytes it carries.
+fn hello_bytes(data: &[u8]) -> Option<(hello_event, &[u8])> {
     let header = std::mem::offset_of!(hello_event, data);
     let mut e = hello_event::default();
     if !copy_head(&mut e, data, header) {
         return None;
     }
     let bytes = data.get(header..header + e.len as usize)?;
-    Some(((e.tgid, e.ssl), wire::parse(bytes, e.body_only != 0)?))
+    Some((e, bytes))
+}
+
+/// Tickets long enough to be one of OpenSSL's (key name, IV, encrypted session, MAC); a TLS 1.3 identity the
+/// size of a session ID is a cache entry's.
+fn carries_key_name(offer: &wire::ClientOffer) -> bool {
+    match offer.offer {
+        Offer::Ticket => offer.ticket_len > 32,
+        Offer::Psk => offer.ticket_len > MAX_SESSION_ID_LEN,
+        _ => false,
+    }
+}
+
+/// RFC 5246: a session ID is at most 32 bytes.
+const MAX_SESSION_ID_LEN: usize = 32;
+
+fn hex(bytes: [u8; 16]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the ClientHello offered, and if the offer was refused, why as far as the wire tells.
+fn offer_and_refusal(
+    role: Role,
+    resumed: bool,
+    version: Option<&str>,
+    client: Option<&wire::ClientOffer>,
+) -> (Offer, Option<Refusal>) {
+    let Some(c) = client else {
+        return (Offer::Unparsed, None);
+    };
+    if !c.offer.offered() || resumed || role == Role::Partial {
+        return (c.offer, None);
+    }
+    let refusal = match (c.offer, version) {
+        (Offer::SessionId | Offer::Ticket, Some("TLSv1.3")) => Refusal::VersionChanged,
+        (Offer::Psk, Some(v)) if v != "TLSv1.3" => Refusal::VersionChanged,
+        (Offer::SessionId, _) => Refusal::SessionNotCached,
+        (Offer::Psk, _) if c.ticket_len <= MAX_SESSION_ID_LEN => Refusal::SessionNotCached,
+        _ if role == Role::Server => Refusal::Ticket,
+        _ => Refusal::Unknown,
+    };
+    (c.offer, Some(refusal))
 }
 
 /// A handshake is full when it used the certificate (a private-key operation or a peer chain check);
 /// resumed ones authenticate with the session's secret instead (a TLS 1.3 server says so: pre_shared_key).
 /// RSA key transport only where the ServerHello named such a suite: a private-key operation without a
 /// signature seen is no proof (a signer the probes do not see, as Go's crypto.Signer, makes none).
-fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
+fn classify(e: &handshake_event, hellos: Option<(wire::Hello, Option<wire::ClientOffer>)>) -> HandshakeKind {
     let cert_ops = u32::from(e.cert_ops);
     let role = match u32::from(e.role) {
         r if r == ff::FF_ROLE_SERVER.0 => Role::Server,
@@ -141,7 +280,20 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
         _ => Role::Partial,
     };
     let resumed = cert_ops & (ff::FF_PRIVATE_KEY_OP.0 | ff::FF_PEER_CERT_CHECK.0) == 0;
-    let hello = hello.unwrap_or_default();
+    let outcome = if u64::from(e.outcome) == u64::from(tlsprof_outcome::OUTCOME_ABANDONED.0) {
+        Outcome::Abandoned
+    } else {
+        Outcome::Completed
+    };
+    let (hello, offer) = match hellos {
+        // A refusal is told of completed handshakes only: an abandoned one may have failed for any reason.
+        Some((hello, client)) => {
+            let resumed_or_unknown = resumed || outcome == Outcome::Abandoned;
+            let offer = offer_and_refusal(role, resumed_or_unknown, hello.version, client.as_ref());
+            (hello, Some(offer))
+        }
+        None => (wire::Hello::default(), None),
+    };
     let rsa_transport = hello.cipher.as_deref().is_some_and(wire::rsa_key_transport);
     // TLS 1.3 resumes with a pre-shared key; TLS 1.2's ServerHello does not say whether by ID or ticket.
     let resumption = match (resumed, hello.version) {
@@ -164,11 +316,9 @@ fn classify(e: &handshake_event, hello: Option<wire::Hello>) -> HandshakeKind {
             .or_else(|| anatomy::key_exchange(e.secret_len, rsa_transport)),
         version: hello.version.map(str::to_string),
         cipher: hello.cipher,
-        outcome: if u64::from(e.outcome) == u64::from(tlsprof_outcome::OUTCOME_ABANDONED.0) {
-            Outcome::Abandoned
-        } else {
-            Outcome::Completed
-        },
+        outcome,
+        offer: offer.map(|o| o.0),
+        refusal: offer.and_then(|o| o.1),
     }
 }
 
@@ -185,17 +335,20 @@ mod tests {
             ..handshake_event::default()
         };
         assert_eq!(classify(&e, None).key_exchange, None);
+        let with_offer = |h: wire::Hello| Some((h, None));
         let hello = |cipher: &str| wire::Hello {
             version: Some("TLSv1.2"),
             cipher: Some(cipher.into()),
             ..wire::Hello::default()
         };
         assert_eq!(
-            classify(&e, Some(hello("AES128-GCM-SHA256"))).key_exchange.as_deref(),
+            classify(&e, with_offer(hello("AES128-GCM-SHA256")))
+                .key_exchange
+                .as_deref(),
             Some("RSA key transport")
         );
         assert_eq!(
-            classify(&e, Some(hello("ECDHE-RSA-AES128-GCM-SHA256"))).key_exchange,
+            classify(&e, with_offer(hello("ECDHE-RSA-AES128-GCM-SHA256"))).key_exchange,
             None
         );
         e.secret_len = 32;

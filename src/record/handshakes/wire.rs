@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Reading a connection's ServerHello flight as it crossed the socket (handshake messages, sent in the clear):
-//! the protocol version, cipher suite and key-exchange group the two sides agreed, whatever the TLS library.
+//! the protocol version, cipher suite and key-exchange group the two sides agreed, whatever the TLS library;
+//! and a ClientHello's offer to resume a session.
+
+use crate::model::Offer;
 
 /// What the server's first flight says about a handshake.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -12,12 +15,26 @@ pub struct Hello {
     pub psk: bool,
 }
 
+/// What a ClientHello offers to resume with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientOffer {
+    pub offer: Offer,
+    /// The offered ticket's or TLS 1.3 identity's length, and its first 16 bytes (the key name of the tickets
+    /// OpenSSL makes); 0 and zeros for the others.
+    pub ticket_len: usize,
+    pub ticket_head: [u8; 16],
+    /// The client offers TLS 1.3.
+    pub tls13: bool,
+}
+
 const HANDSHAKE_RECORD: u8 = 22;
+const CLIENT_HELLO: u8 = 1;
 const SERVER_HELLO: u8 = 2;
 const SERVER_KEY_EXCHANGE: u8 = 12;
 const EXT_SUPPORTED_VERSIONS: u16 = 0x002b;
 const EXT_KEY_SHARE: u16 = 0x0033;
 const EXT_PRE_SHARED_KEY: u16 = 0x0029;
+const EXT_SESSION_TICKET: u16 = 0x0023;
 
 struct Reader<'a> {
     data: &'a [u8],
@@ -126,6 +143,75 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
     }
     hello.cipher = Some(cipher_name(cipher_id?));
     Some(hello)
+}
+
+/// Parses a captured ClientHello for its offer of resumption; None when the bytes are not a whole ClientHello
+/// (cut short, malformed): the pre_shared_key extension comes last, so a message cut anywhere could hide one.
+pub fn parse_client_hello(data: &[u8], body_only: bool) -> Option<ClientOffer> {
+    let messages = handshake_bytes(data, body_only);
+    let mut r = Reader { data: &messages };
+    if r.u8()? != CLIENT_HELLO {
+        return None;
+    }
+    let len = r.u24()?;
+    let mut m = Reader { data: r.take(len)? };
+    m.u16()?;
+    m.take(32)?;
+    let session_id_len = m.u8()?;
+    m.take(usize::from(session_id_len))?;
+    let suites = m.u16()?;
+    m.take(usize::from(suites))?;
+    let compressions = m.u8()?;
+    m.take(usize::from(compressions))?;
+    let mut offer = ClientOffer {
+        offer: Offer::Nothing,
+        ticket_len: 0,
+        ticket_head: [0; 16],
+        tls13: false,
+    };
+    let mut ticket: Option<&[u8]> = None;
+    let mut identity: Option<&[u8]> = None;
+    if !m.data.is_empty() {
+        let ext_len = m.u16()?;
+        let mut exts = Reader {
+            data: m.take(usize::from(ext_len))?,
+        };
+        while !exts.data.is_empty() {
+            let (ext, len) = (exts.u16()?, exts.u16()?);
+            let mut e = Reader {
+                data: exts.take(usize::from(len))?,
+            };
+            match ext {
+                EXT_SESSION_TICKET if !e.data.is_empty() => ticket = Some(e.data),
+                EXT_SUPPORTED_VERSIONS => {
+                    let n = e.u8()?;
+                    let versions = e.take(usize::from(n))?;
+                    offer.tls13 = versions.chunks_exact(2).any(|v| v == [0x03, 0x04]);
+                }
+                EXT_PRE_SHARED_KEY => {
+                    let identities = e.u16()?;
+                    let mut ids = Reader {
+                        data: e.take(usize::from(identities))?,
+                    };
+                    let n = ids.u16()?;
+                    identity = Some(ids.take(usize::from(n))?);
+                }
+                _ => {}
+            }
+        }
+    }
+    // A client that offers TLS 1.3 sends a random legacy session ID (RFC 8446 D.4): an offer only without 1.3.
+    let (kind, offered) = match (identity, ticket) {
+        (Some(id), _) => (Offer::Psk, id),
+        (None, Some(t)) => (Offer::Ticket, t),
+        (None, None) if session_id_len > 0 && !offer.tls13 => (Offer::SessionId, &[][..]),
+        (None, None) => (Offer::Nothing, &[][..]),
+    };
+    offer.offer = kind;
+    offer.ticket_len = offered.len();
+    let head = offered.len().min(16);
+    offer.ticket_head[..head].copy_from_slice(&offered[..head]);
+    Some(offer)
 }
 
 fn version_name(v: u16) -> Option<&'static str> {
@@ -290,6 +376,88 @@ mod tests {
         assert_eq!(h.version, Some("TLSv1.2"));
         assert_eq!(h.cipher.as_deref(), Some("ECDHE-RSA-AES128-GCM-SHA256"));
         assert_eq!(h.group.as_deref(), Some("P-256"));
+    }
+
+    /// A ClientHello record: a 32-byte session ID, the extensions given, whole.
+    fn client_hello(exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut body = vec![0x03, 0x03];
+        body.extend([5u8; 32]);
+        body.push(32);
+        body.extend([6u8; 32]);
+        body.extend([0x00, 0x02, 0x13, 0x01, 0x01, 0x00]);
+        let ext_bytes: Vec<u8> = exts
+            .iter()
+            .flat_map(|(id, data)| {
+                let mut e = id.to_be_bytes().to_vec();
+                e.extend((data.len() as u16).to_be_bytes());
+                e.extend(data);
+                e
+            })
+            .collect();
+        body.extend((ext_bytes.len() as u16).to_be_bytes());
+        body.extend(ext_bytes);
+        let mut msg = vec![CLIENT_HELLO, 0];
+        msg.extend((body.len() as u16).to_be_bytes());
+        msg.extend(body);
+        let mut record = vec![HANDSHAKE_RECORD, 0x03, 0x01];
+        record.extend((msg.len() as u16).to_be_bytes());
+        record.extend(msg);
+        record
+    }
+
+    fn tls13_versions() -> (u16, Vec<u8>) {
+        (EXT_SUPPORTED_VERSIONS, vec![4, 0x03, 0x04, 0x03, 0x03])
+    }
+
+    fn psk(identity: &[u8]) -> (u16, Vec<u8>) {
+        let mut ids = (identity.len() as u16).to_be_bytes().to_vec();
+        ids.extend(identity);
+        ids.extend([0, 0, 0, 1]);
+        let mut data = (ids.len() as u16).to_be_bytes().to_vec();
+        data.extend(ids);
+        data.extend([0x00, 0x21, 0x20]);
+        data.extend([0u8; 32]);
+        (EXT_PRE_SHARED_KEY, data)
+    }
+
+    #[test]
+    fn client_hello_offers_are_read_from_whole_messages_only() {
+        let offer = |exts: &[(u16, Vec<u8>)]| parse_client_hello(&client_hello(exts), false).map(|o| o.offer);
+        // TLS 1.3 with a random legacy session ID and nothing else: no offer.
+        assert_eq!(offer(&[tls13_versions()]), Some(Offer::Nothing));
+        // TLS 1.2 only: its session ID is an offer; an empty ticket extension asks for a ticket, offers none.
+        assert_eq!(offer(&[(EXT_SESSION_TICKET, vec![])]), Some(Offer::SessionId));
+        let mut ticket = vec![0xab; 16];
+        ticket.extend([1u8; 160]);
+        assert_eq!(offer(&[(EXT_SESSION_TICKET, ticket.clone())]), Some(Offer::Ticket));
+        let o = parse_client_hello(&client_hello(&[tls13_versions(), psk(&ticket)]), false).unwrap();
+        assert_eq!(
+            (o.offer, o.ticket_len, o.ticket_head, o.tls13),
+            (Offer::Psk, 176, [0xab; 16], true)
+        );
+        // The same read after its record header.
+        let record = client_hello(&[tls13_versions(), psk(&ticket)]);
+        assert_eq!(parse_client_hello(&record[5..], true), Some(o));
+        // Cut anywhere, it is no reading: the offer may lie in the part not seen.
+        for cut in 0..record.len() {
+            assert_eq!(parse_client_hello(&record[..cut], false), None, "cut at {cut}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz_config(1))]
+
+        /// A client's bytes: any of them, in a record or after one.
+        #[test]
+        fn fuzz_client_hello(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), body_only: bool) {
+            parse_client_hello(&data, body_only);
+            let mut message = vec![CLIENT_HELLO, 0, (data.len() >> 8) as u8, data.len() as u8];
+            message.extend(&data);
+            parse_client_hello(&message, true);
+            let mut record = vec![22, 3, 1, (message.len() >> 8) as u8, message.len() as u8];
+            record.extend(&message);
+            parse_client_hello(&record, false);
+        }
     }
 
     #[test]

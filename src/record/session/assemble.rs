@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::MapCore;
 
 use crate::model::{
-    self, corrected_tree, HandshakeGroup, Hits, Lost, Probing, RawNode, Recording, Target, TrapSamples,
+    self, corrected_tree, HandshakeGroup, Hits, Lost, Probing, RawNode, Recording, Target, TicketKey, TrapSamples,
 };
 use crate::record::kernel::bpf::types::{tlsprof_stat, tree_key, tree_val};
 use crate::record::kernel::probes::TargetSet;
@@ -36,6 +36,7 @@ pub(super) fn counted_losses(programs: &Programs) -> Lost {
 pub(super) struct Parts {
     pub(super) recorded: Vec<Target>,
     pub(super) handshakes: Vec<HandshakeGroup>,
+    pub(super) ticket_keys: Vec<TicketKey>,
     pub(super) named: NamedSamples,
     /// The kernel's call tree, before the probes' cost is taken out.
     pub(super) tree: Vec<RawNode>,
@@ -83,6 +84,7 @@ impl Parts {
             unnamed_files: named.unnamed_files,
             debug_files: named.debug_files,
             handshakes: self.handshakes,
+            ticket_keys: self.ticket_keys,
             lost,
             probe_cost: programs.probe_cost,
             probe_hits: hits.all,

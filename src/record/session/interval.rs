@@ -76,6 +76,7 @@ impl Interval {
         let parts = Parts {
             recorded,
             handshakes,
+            ticket_keys: session.handshakes.take_ticket_keys(),
             traps: self.traps(session.trap_samples()),
             named: session.samples.take_named(&session.targets.functions),
             tree,

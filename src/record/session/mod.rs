@@ -326,6 +326,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         let parts = Parts {
             recorded,
             handshakes: self.handshakes.take_groups(),
+            ticket_keys: self.handshakes.take_ticket_keys(),
             traps,
             named: self.samples.finish(&self.targets.functions),
             tree: read_tree(&self.programs)?,
