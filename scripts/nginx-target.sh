@@ -4,8 +4,9 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start DIR PORT [--protocols \"TLSv1.2 TLSv1.3\"] [--session-cache on|off] [--tickets on|off]" \
-       "[--cert rsa2048|ecdsa-p256] [--ciphers STRING] [--dhparam ffdhe2048] [--workers N] | $0 stop DIR" >&2
+  echo "usage: $0 start DIR PORT [--protocols \"TLSv1.2 TLSv1.3\"] [--session-cache on|off|builtin:N]" \
+       "[--tickets on|off] [--ticket-key FILE] [--cert rsa2048|ecdsa-p256] [--ciphers STRING] [--dhparam ffdhe2048]" \
+       "[--workers N] | $0 reload DIR | $0 stop DIR" >&2
   exit 2
 }
 die() { echo "nginx-target: $*" >&2; exit 1; }
@@ -49,13 +50,14 @@ stop() {
 
 start() {
   local dir=$1 port=$2 pid; shift 2
-  local protocols="TLSv1.2 TLSv1.3" cache=off tickets=off cert=rsa2048 ciphers="" dhparam="" workers=1
+  local protocols="TLSv1.2 TLSv1.3" cache=off tickets=off ticket_key="" cert=rsa2048 ciphers="" dhparam="" workers=1
   while (($#)); do
     (($# >= 2)) || usage
     case $1 in
       --protocols) protocols=$2 ;;
-      --session-cache) [[ $2 =~ ^(on|off)$ ]] || usage; cache=$2 ;;
+      --session-cache) [[ $2 =~ ^(on|off|builtin:[1-9][0-9]*)$ ]] || usage; cache=$2 ;;
       --tickets) [[ $2 =~ ^(on|off)$ ]] || usage; tickets=$2 ;;
+      --ticket-key) [[ -f $2 ]] || die "no ticket key file $2"; ticket_key=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
       --cert) [[ $2 =~ ^(rsa2048|ecdsa-p256)$ ]] || usage; cert=$2 ;;
       --ciphers) ciphers=$2 ;;
       --dhparam) [[ $2 == ffdhe2048 ]] || usage; dhparam=$2 ;;
@@ -79,6 +81,10 @@ start() {
   local optional=""
   [[ -z $ciphers ]] || optional+="ssl_ciphers \"$ciphers\";"
   [[ -z $dhparam ]] || optional+="${optional:+ }ssl_dhparam $dir/dhparam.pem;"
+  [[ -z $ticket_key ]] || optional+="${optional:+ }ssl_session_ticket_key $ticket_key;"
+  local cache_conf=off
+  [[ $cache == on ]] && cache_conf=shared:SSL:10m
+  [[ $cache == builtin:* ]] && cache_conf=$cache
   truncate -s 4M "$dir/big.bin"
   : >"$dir/error.log"
 
@@ -105,7 +111,7 @@ http {
         ssl_certificate $dir/cert.pem;
         ssl_certificate_key $dir/key.pem;
         ssl_protocols $protocols;
-        ssl_session_cache $( [[ $cache == on ]] && echo shared:SSL:10m || echo off );
+        ssl_session_cache $cache_conf;
         ssl_session_tickets $tickets;
         $optional
         keepalive_requests 100000;
@@ -127,8 +133,19 @@ EOF
   echo "$pid"
 }
 
+# Reloads the configuration as `nginx -s reload` does (new workers; the old ones finish their connections)
+# and waits until the old workers have gone.
+reload() {
+  local dir=$1 pid old
+  pid=$(running_pid "$dir") || die "no nginx runs in $dir"
+  old=$(pgrep -P "$pid" | tr '\n' ' ' || true)
+  kill -HUP "$pid"
+  wait_gone 100 $old || die "nginx's old workers ($old) still run 10 s after the reload"
+}
+
 case ${1:-} in
   start) (($# >= 3)) || usage; start "${@:2}" ;;
+  reload) (($# == 2)) || usage; reload "$(cd "$2" && pwd)" ;;
   stop) (($# == 2)) || usage; [[ -d $2 ]] || exit 0; stop "$(cd "$2" && pwd)" ;;
   *) usage ;;
 esac

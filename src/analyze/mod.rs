@@ -12,8 +12,9 @@ pub use advice::Advice;
 pub use estimate::Estimate;
 pub use summary::{
     sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ObservedStage, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
-    TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowSpan,
+    LibrarySummary, ObservedStage, ProbingSummary, Reason, ReasonCount, RecordLayerShares, ResumptionSummary, RowKind,
+    StackSummary, StageSummary, Summary, TargetSummary, TicketKeySummary, TrapsMeasured, UnnamedFileSummary,
+    WindowSpan,
 };
 
 /// A recording's summary and the advice drawn from it: what the reports render.

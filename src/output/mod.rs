@@ -7,6 +7,7 @@ pub mod flame;
 pub mod json;
 pub mod pprof;
 pub mod prometheus;
+pub mod resumption;
 pub mod text;
 
 /// How the call tree and the flame graph group what runs inside a stage.

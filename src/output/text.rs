@@ -99,6 +99,9 @@ pub fn text(analysis: &Analysis, group: Group) -> String {
     let _ = writeln!(out, "{}", handshakes_line(s));
     totals_section(&mut out, s);
     mix_section(&mut out, s);
+    for line in super::resumption::lines(s) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "{}", samples_line(s));
     probe_cost_section(&mut out, s);
     let _ = writeln!(out, "{}", connection_reuse_line(s));

@@ -20,6 +20,7 @@ mod ecdsa_certificate;
 mod handshake_flight_size;
 mod hybrid_key_exchange;
 mod key_exchange;
+mod resumption_refused;
 mod session_resumption;
 mod tls_not_the_cost;
 mod wording;
@@ -66,6 +67,7 @@ type Rule = fn(&Context) -> Option<Advice>;
 /// The rules whose advice is listed, in this order, when handshakes are a cost worth tuning.
 const RULES: &[Rule] = &[
     ecdsa_certificate::advise,
+    resumption_refused::advise,
     session_resumption::advise,
     key_exchange::advise,
     hybrid_key_exchange::advise,

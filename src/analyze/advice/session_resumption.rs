@@ -27,6 +27,18 @@ fn measured_saving_ns(full: &CpuHistogram, resumed: &CpuHistogram) -> Option<f64
     (saved - 1.96 * se > 0.0).then_some(saved)
 }
 
+/// Most full handshakes whose ClientHello was read refused an offered session: resumption_refused advises
+/// on their cause; enabling resumption is not the change.
+fn clients_offer_and_are_refused(cx: &Context) -> bool {
+    let (refused, offered_nothing) = cx
+        .summary
+        .resumption
+        .iter()
+        .filter(|r| r.role == Role::Server)
+        .fold((0, 0), |(a, b), r| (a + r.refused, b + r.offered_nothing));
+    refused > 0 && refused >= offered_nothing
+}
+
 pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let full_cpu = cx.handshakes(Role::Server, Some(false));
     let server_full = full_cpu.count;
@@ -35,7 +47,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         return None;
     }
     let resumed_share = (server_total - server_full) as f64 / server_total as f64;
-    if resumed_share >= LOW_RESUMPTION {
+    if resumed_share >= LOW_RESUMPTION || clients_offer_and_are_refused(cx) {
         return None;
     }
     let full_us = full_cpu.mean_ns() / 1e3;

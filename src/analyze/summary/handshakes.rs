@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::windows::Windows;
 use crate::analyze::estimate::Estimate;
-use crate::model::{CpuHistogram, HandshakeCounts, Outcome, Recording, Role, WindowPart};
+use crate::model::{CpuHistogram, HandshakeCounts, HandshakeKind, Outcome, Recording, Role, WindowPart};
 
 /// Handshakes over the whole recording (exact when the probes were attached throughout, else estimated
 /// from the probe windows, with 95% intervals), and what the windows saw.
@@ -152,22 +152,35 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
     }
 }
 
-/// The kinds of handshake of each process, as the recording groups them.
+/// The kinds of handshake of each process, as the recording groups them, whatever their ClientHellos
+/// offered (the resumption summary tells that).
 fn kinds(rec: &Recording) -> Vec<KindSummary> {
-    rec.handshakes
-        .iter()
-        .map(|g| KindSummary {
-            pid: g.pid,
-            outcome: g.kind.outcome,
-            role: g.kind.role,
-            resumed: g.kind.resumed,
-            resumption: g.kind.resumption.clone(),
-            version: g.kind.version.clone(),
-            cipher: g.kind.cipher.clone(),
-            key_exchange: g.kind.key_exchange.clone(),
-            certificate_key: g.kind.certificate_key.clone(),
-            count: g.cpu.count,
-            cpu_ms: CpuStats::of(&g.cpu),
+    let mut kinds: Vec<(Option<u32>, HandshakeKind, CpuHistogram)> = Vec::new();
+    for g in &rec.handshakes {
+        let kind = HandshakeKind {
+            offer: None,
+            refusal: None,
+            ..g.kind.clone()
+        };
+        match kinds.iter_mut().find(|(pid, k, _)| *pid == g.pid && *k == kind) {
+            Some((_, _, cpu)) => cpu.merge(&g.cpu),
+            None => kinds.push((g.pid, kind, g.cpu.clone())),
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(pid, k, cpu)| KindSummary {
+            pid,
+            outcome: k.outcome,
+            role: k.role,
+            resumed: k.resumed,
+            resumption: k.resumption,
+            version: k.version,
+            cipher: k.cipher,
+            key_exchange: k.key_exchange,
+            certificate_key: k.certificate_key,
+            count: cpu.count,
+            cpu_ms: CpuStats::of(&cpu),
         })
         .collect()
 }

@@ -13,6 +13,7 @@ use crate::model::{CallGraph, Flavor, Hits, Lost, Recording, Symbols, Target, Un
 
 mod call_tree;
 mod handshakes;
+pub(crate) mod resumption;
 mod stages;
 mod windows;
 
@@ -20,6 +21,7 @@ use call_tree::call_tree;
 pub use call_tree::{CallTree, CallTreeRow, RowKind};
 use handshakes::handshake_totals;
 pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
+pub use resumption::{Reason, ReasonCount, ResumptionSummary, TicketKeySummary};
 use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
 pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
@@ -43,6 +45,8 @@ pub struct Summary {
     /// TLS CPU as a share of the targets' CPU while probed.
     pub tls_share: Option<f64>,
     pub handshakes: HandshakeSummary,
+    /// Resumption offered, accepted and refused, per process and role, where ClientHellos were read.
+    pub resumption: Vec<ResumptionSummary>,
     pub stages: Vec<StageSummary>,
     pub functions: Vec<FunctionSummary>,
     pub libraries: Vec<LibrarySummary>,
@@ -232,6 +236,16 @@ fn probe_hits(rec: &Recording) -> Hits {
     }
 }
 
+impl Summary {
+    /// The program name of a target, "?" for a pid the recording does not hold.
+    pub fn comm_of(&self, pid: u32) -> &str {
+        self.targets
+            .iter()
+            .find(|t| t.target.pid == pid)
+            .map_or("?", |t| t.target.comm.as_str())
+    }
+}
+
 pub fn summarize(rec: &Recording) -> Summary {
     let core = Core::of(rec);
     let targets = target_figures(rec, &core);
@@ -258,7 +272,9 @@ pub fn summarize(rec: &Recording) -> Summary {
     }
     add_causes(&mut stages, stage_samples);
     let observed_tls_ms = ms(observed_tls_ns);
+    let resumption = resumption::resumption(rec, &targets, tls.value / 1e6);
     Summary {
+        resumption,
         duration_s: rec.duration_s,
         targets,
         process_cpu_ms,

@@ -61,6 +61,11 @@ pub trait Family: Sync {
     /// The record layer's functions: they place CPU samples in the read and write stages when those are not
     /// probed.
     fn record_layer(&self) -> &'static [(&'static str, Stage)];
+    /// Its session tickets open with the name of the key that encrypted them, so a refused ticket tells
+    /// whether the server held its key.
+    fn ticket_key_names(&self) -> bool {
+        false
+    }
 }
 
 /// How a file names a family's functions.

@@ -62,6 +62,10 @@ impl Family for OpenSsl {
     fn stage_stand_ins(&self) -> &'static [(&'static str, Stage)] {
         STAGE_STAND_INS
     }
+    /// 16 bytes of key name, then the IV (ssl/t1_lib.c, tls_decrypt_ticket).
+    fn ticket_key_names(&self) -> bool {
+        true
+    }
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[
             ("SSL_read", Read),

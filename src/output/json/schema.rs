@@ -12,7 +12,8 @@ use serde::Serialize;
 use crate::analyze::causes::CauseSummary;
 use crate::analyze::{
     Advice, Analysis, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary, ObservedStage,
-    ProbingSummary, RecordLayerShares, StageSummary, TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowSpan,
+    ProbingSummary, RecordLayerShares, ResumptionSummary, StageSummary, TargetSummary, TrapsMeasured,
+    UnnamedFileSummary, WindowSpan,
 };
 use crate::catalogue;
 use crate::model::{Flavor, HandshakeCounts, Lost, Symbols};
@@ -29,6 +30,7 @@ pub struct Report<'a> {
     observed_tls_cpu_ms: f64,
     tls_share: Option<f64>,
     handshakes: Handshakes<'a>,
+    resumption: &'a [ResumptionSummary],
     stages: Vec<Stage<'a>>,
     functions: Vec<Function<'a>>,
     libraries: Vec<Library<'a>>,
@@ -65,6 +67,7 @@ impl<'a> From<&'a Analysis> for Report<'a> {
             observed_tls_cpu_ms: s.observed_tls_cpu_ms,
             tls_share: s.tls_share,
             handshakes: Handshakes::from(&s.handshakes),
+            resumption: &s.resumption,
             stages: s.stages.iter().map(Stage::from).collect(),
             functions: s.functions.iter().map(Function::from).collect(),
             libraries: s.libraries.iter().map(Library::from).collect(),
