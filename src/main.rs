@@ -15,6 +15,7 @@ use clap::ValueEnum;
 use tlsprof::analyze::{advice, analyze, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
+use tlsprof::output::styled::Color;
 use tlsprof::output::{diff, flame, json, pprof, text, Group};
 use tlsprof::record::targets::{self, Process};
 use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
@@ -234,9 +235,9 @@ fn one_line(e: &anyhow::Error) -> String {
 /// The text report, or its first screen alone.
 fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group) {
     if brief {
-        print!("{}", text::brief(analysis));
+        print!("{}", text::brief(analysis, Color::Off));
     } else {
-        print!("{}", text::text(analysis, group));
+        print!("{}", text::text(analysis, group, Color::Off));
     }
 }
 
@@ -308,7 +309,7 @@ fn run(cli: Cli) -> Result<()> {
             if json {
                 println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
             } else {
-                print!("{}", diff::text(&bs, &as_)?);
+                print!("{}", diff::text(&bs, &as_, Color::Off)?);
             }
             if let Some(p) = output {
                 file::write_atomically(&p, |w| diff::svg(&b, &a, w))
