@@ -15,6 +15,7 @@ use clap::ValueEnum;
 use tlsprof::analyze::{advice, analyze, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
+use tlsprof::output::styled::Color;
 use tlsprof::output::{diff, flame, json, pprof, text, Group};
 use tlsprof::record::targets::{self, Process};
 use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
@@ -29,6 +30,35 @@ use tlsprof::serve;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour and bars in the text of `report`, `record` and `diff`: auto when standard output is a
+    /// terminal and NO_COLOR is unset or empty.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    color: ColorArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorArg {
+    Never,
+    Always,
+    Auto,
+}
+
+impl ColorArg {
+    /// https://no-color.org: a NO_COLOR that is set and not empty turns colour off.
+    fn resolve(self) -> Color {
+        let wanted = match self {
+            ColorArg::Never => false,
+            ColorArg::Always => true,
+            ColorArg::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        };
+        if wanted {
+            Color::On
+        } else {
+            Color::Off
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -232,15 +262,16 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// The text report, or its first screen alone.
-fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group) {
+fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group, color: Color) {
     if brief {
-        print!("{}", text::brief(analysis));
+        print!("{}", text::brief(analysis, color));
     } else {
-        print!("{}", text::text(analysis, group));
+        print!("{}", text::text(analysis, group, color));
     }
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let color = cli.color.resolve();
     match cli.command {
         Command::Record {
             targets,
@@ -270,7 +301,7 @@ fn run(cli: Cli) -> Result<()> {
             if !rec.openssl_speed.is_empty() {
                 rec.save(&output)?;
             }
-            print_text(&analyze(&rec), brief, Group::Stage);
+            print_text(&analyze(&rec), brief, Group::Stage, color);
             eprintln!("tlsprof: recording written to {}", output.display());
             Ok(())
         }
@@ -293,7 +324,7 @@ fn run(cli: Cli) -> Result<()> {
             if as_json {
                 println!("{}", json::to_string_pretty(&json::json(&analysis)));
             } else {
-                print_text(&analysis, brief, group.into());
+                print_text(&analysis, brief, group.into(), color);
             }
             Ok(())
         }
@@ -308,7 +339,7 @@ fn run(cli: Cli) -> Result<()> {
             if json {
                 println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
             } else {
-                print!("{}", diff::text(&bs, &as_)?);
+                print!("{}", diff::text(&bs, &as_, color)?);
             }
             if let Some(p) = output {
                 file::write_atomically(&p, |w| diff::svg(&b, &a, w))

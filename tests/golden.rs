@@ -53,28 +53,87 @@ fn compare(expected: &str, args: &[&str], got: Vec<u8>) {
     }
 }
 
+/// Text with its colour sequences (ESC [ parameters m) taken out: what a terminal shows.
+fn visible(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.next_if_eq(&'[').is_some() {
+            while chars.next_if(|c| c.is_ascii_digit() || *c == ';').is_some() {}
+            assert_eq!(
+                chars.next(),
+                Some('m'),
+                "an escape sequence other than a colour: {text:?}"
+            );
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The first screen of each checked-in recording: the report's first lines (`--brief` prints them alone),
-/// none wider than an 80–100 column terminal.
+/// none wider than an 80–100 column terminal, in colour too.
 #[test]
 fn first_screen_fits_100_columns() {
     for recording in ["before.tlsprof", "after.tlsprof"] {
-        let brief = String::from_utf8(tlsprof_in_golden(&["report", "--brief", recording])).unwrap();
-        let report = String::from_utf8(tlsprof_in_golden(&["report", recording])).unwrap();
-        assert!(
-            report.starts_with(&brief),
-            "the report opens with its first screen: {brief}"
-        );
-        let lines: Vec<&str> = brief.lines().collect();
-        assert!((4..=15).contains(&lines.len()), "{brief}");
-        for line in lines {
-            assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+        for color in ["never", "always"] {
+            let brief = tlsprof_in_golden(&["report", "--brief", "--color", color, recording]);
+            let report = tlsprof_in_golden(&["report", "--color", color, recording]);
+            let (brief, report) = (String::from_utf8(brief).unwrap(), String::from_utf8(report).unwrap());
+            assert!(
+                report.starts_with(&brief),
+                "the report opens with its first screen: {brief}"
+            );
+            let shown = visible(&brief);
+            let lines: Vec<&str> = shown.lines().collect();
+            assert!((4..=15).contains(&lines.len()), "{brief}");
+            for line in lines {
+                assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+            }
         }
     }
+}
+
+/// Colour only where asked for or on a terminal without NO_COLOR; the same text either way.
+#[test]
+fn colour_on_a_terminal_unless_no_color() {
+    let plain = tlsprof_in_golden(&["report", "before.tlsprof"]);
+    assert!(!plain.contains(&0x1b), "piped output is plain");
+    let coloured = String::from_utf8(tlsprof_in_golden(&["report", "--color", "always", "before.tlsprof"])).unwrap();
+    assert!(coloured.contains('\x1b'));
+    // Bars are drawn only in colour: without them, the text is the plain report's.
+    let unbarred: String = visible(&coloured)
+        .chars()
+        .filter(|c| !"█▉▊▋▌▍▎▏".contains(*c))
+        .collect();
+    let trimmed: Vec<&str> = unbarred.lines().map(str::trim_end).collect();
+    assert_eq!(trimmed.join("\n") + "\n", String::from_utf8(plain).unwrap());
+    // On a terminal (script(1) gives it one), auto colours unless NO_COLOR is set and not empty.
+    let on_terminal = |no_color: &str| {
+        let cmd = format!(
+            "{} report --brief --color auto before.tlsprof",
+            env!("CARGO_BIN_EXE_tlsprof")
+        );
+        let out = run(std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("NO_COLOR", no_color)
+            .current_dir(repo().join("tests/golden")));
+        assert!(out.status.success(), "script: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout.contains(&0x1b)
+    };
+    assert!(on_terminal(""), "an empty NO_COLOR leaves colour on");
+    assert!(!on_terminal("1"), "NO_COLOR=1 turns colour off");
 }
 
 #[test]
 fn report_text() {
     check("report.txt", &["report", "before.tlsprof"]);
+}
+
+#[test]
+fn report_text_in_colour() {
+    check("report.color.txt", &["report", "--color", "always", "before.tlsprof"]);
 }
 
 #[test]

@@ -179,7 +179,7 @@ fn stripped_library_is_named_from_debuginfod_and_minidebuginfo() {
     assert_eq!(u["build_id"], build_id.as_str());
     assert!(u["samples"].as_u64().unwrap() > 0, "{u}");
     assert!(
-        text.contains("Unnamed frames in ") && text.contains("set DEBUGINFOD_URLS"),
+        text.contains("Unnamed frames in ") && flowed(&text).contains("set DEBUGINFOD_URLS"),
         "{text}"
     );
 
@@ -201,7 +201,7 @@ fn stripped_library_is_named_from_debuginfod_and_minidebuginfo() {
     assert!(unnamed(&report, "/libspin.so").is_none(), "{report:#}");
     let source = debug_source(&report, "/libspin.so");
     assert!(source.is_some_and(|s| s.starts_with(&url)), "{report:#}");
-    assert!(text.contains("from its debug information"), "{text}");
+    assert!(flowed(&text).contains("from its debug information"), "{text}");
 
     // A server that accepts connections and never answers: given up after DEBUGINFOD_TIMEOUT, the recording
     // takes at most that much longer than one with no server, and says the servers had nothing.

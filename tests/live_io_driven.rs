@@ -66,7 +66,7 @@ fn handshakes_inside_ssl_read_are_counted_completed_and_abandoned() {
     );
     assert!(r["targets"][0]["io_driven_from_s"].is_number(), "{summary}");
     assert!(
-        summary.contains("leaves its handshakes to SSL_read/SSL_write"),
+        flowed(&summary).contains("leaves its handshakes to SSL_read/SSL_write"),
         "{summary}"
     );
     // After that, every one exactly: the abandoned ones made the server's key share and signature too.

@@ -120,7 +120,7 @@ fn exec_is_probed_anew_and_named_against_the_program_it_ran() {
     assert_eq!(t["execs_at_s"].as_array().unwrap().len(), 1, "{t}");
     assert!(
         summary.contains(&format!("(pid {pid}): {seen} handshakes,"))
-            && summary.contains("ran a new program (exec), probed anew from"),
+            && flowed(&summary).contains("ran a new program (exec), probed anew from"),
         "{summary}"
     );
     // Each sample named against the program it ran in: a stack unwound or named against the other one's

@@ -2,13 +2,13 @@
 //! Comparing two recordings (before and after a change): handshake mix, CPU per handshake, each stage's CPU
 //! per handshake, and a differential flame graph.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use inferno::{differential, flamegraph};
 use serde_json::{json, Value};
 
+use super::styled::{self, Color, Line, Tone};
 use super::{flame, Group};
 use crate::analyze::{HandshakeSummary, Summary};
 use crate::catalogue::Stage;
@@ -66,53 +66,51 @@ fn check_comparable(before: &Summary, after: &Summary) -> Result<()> {
     Ok(())
 }
 
-pub fn text(before: &Summary, after: &Summary) -> Result<String> {
+pub fn text(before: &Summary, after: &Summary, color: Color) -> Result<String> {
     check_comparable(before, after)?;
     let (b, a) = (Side::of(before), Side::of(after));
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
+    let mut out = vec![Line::prose(format!(
         "Handshakes: {:.1}/s -> {:.1}/s; resumed {:.1}% -> {:.1}%",
         b.handshakes.rate_per_s,
         a.handshakes.rate_per_s,
         b.resumed_share() * 100.0,
         a.resumed_share() * 100.0
-    );
+    ))];
     let (bm, am) = (b.handshakes.cpu.mean_ns() / 1e3, a.handshakes.cpu.mean_ns() / 1e3);
     let (bp, ap) = (
         b.handshakes.cpu.quantile_ns(0.5) / 1e3,
         a.handshakes.cpu.quantile_ns(0.5) / 1e3,
     );
-    let _ = writeln!(
-        out,
+    out.push(Line::prose(format!(
         "CPU per handshake: mean {bm:.0} -> {am:.0} µs ({}), p50 {bp:.0} -> {ap:.0} µs ({})",
         change_text(bm, am),
         change_text(bp, ap)
-    );
+    )));
     if let (Some(bs), Some(as_)) = (b.tls_share, a.tls_share) {
-        let _ = writeln!(
-            out,
-            "TLS share of process CPU: {:.1}% -> {:.1}%",
-            bs * 100.0,
-            as_ * 100.0
+        out.push(
+            Line::prose("TLS share of process CPU: ")
+                .push(Tone::Key, format!("{:.1}% -> {:.1}%", bs * 100.0, as_ * 100.0)),
         );
     }
-    let _ = writeln!(out, "\n{:<14}{:>22}{:>12}", "stage", "µs per handshake", "change");
+    out.push(Line::row(""));
+    out.push(Line::toned(
+        Tone::Heading,
+        format!("{:<14}{:>22}{:>12}", "stage", "µs per handshake", "change"),
+    ));
     for stage in Stage::ALL {
         let (x, y) = (b.stage(stage), a.stage(stage));
         if x == 0.0 && y == 0.0 {
             continue;
         }
-        let _ = writeln!(
-            out,
+        out.push(Line::row(format!(
             "{:<14}{:>10.1} -> {:>8.1}{:>12}",
             stage.name(),
             x,
             y,
             change_text(x, y)
-        );
+        )));
     }
-    Ok(out)
+    Ok(styled::render(&out, color))
 }
 
 pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
@@ -208,7 +206,7 @@ mod tests {
     #[test]
     fn per_handshake_stage_change_and_resumption() {
         let (b, a) = (summarize(&sample_recording()), summarize(&after()));
-        let t = text(&b, &a).unwrap();
+        let t = text(&b, &a, Color::Off).unwrap();
         assert!(t.contains("resumed 0.0% -> 50.0%"), "{t}");
         let j = json(&b, &a).unwrap();
         let sign = j["stages"]
@@ -233,7 +231,9 @@ mod tests {
     fn recordings_without_handshakes_are_refused_clearly() {
         let mut empty = sample_recording();
         empty.handshakes.clear();
-        let err = text(&summarize(&empty), &summarize(&after())).unwrap_err().to_string();
+        let err = text(&summarize(&empty), &summarize(&after()), Color::Off)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no completed handshakes"), "{err}");
     }
 }

@@ -3,12 +3,12 @@
 //! how far the figures can be trusted, in a few lines no wider than a terminal. The sections after it say
 //! the rest.
 
+use super::styled::{Line, Tone, WIDTH};
+use crate::analyze::advice::Advice;
 use crate::analyze::{Analysis, KindSummary, Summary, TargetSummary};
 use crate::model::untrusted::Printable;
 use crate::model::{Outcome, Role};
 
-/// Columns a first-screen line may take.
-pub const WIDTH: usize = 100;
 /// Stages named on the where-it-goes line, at most (as many as fit).
 const STAGES_SHOWN: usize = 8;
 /// A file unnamed in this share of the samples or more is worth a line.
@@ -16,10 +16,18 @@ const UNNAMED_WORTH_A_LINE: f64 = 0.2;
 
 /// The first screen's lines, none wider than `WIDTH` columns.
 pub fn lines(analysis: &Analysis) -> Vec<String> {
+    styled_lines(analysis).iter().map(Line::plain).collect()
+}
+
+/// The first screen's lines with the figures a reader came for toned.
+pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
     let s = &analysis.summary;
     let groups = target_groups(s);
     let names: Vec<String> = groups.iter().map(TargetGroup::name).collect();
-    let mut out = vec![format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s)];
+    let mut out = vec![Line::toned(
+        Tone::Heading,
+        format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s),
+    )];
     if attributed(s) {
         out.extend(groups.iter().map(|g| g.line(s)));
     } else {
@@ -30,21 +38,11 @@ pub fn lines(analysis: &Analysis) -> Vec<String> {
         };
         out.push(all.line(s));
     }
-    out.extend(stages_line(s));
+    out.extend(stages_line(s).map(Line::prose));
     out.push(advice_line(analysis));
     out.push(confidence_line(s));
-    out.extend(unnamed_line(s));
-    out.into_iter().map(|l| fit(&l)).collect()
-}
-
-/// A line cut to `WIDTH` columns, its end elided.
-fn fit(line: &str) -> String {
-    if line.chars().count() <= WIDTH {
-        return line.to_string();
-    }
-    let mut cut: String = line.chars().take(WIDTH - 1).collect();
-    cut.push('…');
-    cut
+    out.extend(unnamed_line(s).map(Line::prose));
+    out.into_iter().map(|l| l.fit(WIDTH)).collect()
 }
 
 /// Targets of one name (an nginx master and its workers), with their figures summed.
@@ -93,7 +91,7 @@ impl TargetGroup<'_> {
 
     /// Its TLS share of its CPU, handshakes per second with the resumed share, and CPU per full and
     /// resumed handshake (as the probes saw them).
-    fn line(&self, s: &Summary) -> String {
+    fn line(&self, s: &Summary) -> Line {
         let name = self.label(s);
         // The whole recording's figures where the group is all of it.
         let whole = self.members.len() == s.targets.len();
@@ -108,9 +106,7 @@ impl TargetGroup<'_> {
             let tls_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
             tls_ms.filter(|_| cpu_ms > 0.0).map(|ms| ms / cpu_ms)
         };
-        if let Some(share) = tls_share {
-            parts.push(format!("TLS {:.0}% of CPU", 100.0 * share));
-        }
+        let tls = tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
         let handshakes = if whole {
             Some(s.handshakes.total)
         } else {
@@ -157,10 +153,15 @@ impl TargetGroup<'_> {
             (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
             (None, None) => {}
         }
-        if parts.is_empty() {
-            parts.push("no handshakes seen".into());
+        let line = Line::prose(format!("  {name}: "));
+        match (tls, parts.is_empty()) {
+            (Some(tls), true) => line.push(Tone::Key, tls),
+            (Some(tls), false) => line
+                .push(Tone::Key, tls)
+                .push(Tone::Plain, format!(" · {}", parts.join(" · "))),
+            (None, false) => line.push(Tone::Plain, parts.join(" · ")),
+            (None, true) => line.push(Tone::Plain, "no handshakes seen"),
         }
-        format!("  {name}: {}", parts.join(" · "))
     }
 }
 
@@ -209,35 +210,53 @@ fn stages_line(s: &Summary) -> Option<String> {
     Some(line)
 }
 
+/// The advice that saves the most.
+pub fn best_advice(analysis: &Analysis) -> Option<&Advice> {
+    let saving = |a: &&Advice| a.saving.map_or(0.0, |s| s.tls_cpu_pct);
+    analysis.advice.iter().max_by(|a, b| saving(a).total_cmp(&saving(b)))
+}
+
+/// An advice item's saving in a few words ("about -54% TLS CPU"), where it was measured.
+pub fn saving(advice: &Advice) -> Option<String> {
+    advice.saving.map(|s| {
+        let how = if s.at_most { "up to" } else { "about" };
+        format!("{how} -{:.0}% TLS CPU", s.tls_cpu_pct)
+    })
+}
+
 /// The advice that saves the most, and how many more there are.
-fn advice_line(analysis: &Analysis) -> String {
-    let saving = |a: &&crate::analyze::advice::Advice| a.saving.map_or(0.0, |s| s.tls_cpu_pct);
-    let Some(best) = analysis.advice.iter().max_by(|a, b| saving(a).total_cmp(&saving(b))) else {
-        return "Do first: nothing this recording shows a saving for".into();
+fn advice_line(analysis: &Analysis) -> Line {
+    let Some(best) = best_advice(analysis) else {
+        return Line::prose("Do first: nothing this recording shows a saving for");
     };
-    let how_much = match best.saving {
-        Some(s) if s.at_most => format!(": up to -{:.0}% TLS CPU", s.tls_cpu_pct),
-        Some(s) => format!(": about -{:.0}% TLS CPU", s.tls_cpu_pct),
-        None => String::new(),
-    };
+    let how_much = saving(best).unwrap_or_default();
     let more = match analysis.advice.len() - 1 {
         0 => String::new(),
         1 => " (1 more below)".into(),
         n => format!(" ({n} more below)"),
     };
-    format!("Do first: {}{how_much} [{}]{more}", best.title, best.id)
+    let line = Line::prose(format!("Do first: {}", best.title));
+    let line = if how_much.is_empty() {
+        line
+    } else {
+        line.push(Tone::Plain, ": ").push(Tone::Key, how_much)
+    };
+    line.push(Tone::Plain, format!(" [{}]{more}", best.id))
 }
 
 /// Whether the figures are exact or estimated, what the probes cost, and whether anything was lost.
-fn confidence_line(s: &Summary) -> String {
+fn confidence_line(s: &Summary) -> Line {
     let how = if s.probing.part_time {
-        format!(
-            "estimated from {} probe windows ({:.0}% of the time)",
-            s.probing.windows,
-            100.0 * s.probing.fraction
+        Line::prose("Figures: ").push(
+            Tone::Estimate,
+            format!(
+                "estimated from {} probe windows ({:.0}% of the time)",
+                s.probing.windows,
+                100.0 * s.probing.fraction
+            ),
         )
     } else {
-        "exact: probes attached throughout".into()
+        Line::prose("Figures: exact: probes attached throughout")
     };
     let cost = if s.process_cpu_ms > 0.0 {
         format!(
@@ -247,12 +266,13 @@ fn confidence_line(s: &Summary) -> String {
     } else {
         String::new()
     };
-    let lost = if s.lost.undercounts() {
-        "; events lost: counts undercount"
+    let line = how.push(Tone::Plain, cost);
+    if s.lost.undercounts() {
+        line.push(Tone::Plain, "; ")
+            .push(Tone::Warning, "events lost: counts undercount")
     } else {
-        ""
-    };
-    format!("Figures: {how}{cost}{lost}")
+        line
+    }
 }
 
 /// The file that leaves the most samples unnamed, when that is a large share of them.

@@ -7,7 +7,7 @@ pub mod flame;
 pub mod json;
 pub mod pprof;
 pub mod prometheus;
-pub mod resumption;
+pub mod styled;
 pub mod text;
 
 /// How the call tree and the flame graph group what runs inside a stage.
@@ -25,18 +25,43 @@ mod tests {
     use proptest::prelude::*;
     use proptest::sample::Index;
 
+    use super::styled::Color;
     use crate::analyze::analyze;
     use crate::model::tests::sample_recording;
     use crate::model::untrusted::breaks_text;
     use crate::model::Recording;
 
+    /// Text with its colour sequences (ESC [ digits and semicolons m) taken out.
+    fn without_colour(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("\x1b[") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 2..];
+            let params = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit() || c == ';').len();
+            match after[params..].strip_prefix('m') {
+                Some(tail) => rest = tail,
+                // Not a colour: kept, for the check to find.
+                None => {
+                    out.push_str("\x1b[");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// Whatever a recording that loads holds, every output renders it without a panic, and the text ones
-    /// carry no raw control character.
+    /// carry no raw control character; in colour, none but the colour sequences.
     fn render_all(rec: &Recording) -> Result<(), TestCaseError> {
         let analysis = analyze(rec);
         let summary = &analysis.summary;
-        let text = super::text::text(&analysis, super::Group::Stage);
+        let text = super::text::text(&analysis, super::Group::Stage, Color::Off);
         prop_assert!(!text.chars().any(|c| c != '\n' && breaks_text(c)), "{text}");
+        let coloured = super::text::text(&analysis, super::Group::Cause, Color::On);
+        let rest = without_colour(&coloured);
+        prop_assert!(!rest.chars().any(|c| c != '\n' && breaks_text(c)), "{coloured:?}");
         let json = super::json::to_string_pretty(&super::json::json(&analysis));
         prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok());
         prop_assert!(!json.chars().any(|c| c != '\n' && breaks_text(c)));
@@ -44,7 +69,12 @@ mod tests {
             prop_assert!(!line.chars().any(breaks_text), "{line}");
         }
         let _ = super::flame::svg(rec, super::Group::Stage, std::io::sink());
-        let _ = super::diff::text(summary, summary);
+        if let Ok(diff) = super::diff::text(summary, summary, Color::On) {
+            prop_assert!(
+                !without_colour(&diff).chars().any(|c| c != '\n' && breaks_text(c)),
+                "{diff:?}"
+            );
+        }
         let _ = super::diff::json(summary, summary);
         let _ = super::diff::svg(rec, rec, std::io::sink());
         Ok(())

@@ -152,6 +152,11 @@ impl Recorder {
     }
 }
 
+/// Report text with every run of whitespace one space: a phrase is found wherever the report wrapped it.
+pub fn flowed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 pub fn report_json(recording: &Path) -> Value {
     let out = tlsprof().args(["report", "--json"]).arg(recording).output().unwrap();
     assert!(

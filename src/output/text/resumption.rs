@@ -5,21 +5,21 @@
 use crate::analyze::{ResumptionSummary, Summary};
 use crate::model::untrusted::Printable;
 use crate::model::Role;
+use crate::output::styled::Line;
 
 /// Key names are shown by their first 8 bytes (hex); the JSON report has them whole.
 const KEY_NAME_SHOWN: usize = 16;
 
-pub fn lines(s: &Summary) -> Vec<String> {
+pub(super) fn lines(s: &Summary) -> Vec<Line> {
     if s.resumption.is_empty() {
         return Vec::new();
     }
-    let mut out = vec![
-        "Resumption (offers read from ClientHellos on the sockets; ≈ estimated where not all were read):".to_string(),
-    ];
+    let mut out =
+        vec!["Offers read from ClientHellos on the sockets; ≈ estimated where not all were read:".to_string()];
     for r in &s.resumption {
         out.extend(process_lines(s, r));
     }
-    out
+    out.into_iter().map(Line::prose).collect()
 }
 
 fn process_lines(s: &Summary, r: &ResumptionSummary) -> Vec<String> {
