@@ -5,7 +5,8 @@ set -euo pipefail
 
 usage() {
   echo "usage: $0 start DIR PORT [--protocols \"TLSv1.2 TLSv1.3\"] [--session-cache on|off|builtin:N]" \
-       "[--tickets on|off] [--ticket-key FILE] [--cert rsa2048|ecdsa-p256] [--ciphers STRING] [--dhparam ffdhe2048]" \
+       "[--tickets on|off] [--ticket-key FILE] [--cert rsa2048|ecdsa-p256] [--cert-from DIR] [--ciphers STRING]" \
+       "[--dhparam ffdhe2048]" \
        "[--workers N] | $0 reload DIR | $0 stop DIR" >&2
   exit 2
 }
@@ -50,7 +51,8 @@ stop() {
 
 start() {
   local dir=$1 port=$2 pid; shift 2
-  local protocols="TLSv1.2 TLSv1.3" cache=off tickets=off ticket_key="" cert=rsa2048 ciphers="" dhparam="" workers=1
+  local protocols="TLSv1.2 TLSv1.3" cache=off tickets=off ticket_key="" cert=rsa2048 cert_from="" ciphers="" dhparam=""
+  local workers=1
   while (($#)); do
     (($# >= 2)) || usage
     case $1 in
@@ -59,6 +61,8 @@ start() {
       --tickets) [[ $2 =~ ^(on|off)$ ]] || usage; tickets=$2 ;;
       --ticket-key) [[ -f $2 ]] || die "no ticket key file $2"; ticket_key=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
       --cert) [[ $2 =~ ^(rsa2048|ecdsa-p256)$ ]] || usage; cert=$2 ;;
+      # Another instance's certificate and key: the same server behind a balancer (sessions are bound to it).
+      --cert-from) [[ -f $2/cert.pem && -f $2/key.pem ]] || die "no cert.pem and key.pem in $2"; cert_from=$2 ;;
       --ciphers) ciphers=$2 ;;
       --dhparam) [[ $2 == ffdhe2048 ]] || usage; dhparam=$2 ;;
       --workers) [[ $2 =~ ^[1-9][0-9]*$ ]] || usage; workers=$2 ;;
@@ -73,9 +77,13 @@ start() {
 
   local keyopts=(rsa:2048)
   [[ $cert == ecdsa-p256 ]] && keyopts=(ec -pkeyopt ec_paramgen_curve:P-256)
-  openssl req -x509 -newkey "${keyopts[@]}" -nodes -days 30 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>"$dir/openssl.log" || die "openssl req failed: $(tail -n 3 "$dir/openssl.log")"
+  if [[ -n $cert_from ]]; then
+    cp "$cert_from/cert.pem" "$cert_from/key.pem" "$dir/"
+  else
+    openssl req -x509 -newkey "${keyopts[@]}" -nodes -days 30 -subj /CN=localhost \
+      -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+      -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>"$dir/openssl.log" || die "openssl req failed: $(tail -n 3 "$dir/openssl.log")"
+  fi
   [[ -z $dhparam ]] || openssl genpkey -genparam -algorithm DH -pkeyopt group:ffdhe2048 -out "$dir/dhparam.pem" 2>>"$dir/openssl.log" \
     || die "openssl genpkey failed: $(tail -n 3 "$dir/openssl.log")"
   local optional=""

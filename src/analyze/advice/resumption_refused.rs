@@ -8,6 +8,9 @@ use crate::model::Role;
 
 /// A cost that rounds to less than a percent of TLS CPU is not advised on.
 const MIN_SAVING_PCT: f64 = 0.5;
+/// Where the cost could not be measured (no resumed handshake to compare with), refusals of at least this
+/// share of the offers are advised on, without a saving.
+const MANY_REFUSED: f64 = 0.1;
 
 /// The fix for each cause, as the kinds of server word it.
 fn phrase(reason: Reason) -> Phrase {
@@ -26,8 +29,17 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         .iter()
         .filter(|r| r.role == Role::Server && r.refused > 0)
         .collect();
+    let costed = servers.iter().all(|r| r.cost_tls_pct.is_some());
     let cost_pct: f64 = servers.iter().filter_map(|r| r.cost_tls_pct).sum();
-    if cost_pct < MIN_SAVING_PCT {
+    let (offered, refused): (u64, u64) = servers
+        .iter()
+        .fold((0, 0), |(o, n), r| (o + r.offered(), n + r.refused));
+    let worth_it = if costed {
+        cost_pct >= MIN_SAVING_PCT
+    } else {
+        refused as f64 >= MANY_REFUSED * offered as f64
+    };
+    if servers.is_empty() || !worth_it {
         return None;
     }
     let mut reasons: Vec<(Reason, u64)> = Vec::new();
@@ -57,11 +69,15 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
              each refusal was a full handshake where a resumed one would have done"
         ),
         change: cx.wording(phrase(main)),
-        estimated_saving: format!(
-            "about -{cost_pct:.0}% TLS CPU ({cost_ms:.1} ms over the recording) if the refused sessions resume, at the \
-             full and resumed handshakes' CPU measured here"
-        ),
-        saving: Saving::about(cost_pct),
+        estimated_saving: if costed {
+            format!(
+                "about -{cost_pct:.0}% TLS CPU ({cost_ms:.1} ms over the recording) if the refused sessions resume, \
+                 at the full and resumed handshakes' CPU measured here"
+            )
+        } else {
+            "not measured: no resumed handshake in the recording to compare a full one with".to_string()
+        },
+        saving: if costed { Saving::about(cost_pct) } else { None },
     })
 }
 

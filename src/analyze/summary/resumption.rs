@@ -282,7 +282,7 @@ impl Reason {
             }
             Reason::TicketUnusable => {
                 "tickets under a key the server still accepted: those sessions could not be used (expired, \
-                 another cipher)"
+                 another cipher, or made for another certificate)"
             }
             Reason::SessionNotCached => {
                 "session IDs the server's cache did not hold (evicted, expired, or cached by another worker or \
