@@ -714,6 +714,34 @@ pub(crate) mod tests {
         }
     }
 
+    /// The sample recording's server (OpenSSL, pid 10) with ClientHellos read: 6 tickets accepted under key
+    /// "aa", 3 refused under key "bb" that it never accepted, and 1 client that offered nothing; its 4 full
+    /// handshakes cost 1.29 ms each, its resumed ones 0.4 ms.
+    pub fn recording_with_refusals() -> Recording {
+        let mut rec = sample_recording();
+        let full = rec.handshakes[0].clone();
+        let group = |resumed: bool, offer: Offer, refusal: Option<Refusal>, n: usize, ns: u64| {
+            let mut g = full.clone();
+            g.kind.resumed = resumed;
+            g.kind.offer = Some(offer);
+            g.kind.refusal = refusal;
+            g.cpu = CpuHistogram::default();
+            (0..n).for_each(|_| g.cpu.add(ns));
+            g
+        };
+        rec.handshakes = vec![
+            group(true, Offer::Psk, None, 6, 400_000),
+            group(false, Offer::Psk, Some(Refusal::Ticket), 3, 1_300_000),
+            group(false, Offer::Nothing, None, 1, 1_260_000),
+        ];
+        let mut accepted = TicketKey::new(10, Some("aa".into()), 0.1);
+        (0..6).for_each(|i| accepted.add(true, 0.2 + f64::from(i)));
+        let mut refused = TicketKey::new(10, Some("bb".into()), 0.5);
+        (0..3).for_each(|i| refused.add(false, 0.6 + f64::from(i)));
+        rec.ticket_keys = vec![accepted, refused];
+        rec
+    }
+
     /// The sample recording's nginx (pid 10) beside a node (pid 20), probed part of the time in two windows
     /// that saw both: nginx's handshakes are one per connection, node's too.
     pub fn two_process_recording() -> Recording {

@@ -80,6 +80,10 @@ pub struct Metrics {
     samples: Counter,
     lost: Counter,
     intervals: Counter,
+    resumption_offered: Counter,
+    resumption_not_offered: Counter,
+    resumption_accepted: Counter,
+    resumption_refused: Counter,
     handshake_cpu: BTreeMap<Labels, Histogram>,
     /// From the last interval: the probes' estimated cost over the targets' own CPU, and the budget.
     overhead: Option<(f64, f64)>,
@@ -186,6 +190,7 @@ impl Metrics {
         self.probed_seconds.add(p(), summary.probing.live_s);
         self.connections.add(p(), rec.connections() as f64);
         self.samples.add(p(), summary.samples as f64);
+        self.add_resumption(group, summary);
         if self.handshake_cpu.len() < MAX_SERIES || self.handshake_cpu.contains_key(group) {
             let h = self.handshake_cpu.entry(p()).or_default();
             for (&bucket, &n) in &hs.cpu.buckets {
@@ -202,6 +207,35 @@ impl Metrics {
         }
     }
 
+    /// Resumption by role, each ClientHello read standing for its share of the interval's handshakes.
+    fn add_resumption(&mut self, group: &Labels, summary: &Summary) {
+        for r in &summary.resumption {
+            let mut labels = group.clone();
+            labels.push((
+                "role",
+                if r.role == Role::Client { "client" } else { "server" }.to_string(),
+            ));
+            for (offer, n) in [
+                ("session_id", r.offered_session_id),
+                ("ticket", r.offered_ticket),
+                ("psk", r.offered_psk),
+            ] {
+                let mut l = labels.clone();
+                l.push(("offer", offer.to_string()));
+                self.resumption_offered.add(l, n as f64 * r.scale);
+            }
+            self.resumption_not_offered
+                .add(labels.clone(), r.offered_nothing as f64 * r.scale);
+            self.resumption_accepted
+                .add(labels.clone(), r.accepted as f64 * r.scale);
+            for c in &r.refused_by {
+                let mut l = labels.clone();
+                l.push(("reason", c.reason.id().to_string()));
+                self.resumption_refused.add(l, c.count as f64 * r.scale);
+            }
+        }
+    }
+
     /// The text of a scrape.
     pub fn render(&self) -> String {
         let mut e = Exposition::default();
@@ -214,6 +248,7 @@ impl Metrics {
              exact in intervals the probes were attached throughout.",
         );
         self.render_handshake_intervals(&mut e);
+        self.render_resumption(&mut e);
         self.abandoned.render(
             &mut e,
             "tlsprof_abandoned_handshakes_total",
@@ -286,6 +321,35 @@ impl Metrics {
             "Intervals added into the counters, by whether their figures were estimated.",
         );
         e.finish()
+    }
+
+    fn render_resumption(&self, e: &mut Exposition) {
+        let read = "From the ClientHellos read on the sockets (--hello-capture), each standing for its share of \
+                    the handshakes (estimated as tlsprof_handshakes_total; exact when every one was read and the \
+                    probes were attached throughout).";
+        self.resumption_offered.render(
+            e,
+            "tlsprof_resumption_offered_total",
+            &format!("Handshakes whose client offered a session to resume, by what it offered. {read}"),
+        );
+        self.resumption_not_offered.render(
+            e,
+            "tlsprof_resumption_not_offered_total",
+            &format!("Handshakes whose client offered no session. {read}"),
+        );
+        self.resumption_accepted.render(
+            e,
+            "tlsprof_resumption_accepted_total",
+            &format!("Offered sessions that were resumed. {read}"),
+        );
+        self.resumption_refused.render(
+            e,
+            "tlsprof_resumption_refused_total",
+            &format!(
+                "Offered sessions that were not resumed (a full handshake instead), by the reason the wire \
+                 shows: ticket_key_unknown, ticket_unusable, session_not_cached, version_changed, unknown. {read}"
+            ),
+        );
     }
 
     /// The 95% interval of each process's handshakes, as two gauges.
@@ -370,6 +434,27 @@ mod tests {
                 (k.to_string(), v.parse().unwrap())
             })
             .collect()
+    }
+
+    #[test]
+    fn resumption_is_counted_by_offer_and_reason_over_intervals() {
+        let rec = crate::model::tests::recording_with_refusals();
+        let mut m = Metrics::default();
+        for _ in 0..2 {
+            m.add(&rec, &summarize(&rec));
+        }
+        let s = samples(&m.render());
+        let labels = r#"process="nginx",container="",role="server""#;
+        assert_eq!(
+            s[&format!("tlsprof_resumption_offered_total{{{labels},offer=\"psk\"}}")],
+            18.0
+        );
+        assert_eq!(s[&format!("tlsprof_resumption_not_offered_total{{{labels}}}")], 2.0);
+        assert_eq!(s[&format!("tlsprof_resumption_accepted_total{{{labels}}}")], 12.0);
+        assert_eq!(
+            s[&format!("tlsprof_resumption_refused_total{{{labels},reason=\"ticket_key_unknown\"}}")],
+            6.0
+        );
     }
 
     #[test]

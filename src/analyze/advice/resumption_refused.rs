@@ -84,7 +84,7 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
 #[cfg(test)]
 mod tests {
     use crate::analyze::analyze;
-    use crate::analyze::summary::resumption::tests::recording_with_refusals;
+    use crate::model::tests::recording_with_refusals;
 
     #[test]
     fn refused_tickets_get_the_fix_for_their_cause_with_the_measured_saving() {

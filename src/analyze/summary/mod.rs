@@ -13,7 +13,7 @@ use crate::model::{CallGraph, Flavor, Hits, Lost, Recording, Symbols, Target, Un
 
 mod call_tree;
 mod handshakes;
-pub(crate) mod resumption;
+mod resumption;
 mod stages;
 mod windows;
 

@@ -56,6 +56,9 @@ pub struct ResumptionSummary {
     /// Refusals over the whole recording: exact when every handshake's ClientHello was read and the probes
     /// were attached throughout, else estimated from the share refused among those read.
     pub refused_total: Estimate,
+    /// What each ClientHello read stands for over the whole recording (1 when every one was read): the
+    /// counts above times this are estimates over the recording.
+    pub scale: f64,
     /// CPU per full and per resumed handshake of this process and role (ms), both measured in this recording
     /// (of all processes in this role where this one made none of a kind).
     pub full_ms: Option<f64>,
@@ -176,7 +179,7 @@ fn summarize_one(
         })
         .collect();
     let refused: u64 = t.refusals.values().sum();
-    let refused_total = whole_recording(targets, pid, &t, refused);
+    let (refused_total, scale) = whole_recording(targets, pid, &t, refused);
     let full_ms = mean_ms(&t.full, role_full);
     let resumed_ms = mean_ms(&t.resumed, role_resumed);
     let cost_ms = match (full_ms, resumed_ms) {
@@ -198,6 +201,7 @@ fn summarize_one(
         refused,
         refused_by,
         refused_total,
+        scale,
         full_ms,
         resumed_ms,
         cost_tls_pct: cost_ms
@@ -245,8 +249,9 @@ fn reasons(refusals: &BTreeMap<Refusal, u64>, keys: &[TicketKey]) -> Vec<ReasonC
 }
 
 /// Refusals over the whole recording: their share among the ClientHellos read, of the process's handshakes
-/// in this role (exact when all of them were read and counted exactly).
-fn whole_recording(targets: &[TargetSummary], pid: Option<u32>, t: &Tally, refused: u64) -> Estimate {
+/// in this role (exact when all of them were read and counted exactly); and what one ClientHello read
+/// stands for.
+fn whole_recording(targets: &[TargetSummary], pid: Option<u32>, t: &Tally, refused: u64) -> (Estimate, f64) {
     let target = targets.iter().find(|ts| Some(ts.target.pid) == pid);
     let (total, total_ci) = match target.and_then(|ts| Some((ts.handshakes?, ts.handshakes_ci95?))) {
         Some((n, ci)) => (n as f64, ci.map(|c| c as f64)),
@@ -259,20 +264,32 @@ fn whole_recording(targets: &[TargetSummary], pid: Option<u32>, t: &Tally, refus
         .max(1);
     let role_part = (t.handshakes as f64 / observed as f64).min(1.0);
     if t.read == t.handshakes && total_ci[0] == total_ci[1] && total as u64 == observed {
-        return Estimate::exact(refused as f64);
+        return (Estimate::exact(refused as f64), 1.0);
     }
     let share = estimate::sampled_share(refused as f64, t.read as f64, 1.0);
-    Estimate {
+    let estimate = Estimate {
         value: share.value * role_part * total,
         ci95: [
             share.ci95[0] * role_part * total_ci[0],
             share.ci95[1] * role_part * total_ci[1],
         ],
         exact: false,
-    }
+    };
+    (estimate, role_part * total / t.read.max(1) as f64)
 }
 
 impl Reason {
+    /// Its name in the JSON report and in metrics' labels.
+    pub fn id(self) -> &'static str {
+        match self {
+            Reason::TicketKeyUnknown => "ticket_key_unknown",
+            Reason::TicketUnusable => "ticket_unusable",
+            Reason::SessionNotCached => "session_not_cached",
+            Reason::VersionChanged => "version_changed",
+            Reason::Unknown => "unknown",
+        }
+    }
+
     /// What it means, for reports.
     pub fn describe(self) -> &'static str {
         match self {
@@ -297,38 +314,10 @@ impl Reason {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::analyze::summarize;
-    use crate::model::tests::sample_recording;
-
-    /// The sample recording's server (OpenSSL, pid 10) with ClientHellos read: 6 tickets accepted under key
-    /// "aa", 3 refused under key "bb" that it never accepted, and 1 client that offered nothing; its 4 full
-    /// handshakes cost 1.29 ms each, its resumed ones 0.4 ms.
-    pub(crate) fn recording_with_refusals() -> Recording {
-        let mut rec = sample_recording();
-        let full = rec.handshakes[0].clone();
-        let group = |resumed: bool, offer: Offer, refusal: Option<Refusal>, n: usize, ns: u64| {
-            let mut g = full.clone();
-            g.kind.resumed = resumed;
-            g.kind.offer = Some(offer);
-            g.kind.refusal = refusal;
-            g.cpu = CpuHistogram::default();
-            (0..n).for_each(|_| g.cpu.add(ns));
-            g
-        };
-        rec.handshakes = vec![
-            group(true, Offer::Psk, None, 6, 400_000),
-            group(false, Offer::Psk, Some(Refusal::Ticket), 3, 1_300_000),
-            group(false, Offer::Nothing, None, 1, 1_260_000),
-        ];
-        let mut accepted = TicketKey::new(10, Some("aa".into()), 0.1);
-        (0..6).for_each(|i| accepted.add(true, 0.2 + f64::from(i)));
-        let mut refused = TicketKey::new(10, Some("bb".into()), 0.5);
-        (0..3).for_each(|i| refused.add(false, 0.6 + f64::from(i)));
-        rec.ticket_keys = vec![accepted, refused];
-        rec
-    }
+    use crate::model::tests::recording_with_refusals;
 
     #[test]
     fn offers_refusals_and_their_reasons_add_up_with_their_cost() {
@@ -351,6 +340,19 @@ pub(crate) mod tests {
         let cost = r.cost_ms.unwrap().value;
         assert!((cost - 3.0 * (1.29 - 0.4)).abs() < 0.01, "{cost}");
         assert_eq!(r.ticket_keys.len(), 2);
+    }
+
+    #[test]
+    fn reasons_are_named_alike_in_json_and_metrics() {
+        for r in [
+            Reason::TicketKeyUnknown,
+            Reason::TicketUnusable,
+            Reason::SessionNotCached,
+            Reason::VersionChanged,
+            Reason::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.id());
+        }
     }
 
     #[test]
