@@ -12,11 +12,42 @@ use super::styled::{self, Color, Line, Tone};
 use super::{flame, Group};
 use crate::analyze::{HandshakeSummary, Summary};
 use crate::catalogue::Stage;
-use crate::model::Recording;
+use crate::model::{Recording, Role};
+
+/// The servers' resumption in one recording, among the ClientHellos read.
+#[derive(Default)]
+struct Funnel {
+    read: u64,
+    offered: u64,
+    accepted: u64,
+    refused: u64,
+}
+
+impl Funnel {
+    fn of(s: &Summary) -> Funnel {
+        let mut f = Funnel::default();
+        for r in s.resumption.iter().filter(|r| r.role == Role::Server) {
+            f.read += r.read;
+            f.offered += r.offered();
+            f.accepted += r.accepted;
+            f.refused += r.refused;
+        }
+        f
+    }
+
+    fn offered_share(&self) -> f64 {
+        self.offered as f64 / self.read.max(1) as f64
+    }
+
+    fn refused_share(&self) -> f64 {
+        self.refused as f64 / self.offered.max(1) as f64
+    }
+}
 
 /// The figures of one recording that a comparison needs, normalized per handshake where it matters.
 struct Side<'a> {
     handshakes: &'a HandshakeSummary,
+    resumption: Funnel,
     tls_share: Option<f64>,
     /// Stage self CPU per handshake, in µs.
     stage_us_per_handshake: Vec<(Stage, f64)>,
@@ -35,6 +66,7 @@ impl Side<'_> {
                 .map(|st| (st.name, st.self_ns as f64 / 1e3 / per))
                 .collect(),
             handshakes: &s.handshakes,
+            resumption: Funnel::of(s),
         }
     }
 
@@ -86,6 +118,21 @@ pub fn text(before: &Summary, after: &Summary, color: Color) -> Result<String> {
         change_text(bm, am),
         change_text(bp, ap)
     )));
+    let (bf, af) = (&b.resumption, &a.resumption);
+    if bf.read > 0 || af.read > 0 {
+        out.push(Line::prose(format!(
+            "Resumption (servers, of the ClientHellos read): offered {:.1}% -> {:.1}%; refused {:.1}% -> {:.1}% of \
+             offers ({} -> {} of {} -> {})",
+            bf.offered_share() * 100.0,
+            af.offered_share() * 100.0,
+            bf.refused_share() * 100.0,
+            af.refused_share() * 100.0,
+            bf.refused,
+            af.refused,
+            bf.offered,
+            af.offered
+        )));
+    }
     if let (Some(bs), Some(as_)) = (b.tls_share, a.tls_share) {
         out.push(
             Line::prose("TLS share of process CPU: ")
@@ -130,6 +177,8 @@ pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
             "handshakes_per_s": s.handshakes.rate_per_s, "resumed_share": s.resumed_share(),
             "cpu_us_per_handshake": {"mean": s.handshakes.cpu.mean_ns() / 1e3, "p50": s.handshakes.cpu.quantile_ns(0.5) / 1e3},
             "tls_share": s.tls_share,
+            "resumption": {"client_hellos_read": s.resumption.read, "offered": s.resumption.offered,
+                           "accepted": s.resumption.accepted, "refused": s.resumption.refused},
         })
     };
     Ok(json!({
@@ -218,6 +267,27 @@ mod tests {
         // 4.42 ms of sign over 4 handshakes before; a tenth of it over 8 handshakes after.
         assert!((sign["before_us_per_handshake"].as_f64().unwrap() - 1105.0).abs() < 1e-6);
         assert!((sign["change"].as_f64().unwrap() + 0.95).abs() < 0.01, "{sign}");
+    }
+
+    #[test]
+    fn the_resumption_funnel_before_and_after() {
+        let refused = crate::model::tests::recording_with_refusals();
+        let mut fixed = refused.clone();
+        for g in &mut fixed.handshakes {
+            if g.kind.refusal.take().is_some() {
+                g.kind.resumed = true;
+            }
+        }
+        let (b, a) = (summarize(&refused), summarize(&fixed));
+        let t = text(&b, &a, Color::Off).unwrap();
+        let flowed = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flowed.contains("refused 33.3% -> 0.0% of offers (3 -> 0 of 9 -> 9)"), "{t}");
+        let j = json(&b, &a).unwrap();
+        assert_eq!(j["before"]["resumption"]["refused"], 3);
+        assert_eq!(j["after"]["resumption"]["accepted"], 9);
+        // Recordings without ClientHellos read say nothing of it.
+        let t = text(&summarize(&sample_recording()), &summarize(&after()), Color::Off).unwrap();
+        assert!(!t.contains("Resumption"), "{t}");
     }
 
     #[test]
