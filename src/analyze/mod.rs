@@ -5,6 +5,7 @@
 pub mod advice;
 pub mod causes;
 mod estimate;
+pub mod groups;
 mod summary;
 
 use crate::model::Recording;

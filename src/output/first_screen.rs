@@ -3,9 +3,9 @@
 //! how far the figures can be trusted, in a few lines no wider than a terminal. The sections after it say
 //! the rest.
 
-use crate::analyze::{Analysis, KindSummary, Summary, TargetSummary};
+use crate::analyze::groups::{self, GroupFigures};
+use crate::analyze::{Analysis, Summary};
 use crate::model::untrusted::Printable;
-use crate::model::{Outcome, Role};
 
 /// Columns a first-screen line may take.
 pub const WIDTH: usize = 100;
@@ -17,19 +17,9 @@ const UNNAMED_WORTH_A_LINE: f64 = 0.2;
 /// The first screen's lines, none wider than `WIDTH` columns.
 pub fn lines(analysis: &Analysis) -> Vec<String> {
     let s = &analysis.summary;
-    let groups = target_groups(s);
-    let names: Vec<String> = groups.iter().map(TargetGroup::name).collect();
+    let names: Vec<String> = groups::by_name(s).into_iter().map(|g| g.name).collect();
     let mut out = vec![format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s)];
-    if attributed(s) {
-        out.extend(groups.iter().map(|g| g.line(s)));
-    } else {
-        // Handshakes not told apart by process (an older recording): all targets as one.
-        let all = TargetGroup {
-            name: "all targets".into(),
-            members: s.targets.iter().collect(),
-        };
-        out.push(all.line(s));
-    }
+    out.extend(groups::rows(s).iter().map(group_line));
     out.extend(stages_line(s));
     out.push(advice_line(analysis));
     out.push(confidence_line(s));
@@ -47,121 +37,30 @@ fn fit(line: &str) -> String {
     cut
 }
 
-/// Targets of one name (an nginx master and its workers), with their figures summed.
-struct TargetGroup<'a> {
-    name: String,
-    members: Vec<&'a TargetSummary>,
-}
-
-/// The recording tells each process's handshakes apart.
-fn attributed(s: &Summary) -> bool {
-    s.targets.iter().all(|t| t.handshakes.is_some()) && s.handshakes.kinds.iter().all(|k| k.pid.is_some())
-}
-
-fn target_groups(s: &Summary) -> Vec<TargetGroup<'_>> {
-    let mut groups: Vec<TargetGroup> = Vec::new();
-    for t in &s.targets {
-        let name = match &t.target.container {
-            Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
-            None => Printable(&t.target.comm).to_string(),
-        };
-        match groups.iter_mut().find(|g| g.name == name) {
-            Some(g) => g.members.push(t),
-            None => groups.push(TargetGroup { name, members: vec![t] }),
-        }
+/// A group of targets: its TLS share of its CPU, handshakes per second with the resumed share, and CPU per
+/// full and resumed handshake (as the probes saw them).
+fn group_line(g: &GroupFigures) -> String {
+    let mut parts = Vec::new();
+    if let Some(share) = g.tls_share {
+        parts.push(format!("TLS {:.0}% of CPU", 100.0 * share));
     }
-    groups
-}
-
-impl TargetGroup<'_> {
-    /// "nginx ×2"
-    fn name(&self) -> String {
-        match self.members.len() {
-            1 => self.name.clone(),
-            n => format!("{} ×{n}", self.name),
+    if let Some(rate) = g.rate_per_s {
+        let mut text = format!("{rate:.1} handshakes/s");
+        if let Some(resumed) = g.resumed_share() {
+            text.push_str(&format!(", {:.0}% resumed", 100.0 * resumed));
         }
+        parts.push(text);
     }
-
-    /// The line's label: the whole recording's stands for every target.
-    fn label(&self, s: &Summary) -> String {
-        if self.members.len() == s.targets.len() && s.targets.len() > 1 {
-            self.name.clone()
-        } else {
-            self.name()
-        }
+    match (g.full_ms, g.resumed_ms) {
+        (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
+        (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
+        (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
+        (None, None) => {}
     }
-
-    /// Its TLS share of its CPU, handshakes per second with the resumed share, and CPU per full and
-    /// resumed handshake (as the probes saw them).
-    fn line(&self, s: &Summary) -> String {
-        let name = self.label(s);
-        // The whole recording's figures where the group is all of it.
-        let whole = self.members.len() == s.targets.len();
-        let cpu_ms: f64 = self.members.iter().map(|t| t.target.process_cpu_ms).sum();
-        let mut parts = Vec::new();
-        // A recording of one target has the summary's own figures; several are told apart by pid.
-        // The whole recording's share is the one measured in the probe windows (the report's TLS CPU
-        // line); a group's, its estimated TLS CPU over its CPU (the Processes section's figures).
-        let tls_share = if whole {
-            s.tls_share
-        } else {
-            let tls_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
-            tls_ms.filter(|_| cpu_ms > 0.0).map(|ms| ms / cpu_ms)
-        };
-        if let Some(share) = tls_share {
-            parts.push(format!("TLS {:.0}% of CPU", 100.0 * share));
-        }
-        let handshakes = if whole {
-            Some(s.handshakes.total)
-        } else {
-            self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>()
-        };
-        let pids: Vec<Option<u32>> = if whole {
-            s.handshakes.kinds.iter().map(|k| k.pid).collect()
-        } else {
-            self.members.iter().map(|t| Some(t.target.pid)).collect()
-        };
-        let seen: Vec<&KindSummary> = s
-            .handshakes
-            .kinds
-            .iter()
-            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial && pids.contains(&k.pid))
-            .collect();
-        let count = |resumed: bool| {
-            seen.iter()
-                .filter(|k| k.resumed == resumed)
-                .map(|k| k.count)
-                .sum::<u64>()
-        };
-        let (full, resumed) = (count(false), count(true));
-        if let Some(n) = handshakes.filter(|_| s.duration_s > 0.0) {
-            let mut rate = format!("{:.1} handshakes/s", n as f64 / s.duration_s);
-            if full + resumed > 0 {
-                rate.push_str(&format!(
-                    ", {:.0}% resumed",
-                    100.0 * resumed as f64 / (full + resumed) as f64
-                ));
-            }
-            parts.push(rate);
-        }
-        let mean_ms = |resumed: bool| {
-            let kinds = seen.iter().filter(|k| k.resumed == resumed);
-            let (n, sum) = kinds.fold((0, 0.0), |(n, sum), k| {
-                (n + k.count, sum + k.count as f64 * k.cpu_ms.mean)
-            });
-            (n > 0).then(|| sum / n as f64)
-        };
-        match (mean_ms(false), mean_ms(true)) {
-            (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
-            (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
-            (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
-            (None, None) => {}
-        }
-        if parts.is_empty() {
-            parts.push("no handshakes seen".into());
-        }
-        format!("  {name}: {}", parts.join(" · "))
+    if parts.is_empty() {
+        parts.push("no handshakes seen".into());
     }
+    format!("  {}: {}", g.label, parts.join(" · "))
 }
 
 /// Where the TLS CPU goes: the probed stages by their share of it, largest first, the handshake's own

@@ -105,6 +105,9 @@ pub struct TargetSummary {
     pub observed_handshakes: Option<u64>,
     pub tls_cpu_ms: Option<f64>,
     pub tls_cpu_ms_ci95: Option<[f64; 2]>,
+    /// Its probed stages' self CPU over the recording, in ms (estimated as the recording's stages are).
+    #[serde(skip)]
+    pub stage_self_ms: Vec<(Stage, f64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -204,14 +207,16 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
     rec.targets
         .iter()
         .map(|t| {
-            let one;
-            let core = if rec.targets.len() == 1 {
-                whole
+            let (own, one);
+            let (part, core) = if rec.targets.len() == 1 {
+                (rec, whole)
             } else {
-                one = Core::of(&rec.of_processes(&[t.pid]));
-                &one
+                own = rec.of_processes(&[t.pid]);
+                one = Core::of(&own);
+                (&own, &one)
             };
             let hs = &core.totals;
+            let stages = probed_stages(part, &core.windows, hs.total_estimate.relative_error());
             TargetSummary {
                 target: t.clone(),
                 handshakes: attributed.then_some(hs.total),
@@ -219,6 +224,7 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
                 observed_handshakes: attributed.then_some(hs.observed.total),
                 tls_cpu_ms: attributed.then_some(core.tls.value / 1e6),
                 tls_cpu_ms_ci95: attributed.then_some(core.tls.scaled(1e-6).ci95),
+                stage_self_ms: stages.iter().map(|st| (st.name, st.self_cpu_ms)).collect(),
             }
         })
         .collect()
