@@ -14,7 +14,7 @@ pub use estimate::Estimate;
 pub use summary::{
     sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
     LibrarySummary, ObservedStage, ProbingSummary, RecordLayerShares, RowKind, StackSummary, StageSummary, Summary,
-    TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowSpan,
+    TargetSummary, TrapsMeasured, UnnamedFileSummary, WindowPoint, WindowSpan,
 };
 
 /// A recording's summary and the advice drawn from it: what the reports render.

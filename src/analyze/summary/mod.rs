@@ -23,7 +23,7 @@ pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
 use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
 pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
-pub use windows::{ProbingSummary, WindowSpan};
+pub use windows::{ProbingSummary, WindowPoint, WindowSpan};
 
 #[derive(Clone, Debug)]
 pub struct Summary {
