@@ -14,10 +14,11 @@ use crate::analyze::{HandshakeSummary, Summary};
 use crate::catalogue::Stage;
 use crate::model::Recording;
 
-/// The figures of one recording that a comparison needs, normalized per handshake where it matters.
-struct Side<'a> {
-    handshakes: &'a HandshakeSummary,
-    tls_share: Option<f64>,
+/// The figures of one recording that a comparison needs, normalized per handshake where it matters: what
+/// the text, JSON and HTML diffs render.
+pub struct Side<'a> {
+    pub handshakes: &'a HandshakeSummary,
+    pub tls_share: Option<f64>,
     /// Stage self CPU per handshake, in µs.
     stage_us_per_handshake: Vec<(Stage, f64)>,
 }
@@ -38,20 +39,36 @@ impl Side<'_> {
         }
     }
 
-    fn stage(&self, stage: Stage) -> f64 {
+    /// Self CPU per handshake in `stage`, in µs.
+    pub fn stage(&self, stage: Stage) -> f64 {
         self.stage_us_per_handshake
             .iter()
             .find(|(s, _)| *s == stage)
             .map_or(0.0, |(_, v)| *v)
     }
 
-    fn resumed_share(&self) -> f64 {
+    /// The resumed share of the handshakes seen.
+    pub fn resumed_share(&self) -> f64 {
         self.handshakes.observed.resumed as f64 / self.handshakes.observed.total.max(1) as f64
+    }
+
+    /// The stages either recording spent CPU in, in the catalogue's order.
+    pub fn stages_compared(&self, other: &Side) -> Vec<Stage> {
+        Stage::ALL
+            .into_iter()
+            .filter(|&s| self.stage(s) > 0.0 || other.stage(s) > 0.0)
+            .collect()
     }
 }
 
+/// Both recordings' sides, when each has handshakes to compare per handshake.
+pub fn sides<'a>(before: &'a Summary, after: &'a Summary) -> Result<(Side<'a>, Side<'a>)> {
+    check_comparable(before, after)?;
+    Ok((Side::of(before), Side::of(after)))
+}
+
 /// Relative change, or None when there is nothing to compare against.
-fn change(before: f64, after: f64) -> Option<f64> {
+pub fn change(before: f64, after: f64) -> Option<f64> {
     (before > 0.0).then(|| after / before - 1.0)
 }
 
@@ -67,8 +84,7 @@ fn check_comparable(before: &Summary, after: &Summary) -> Result<()> {
 }
 
 pub fn text(before: &Summary, after: &Summary) -> Result<String> {
-    check_comparable(before, after)?;
-    let (b, a) = (Side::of(before), Side::of(after));
+    let (b, a) = sides(before, after)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -98,11 +114,8 @@ pub fn text(before: &Summary, after: &Summary) -> Result<String> {
         );
     }
     let _ = writeln!(out, "\n{:<14}{:>22}{:>12}", "stage", "µs per handshake", "change");
-    for stage in Stage::ALL {
+    for stage in b.stages_compared(&a) {
         let (x, y) = (b.stage(stage), a.stage(stage));
-        if x == 0.0 && y == 0.0 {
-            continue;
-        }
         let _ = writeln!(
             out,
             "{:<14}{:>10.1} -> {:>8.1}{:>12}",
@@ -116,12 +129,11 @@ pub fn text(before: &Summary, after: &Summary) -> Result<String> {
 }
 
 pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
-    check_comparable(before, after)?;
-    let (b, a) = (Side::of(before), Side::of(after));
-    let stages: Vec<Value> = Stage::ALL
-        .iter()
-        .filter(|s| b.stage(**s) > 0.0 || a.stage(**s) > 0.0)
-        .map(|&s| {
+    let (b, a) = sides(before, after)?;
+    let stages: Vec<Value> = b
+        .stages_compared(&a)
+        .into_iter()
+        .map(|s| {
             json!({"name": s, "before_us_per_handshake": b.stage(s), "after_us_per_handshake": a.stage(s),
                    "change": change(b.stage(s), a.stage(s))})
         })
