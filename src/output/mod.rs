@@ -5,6 +5,7 @@ pub mod diff;
 pub mod first_screen;
 pub mod flame;
 pub mod json;
+pub mod mix;
 pub mod pprof;
 pub mod prometheus;
 pub mod text;
