@@ -23,6 +23,7 @@ pub struct GroupFigures {
     pub tls_share: Option<f64>,
     pub tls_share_ci95: Option<[f64; 2]>,
     pub handshakes: Option<u64>,
+    pub handshakes_ci95: Option<[f64; 2]>,
     pub rate_per_s: Option<f64>,
     pub rate_ci95: Option<[f64; 2]>,
     /// Completed full and resumed handshakes the probes saw.
@@ -110,7 +111,14 @@ impl TargetGroup<'_> {
             name.clone()
         };
         let (tls_share, tls_share_ci95) = self.tls_share(s, whole);
-        let (handshakes, rate_per_s, rate_ci95) = self.rate(s, whole);
+        let (handshakes, handshakes_ci95) = self.handshakes(s, whole);
+        let per_s = |v: f64| (s.duration_s > 0.0).then(|| v / s.duration_s);
+        let rate_per_s = handshakes.and_then(|n| per_s(n as f64));
+        // The whole recording's rate is the summary's; a group's, its handshakes' interval per second.
+        let rate_ci95 = match whole {
+            true => per_s(1.0).map(|_| s.handshakes.rate_ci95),
+            false => handshakes_ci95.and_then(|[lo, hi]| Some([per_s(lo)?, per_s(hi)?])),
+        };
         let seen = self.seen(s, whole);
         let (full_seen, full_ms) = mean_ms(&seen, false);
         let (resumed_seen, resumed_ms) = mean_ms(&seen, true);
@@ -121,6 +129,7 @@ impl TargetGroup<'_> {
             tls_share,
             tls_share_ci95,
             handshakes,
+            handshakes_ci95,
             rate_per_s,
             rate_ci95,
             full_seen,
@@ -149,30 +158,19 @@ impl TargetGroup<'_> {
         )
     }
 
-    /// Handshakes completed over the recording, and per second.
-    fn rate(&self, s: &Summary, whole: bool) -> (Option<u64>, Option<f64>, Option<[f64; 2]>) {
-        let (handshakes, ci) = if whole {
+    /// Handshakes completed over the recording, with their interval.
+    fn handshakes(&self, s: &Summary, whole: bool) -> (Option<u64>, Option<[f64; 2]>) {
+        if whole {
             let [lo, hi] = s.handshakes.total_ci95;
-            (Some(s.handshakes.total), Some([lo as f64, hi as f64]))
-        } else {
-            let n = self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>();
-            let ci = joint_ci95(
-                self.members
-                    .iter()
-                    .map(|t| t.handshakes_ci95.map(|c| c.map(|v| v as f64))),
-            );
-            (n, ci)
-        };
-        if s.duration_s <= 0.0 {
-            return (handshakes, None, None);
+            return (Some(s.handshakes.total), Some([lo as f64, hi as f64]));
         }
-        let per_s = |v: f64| v / s.duration_s;
-        let rate_ci = if whole {
-            Some(s.handshakes.rate_ci95)
-        } else {
-            ci.map(|c| c.map(per_s))
-        };
-        (handshakes, handshakes.map(|n| per_s(n as f64)), rate_ci)
+        let n = self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>();
+        let ci = joint_ci95(
+            self.members
+                .iter()
+                .map(|t| t.handshakes_ci95.map(|c| c.map(|v| v as f64))),
+        );
+        (n, ci)
     }
 
     /// The kinds of completed handshake its processes made.

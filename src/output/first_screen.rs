@@ -79,7 +79,7 @@ fn stages_line(s: &Summary) -> Option<String> {
         .iter()
         .take(STAGES_SHOWN)
         .map(|st| {
-            let share = 100.0 * st.self_cpu_ms / s.tls_cpu_ms;
+            let share = 100.0 * s.share_of_tls(st.self_cpu_ms).unwrap_or(0.0);
             let cause = st
                 .causes
                 .iter()
@@ -138,14 +138,9 @@ fn confidence_line(s: &Summary) -> String {
     } else {
         "exact: probes attached throughout".into()
     };
-    let cost = if s.process_cpu_ms > 0.0 {
-        format!(
-            "; probes cost {:.2}% of CPU",
-            100.0 * s.probe_overhead_ms / s.process_cpu_ms
-        )
-    } else {
-        String::new()
-    };
+    let cost = s.probe_cost_share().map_or(String::new(), |share| {
+        format!("; probes cost {:.2}% of CPU", 100.0 * share)
+    });
     let lost = if s.lost.undercounts() {
         "; events lost: counts undercount"
     } else {

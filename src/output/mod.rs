@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod first_screen;
 pub mod flame;
+pub mod html;
 pub mod json;
 pub mod mix;
 pub mod pprof;
@@ -44,9 +45,11 @@ mod tests {
             prop_assert!(!line.chars().any(breaks_text), "{line}");
         }
         let _ = super::flame::svg(rec, super::Group::Stage, std::io::sink());
+        let _ = super::html::report(rec, &analysis, &mut std::io::sink());
         let _ = super::diff::text(summary, summary);
         let _ = super::diff::json(summary, summary);
         let _ = super::diff::svg(rec, rec, std::io::sink());
+        let _ = super::html::diff((rec, summary), (rec, summary), &mut std::io::sink());
         Ok(())
     }
 

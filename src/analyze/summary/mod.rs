@@ -77,6 +77,18 @@ pub struct Summary {
     pub call_tree: CallTree,
 }
 
+impl Summary {
+    /// What the probes cost, as a share of the targets' CPU over the recording.
+    pub fn probe_cost_share(&self) -> Option<f64> {
+        (self.process_cpu_ms > 0.0).then(|| self.probe_overhead_ms / self.process_cpu_ms)
+    }
+
+    /// `ms` of CPU as a share of the TLS CPU over the recording.
+    pub fn share_of_tls(&self, ms: f64) -> Option<f64> {
+        (self.tls_cpu_ms > 0.0).then(|| ms / self.tls_cpu_ms)
+    }
+}
+
 /// The trap sampler's samples in the probes' traps (the kernel's uprobe code), of all it took of the
 /// targets, and the CPU they stand for: the cost of the `hits` made while it ran, measured in the targets
 /// (estimated, with its 95% interval), beside their calibrated cost.
