@@ -19,8 +19,8 @@ fn comparison(out: &mut String, b: &Side, a: &Side) -> fmt::Result {
     let row = |name: &str, x: f64, y: f64, digits: usize, unit: &'static str, key: &str| {
         vec![
             Esc(name).to_string(),
-            fig(x, digits, unit).key(format!("before.{key}")).to_string(),
-            fig(y, digits, unit).key(format!("after.{key}")).to_string(),
+            fig(x, digits, unit).key(format!("diff.before.{key}")).to_string(),
+            fig(y, digits, unit).key(format!("diff.after.{key}")).to_string(),
             change_cell(x, y),
         ]
     };
@@ -91,11 +91,11 @@ fn stage_deltas(out: &mut String, b: &Side, a: &Side) -> fmt::Result {
                 stage.name().to_string(),
                 fig(x, 1, "µs")
                     .said("per handshake seen")
-                    .key(format!("before.stage.{}", stage.name()))
+                    .key(format!("diff.before.stage.{}", stage.name()))
                     .to_string(),
                 fig(y, 1, "µs")
                     .said("per handshake seen")
-                    .key(format!("after.stage.{}", stage.name()))
+                    .key(format!("diff.after.stage.{}", stage.name()))
                     .to_string(),
                 change_cell(x, y),
             ]
