@@ -117,8 +117,7 @@ pub fn body(before: &Summary, after: &Summary, sides: (Side, Side), flame_graph:
     comparison(&mut out, &b, &a)?;
     stage_deltas(&mut out, &b, &a)?;
     for (when, s, prefix) in [("Before", before, "before."), ("After", after, "after.")] {
-        writeln!(out, "<h2>{when}</h2>")?;
-        report::header(&mut out, "recorded", s)?;
+        report::header(&mut out, "h2", when, s)?;
         report::targets(&mut out, s, prefix)?;
     }
     writeln!(

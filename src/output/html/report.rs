@@ -11,12 +11,12 @@ use crate::analyze::{Analysis, Summary};
 use crate::model::untrusted::Printable;
 use crate::output::mix;
 
-/// The page's title and its lede: who was recorded, for how long, and how far the figures go.
-pub fn header(out: &mut String, what: &str, s: &Summary) -> fmt::Result {
+/// A heading (`tag`: h1, h2) and a lede: who was recorded, for how long, and how far the figures go.
+pub fn header(out: &mut String, tag: &str, what: &str, s: &Summary) -> fmt::Result {
     let names: Vec<String> = groups::by_name(s).into_iter().map(|g| g.name).collect();
     writeln!(
         out,
-        "<h1>{}: {} for {:.1} s</h1>",
+        "<{tag}>{}: {} for {:.1} s</{tag}>",
         Esc(what),
         Esc(&names.join(", ")),
         s.duration_s
@@ -412,7 +412,7 @@ fn advice(out: &mut String, analysis: &Analysis) -> fmt::Result {
 pub fn body(analysis: &Analysis, flame_graph: &str) -> Result<String, fmt::Error> {
     let s = &analysis.summary;
     let mut out = String::new();
-    header(&mut out, "tlsprof report", s)?;
+    header(&mut out, "h1", "tlsprof report", s)?;
     out.push_str("<h2>Targets</h2>\n");
     targets(&mut out, s, "")?;
     advice(&mut out, analysis)?;
