@@ -8,7 +8,7 @@ use super::charts::{self, Band, Bar, Series};
 use super::page::{fig, table, Esc};
 use crate::analyze::groups::{self, GroupFigures};
 use crate::analyze::{Analysis, Summary};
-use crate::model::untrusted::Printable;
+use crate::model::untrusted::{printable, Printable};
 use crate::output::mix;
 
 /// A heading (`tag`: h1, h2) and a lede: who was recorded, for how long, and how far the figures go.
@@ -52,7 +52,7 @@ pub fn targets(out: &mut String, s: &Summary, prefix: &str) -> fmt::Result {
     let tls_share = match s.tls_share {
         Some(share) => fig(share, 1, "")
             .percent()
-            .said("TLS CPU over the targets' CPU while probed (exact)")
+            .said("measured: the TLS CPU the probe windows saw over the targets' CPU then")
             .key(format!("{prefix}tls_share"))
             .to_string(),
         None => "–".into(),
@@ -106,7 +106,7 @@ pub fn targets(out: &mut String, s: &Summary, prefix: &str) -> fmt::Result {
 fn group_row(g: &GroupFigures, key: &str) -> Vec<String> {
     let or_dash = |f: Option<String>| f.unwrap_or_else(|| "–".into());
     let share_said = if g.whole {
-        "TLS CPU over the targets' CPU while probed (exact)"
+        "measured: the TLS CPU the probe windows saw over the targets' CPU then"
     } else {
         "estimated; no joint interval for several estimated processes"
     };
@@ -393,6 +393,7 @@ fn advice(out: &mut String, analysis: &Analysis) -> fmt::Result {
     if analysis.advice.is_empty() {
         return writeln!(out, "<p class=\"note\">Nothing this recording shows a saving for.</p>");
     }
+    // Advice quotes names from the targets: escaped for the page, and shown without control characters.
     for a in &analysis.advice {
         writeln!(
             out,
@@ -400,9 +401,9 @@ fn advice(out: &mut String, analysis: &Analysis) -> fmt::Result {
              <p><b>Evidence:</b> {}</p><p class=\"saving\">Saving: {}</p></div>",
             Esc(a.title),
             Esc(a.id),
-            Esc(&a.change),
-            Esc(&a.evidence),
-            Esc(&a.estimated_saving)
+            Esc(&printable(&a.change)),
+            Esc(&printable(&a.evidence)),
+            Esc(&printable(&a.estimated_saving))
         )?;
     }
     Ok(())
