@@ -80,10 +80,7 @@ fn stages_line(s: &Summary) -> Option<String> {
         .take(STAGES_SHOWN)
         .map(|st| {
             let share = 100.0 * s.share_of_tls(st.self_cpu_ms).unwrap_or(0.0);
-            let cause = st
-                .causes
-                .iter()
-                .find(|c| !matches!(c.name.name(), "other" | "unattributed"));
+            let cause = st.largest_named_cause();
             match cause {
                 Some(c) if st.name.name() == "handshake" && share * c.share >= 5.0 => format!(
                     "{} {share:.0}% (of which {} {:.0}%)",

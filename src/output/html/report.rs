@@ -7,7 +7,7 @@ use std::fmt::{self, Write};
 use super::charts::{self, Band, Bar, Series};
 use super::page::{fig, table, Esc};
 use crate::analyze::groups::{self, GroupFigures};
-use crate::analyze::{Analysis, Summary};
+use crate::analyze::{Analysis, StageSummary, Summary};
 use crate::model::untrusted::{printable, Printable};
 use crate::output::mix;
 
@@ -154,7 +154,7 @@ fn group_row(g: &GroupFigures, key: &str) -> Vec<String> {
     ]
 }
 
-/// Each stage's self CPU as a bar with its interval, and the table of their figures.
+/// Each stage's self CPU as a bar with its interval, and the table of their figures, largest first.
 fn stages(out: &mut String, s: &Summary) -> fmt::Result {
     out.push_str("<h2>Where the TLS CPU goes</h2>\n");
     if s.stages.is_empty() {
@@ -163,68 +163,16 @@ fn stages(out: &mut String, s: &Summary) -> fmt::Result {
             "<p class=\"note\">No stage ran while the probes were attached.</p>"
         );
     }
-    let mut ranked: Vec<_> = s.stages.iter().collect();
+    let mut ranked: Vec<&StageSummary> = s.stages.iter().collect();
     ranked.sort_by(|a, b| b.self_cpu_ms.total_cmp(&a.self_cpu_ms));
-    let bars: Vec<Bar> = ranked
-        .iter()
-        .enumerate()
-        .map(|(i, st)| {
-            let f = fig(st.self_cpu_ms, 1, "ms").ci(st.self_cpu_ms_ci95);
-            let share = s.share_of_tls(st.self_cpu_ms).filter(|_| !st.sampled);
-            Bar {
-                label: format!("{}{}", st.name.name(), if st.sampled { " (sampled)" } else { "" }),
-                value: st.self_cpu_ms,
-                ci: Some(st.self_cpu_ms_ci95),
-                text: match share {
-                    Some(sh) => format!("{} · {:.0}%", f.plain(), 100.0 * sh),
-                    None => f.plain(),
-                },
-                colour: charts::colour(i),
-            }
-        })
-        .collect();
+    let bars: Vec<Bar> = ranked.iter().enumerate().map(|(i, st)| stage_bar(s, st, i)).collect();
     charts::bars(out, "self CPU per stage", &bars)?;
     writeln!(
         out,
         "<p class=\"note\">Self CPU over the recording; ≈: estimated, 95% interval in brackets and as \
          whiskers; %: share of the TLS CPU.</p>"
     )?;
-    let rows: Vec<Vec<String>> = ranked
-        .iter()
-        .map(|st| {
-            let cause = st
-                .causes
-                .iter()
-                .find(|c| !matches!(c.name.name(), "other" | "unattributed"))
-                .map_or("–".into(), |c| {
-                    format!(
-                        "{} {}",
-                        c.name.name(),
-                        fig(c.share, 0, "").said("of the stage's CPU samples").percent()
-                    )
-                });
-            vec![
-                format!(
-                    "{}{}",
-                    st.name.name(),
-                    if st.sampled { " (from CPU samples)" } else { "" }
-                ),
-                fig(st.self_cpu_ms, 1, "ms")
-                    .ci(st.self_cpu_ms_ci95)
-                    .key(format!("stage.{}.self_cpu_ms", st.name.name()))
-                    .to_string(),
-                s.share_of_tls(st.self_cpu_ms)
-                    .filter(|_| !st.sampled)
-                    .map_or("–".into(), |sh| {
-                        fig(sh, 1, "").said("of the TLS CPU (estimated)").percent().to_string()
-                    }),
-                st.calls.map_or("–".into(), |n| n.to_string()),
-                st.cpu_us_per_call
-                    .map_or("–".into(), |us| fig(us, 1, "µs").said("as seen").to_string()),
-                cause,
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = ranked.iter().map(|st| stage_row(s, st)).collect();
     table(
         out,
         &[
@@ -243,6 +191,53 @@ fn stages(out: &mut String, s: &Summary) -> fmt::Result {
          (the record layer without --all-probes) are the targets' CPU times their share of the CPU samples, not \
          part of the TLS CPU above.</p>"
     )
+}
+
+/// A probed stage's share of the TLS CPU (a sampled one is not part of it).
+fn tls_share_of(s: &Summary, st: &StageSummary) -> Option<f64> {
+    s.share_of_tls(st.self_cpu_ms).filter(|_| !st.sampled)
+}
+
+fn stage_bar(s: &Summary, st: &StageSummary, i: usize) -> Bar {
+    let f = fig(st.self_cpu_ms, 1, "ms").ci(st.self_cpu_ms_ci95);
+    Bar {
+        label: format!("{}{}", st.name.name(), if st.sampled { " (sampled)" } else { "" }),
+        value: st.self_cpu_ms,
+        ci: Some(st.self_cpu_ms_ci95),
+        text: match tls_share_of(s, st) {
+            Some(share) => format!("{} · {:.0}%", f.plain(), 100.0 * share),
+            None => f.plain(),
+        },
+        colour: charts::colour(i),
+    }
+}
+
+fn stage_row(s: &Summary, st: &StageSummary) -> Vec<String> {
+    let cause = st.largest_named_cause().map_or("–".into(), |c| {
+        let share = fig(c.share, 0, "").said("of the stage's CPU samples").percent();
+        format!("{} {share}", c.name.name())
+    });
+    vec![
+        format!(
+            "{}{}",
+            st.name.name(),
+            if st.sampled { " (from CPU samples)" } else { "" }
+        ),
+        fig(st.self_cpu_ms, 1, "ms")
+            .ci(st.self_cpu_ms_ci95)
+            .key(format!("stage.{}.self_cpu_ms", st.name.name()))
+            .to_string(),
+        tls_share_of(s, st).map_or("–".into(), |share| {
+            fig(share, 1, "")
+                .said("of the TLS CPU (estimated)")
+                .percent()
+                .to_string()
+        }),
+        st.calls.map_or("–".into(), |n| n.to_string()),
+        st.cpu_us_per_call
+            .map_or("–".into(), |us| fig(us, 1, "µs").said("as seen").to_string()),
+        cause,
+    ]
 }
 
 /// Full against resumed CPU per handshake, per target group.
