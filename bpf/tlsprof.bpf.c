@@ -972,8 +972,7 @@ static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, _
 	if (type == 1) {
 		if (len > total)
 			len = total;
-		if (stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0) && reading &&
-		    len < total) {
+		if (stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0) && reading && len < total) {
 			ts->client_hello_fd = fd;
 			ts->client_hello_left = total - len;
 		}

@@ -16,7 +16,7 @@ use tlsprof::analyze::{advice, analyze, summarize};
 use tlsprof::model::untrusted::printable;
 use tlsprof::model::{file, CallGraph, Recording};
 use tlsprof::output::styled::Color;
-use tlsprof::output::{diff, flame, json, pprof, text, Group};
+use tlsprof::output::{diff, flame, html, json, pprof, text, Group};
 use tlsprof::record::targets::{self, Process};
 use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 use tlsprof::serve;
@@ -97,23 +97,34 @@ enum Command {
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// One self-contained HTML page (charts and the interactive flame graph inline, nothing fetched),
+        /// written to --output or, without it, to standard output.
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
+        /// Where to write the HTML page.
+        #[arg(long, short, value_name = "FILE", requires = "html")]
+        output: Option<PathBuf>,
         /// How the call tree groups what runs inside each stage function.
         #[arg(long, value_enum, default_value = "stage")]
         group: GroupArg,
         /// Only the first screen: how much CPU is TLS, where it goes, what to do first, how far to trust it.
-        #[arg(long, conflicts_with = "json")]
+        #[arg(long, conflicts_with_all = ["json", "html"])]
         brief: bool,
     },
     /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
     Diff {
         before: PathBuf,
         after: PathBuf,
-        /// Also write a differential flame graph (SVG) here.
+        /// Also write a differential flame graph (SVG) here; with --html, the HTML page instead.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// One self-contained HTML page (tables, stage chart and the differential flame graph inline),
+        /// written to --output or, without it, to standard output.
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
     },
     /// Draw a flame graph (SVG) of a recording, or print its folded stacks.
     Flamegraph {
@@ -317,11 +328,16 @@ fn run(cli: Cli) -> Result<()> {
         Command::Report {
             file,
             json: as_json,
+            html: as_html,
+            output,
             group,
             brief,
         } => {
-            let analysis = analyze(&Recording::load(&file)?);
-            if as_json {
+            let rec = Recording::load(&file)?;
+            let analysis = analyze(&rec);
+            if as_html {
+                emit(output.as_deref(), |out| html::report(&rec, &analysis, out))?;
+            } else if as_json {
                 println!("{}", json::to_string_pretty(&json::json(&analysis)));
             } else {
                 print_text(&analysis, brief, group.into(), color);
@@ -333,9 +349,13 @@ fn run(cli: Cli) -> Result<()> {
             after,
             output,
             json,
+            html: as_html,
         } => {
             let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
             let (bs, as_) = (summarize(&b), summarize(&a));
+            if as_html {
+                return emit(output.as_deref(), |out| html::diff((&b, &bs), (&a, &as_), out));
+            }
             if json {
                 println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
             } else {

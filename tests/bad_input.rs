@@ -111,6 +111,40 @@ fn unreadable_and_corrupt_recordings() {
     one_line_error(&run(tlsprof().arg("report").arg(&future)), "has recording format 999");
 }
 
+/// The HTML report and diff: a damaged recording or a page that cannot be written is one line.
+#[test]
+fn html_from_a_damaged_recording_or_to_an_unwritable_place() {
+    let scratch = Scratch::new("bad-html");
+    let golden = repo().join("tests/golden/before.tlsprof");
+    let damaged = scratch.path("damaged");
+    let bytes = std::fs::read(&golden).unwrap();
+    std::fs::write(&damaged, &bytes[..bytes.len() / 2]).unwrap();
+    let page = scratch.path("page.html");
+    one_line_error(
+        &run(tlsprof().arg("report").arg(&damaged).args(["--html", "-o"]).arg(&page)),
+        "is not a tlsprof recording or is damaged",
+    );
+    one_line_error(
+        &run(tlsprof()
+            .arg("diff")
+            .arg(&golden)
+            .arg(&damaged)
+            .args(["--html", "-o"])
+            .arg(&page)),
+        "is not a tlsprof recording or is damaged",
+    );
+    let nowhere = scratch.path("missing-dir/page.html");
+    one_line_error(
+        &run(tlsprof()
+            .arg("report")
+            .arg(&golden)
+            .args(["--html", "-o"])
+            .arg(&nowhere)),
+        "cannot write",
+    );
+    assert!(!page.exists() && !nowhere.exists());
+}
+
 /// A process that runs no TLS library code: a plain `sleep`.
 /// A process on a TLS library tlsprof does not profile yet is told so by name, not "no TLS code".
 #[test]

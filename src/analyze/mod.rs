@@ -5,6 +5,7 @@
 pub mod advice;
 pub mod causes;
 mod estimate;
+pub mod groups;
 mod summary;
 
 use crate::model::Recording;
@@ -14,7 +15,7 @@ pub use summary::{
     sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
     LibrarySummary, ObservedStage, ProbingSummary, Reason, ReasonCount, RecordLayerShares, ResumptionSummary, RowKind,
     StackSummary, StageSummary, Summary, TargetSummary, TicketKeySummary, TrapsMeasured, UnnamedFileSummary,
-    WindowSpan,
+    WindowPoint, WindowSpan,
 };
 
 /// A recording's summary and the advice drawn from it: what the reports render.

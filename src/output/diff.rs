@@ -16,11 +16,11 @@ use crate::model::{Recording, Role};
 
 /// The servers' resumption in one recording, among the ClientHellos read.
 #[derive(Default)]
-struct Funnel {
-    read: u64,
-    offered: u64,
-    accepted: u64,
-    refused: u64,
+pub struct Funnel {
+    pub read: u64,
+    pub offered: u64,
+    pub accepted: u64,
+    pub refused: u64,
 }
 
 impl Funnel {
@@ -35,20 +35,21 @@ impl Funnel {
         f
     }
 
-    fn offered_share(&self) -> f64 {
+    pub fn offered_share(&self) -> f64 {
         self.offered as f64 / self.read.max(1) as f64
     }
 
-    fn refused_share(&self) -> f64 {
+    pub fn refused_share(&self) -> f64 {
         self.refused as f64 / self.offered.max(1) as f64
     }
 }
 
-/// The figures of one recording that a comparison needs, normalized per handshake where it matters.
-struct Side<'a> {
-    handshakes: &'a HandshakeSummary,
-    resumption: Funnel,
-    tls_share: Option<f64>,
+/// The figures of one recording that a comparison needs, normalized per handshake where it matters: what
+/// the text, JSON and HTML diffs render.
+pub struct Side<'a> {
+    pub handshakes: &'a HandshakeSummary,
+    pub resumption: Funnel,
+    pub tls_share: Option<f64>,
     /// Stage self CPU per handshake, in µs.
     stage_us_per_handshake: Vec<(Stage, f64)>,
 }
@@ -70,20 +71,36 @@ impl Side<'_> {
         }
     }
 
-    fn stage(&self, stage: Stage) -> f64 {
+    /// Self CPU per handshake in `stage`, in µs.
+    pub fn stage(&self, stage: Stage) -> f64 {
         self.stage_us_per_handshake
             .iter()
             .find(|(s, _)| *s == stage)
             .map_or(0.0, |(_, v)| *v)
     }
 
-    fn resumed_share(&self) -> f64 {
+    /// The resumed share of the handshakes seen.
+    pub fn resumed_share(&self) -> f64 {
         self.handshakes.observed.resumed as f64 / self.handshakes.observed.total.max(1) as f64
+    }
+
+    /// The stages either recording spent CPU in, in the catalogue's order.
+    pub fn stages_compared(&self, other: &Side) -> Vec<Stage> {
+        Stage::ALL
+            .into_iter()
+            .filter(|&s| self.stage(s) > 0.0 || other.stage(s) > 0.0)
+            .collect()
     }
 }
 
+/// Both recordings' sides, when each has handshakes to compare per handshake.
+pub fn sides<'a>(before: &'a Summary, after: &'a Summary) -> Result<(Side<'a>, Side<'a>)> {
+    check_comparable(before, after)?;
+    Ok((Side::of(before), Side::of(after)))
+}
+
 /// Relative change, or None when there is nothing to compare against.
-fn change(before: f64, after: f64) -> Option<f64> {
+pub fn change(before: f64, after: f64) -> Option<f64> {
     (before > 0.0).then(|| after / before - 1.0)
 }
 
@@ -99,8 +116,7 @@ fn check_comparable(before: &Summary, after: &Summary) -> Result<()> {
 }
 
 pub fn text(before: &Summary, after: &Summary, color: Color) -> Result<String> {
-    check_comparable(before, after)?;
-    let (b, a) = (Side::of(before), Side::of(after));
+    let (b, a) = sides(before, after)?;
     let mut out = vec![Line::prose(format!(
         "Handshakes: {:.1}/s -> {:.1}/s; resumed {:.1}% -> {:.1}%",
         b.handshakes.rate_per_s,
@@ -144,11 +160,8 @@ pub fn text(before: &Summary, after: &Summary, color: Color) -> Result<String> {
         Tone::Heading,
         format!("{:<14}{:>22}{:>12}", "stage", "µs per handshake", "change"),
     ));
-    for stage in Stage::ALL {
+    for stage in b.stages_compared(&a) {
         let (x, y) = (b.stage(stage), a.stage(stage));
-        if x == 0.0 && y == 0.0 {
-            continue;
-        }
         out.push(Line::row(format!(
             "{:<14}{:>10.1} -> {:>8.1}{:>12}",
             stage.name(),
@@ -161,12 +174,11 @@ pub fn text(before: &Summary, after: &Summary, color: Color) -> Result<String> {
 }
 
 pub fn json(before: &Summary, after: &Summary) -> Result<Value> {
-    check_comparable(before, after)?;
-    let (b, a) = (Side::of(before), Side::of(after));
-    let stages: Vec<Value> = Stage::ALL
-        .iter()
-        .filter(|s| b.stage(**s) > 0.0 || a.stage(**s) > 0.0)
-        .map(|&s| {
+    let (b, a) = sides(before, after)?;
+    let stages: Vec<Value> = b
+        .stages_compared(&a)
+        .into_iter()
+        .map(|s| {
             json!({"name": s, "before_us_per_handshake": b.stage(s), "after_us_per_handshake": a.stage(s),
                    "change": change(b.stage(s), a.stage(s))})
         })
@@ -281,7 +293,10 @@ mod tests {
         let (b, a) = (summarize(&refused), summarize(&fixed));
         let t = text(&b, &a, Color::Off).unwrap();
         let flowed = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(flowed.contains("refused 33.3% -> 0.0% of offers (3 -> 0 of 9 -> 9)"), "{t}");
+        assert!(
+            flowed.contains("refused 33.3% -> 0.0% of offers (3 -> 0 of 9 -> 9)"),
+            "{t}"
+        );
         let j = json(&b, &a).unwrap();
         assert_eq!(j["before"]["resumption"]["refused"], 3);
         assert_eq!(j["after"]["resumption"]["accepted"], 9);

@@ -5,9 +5,9 @@
 
 use super::styled::{Line, Tone, WIDTH};
 use crate::analyze::advice::Advice;
-use crate::analyze::{Analysis, KindSummary, Summary, TargetSummary};
+use crate::analyze::groups::{self, GroupFigures};
+use crate::analyze::{Analysis, Summary};
 use crate::model::untrusted::Printable;
-use crate::model::{Outcome, Role};
 
 /// Stages named on the where-it-goes line, at most (as many as fit).
 const STAGES_SHOWN: usize = 8;
@@ -22,22 +22,12 @@ pub fn lines(analysis: &Analysis) -> Vec<String> {
 /// The first screen's lines with the figures a reader came for toned.
 pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
     let s = &analysis.summary;
-    let groups = target_groups(s);
-    let names: Vec<String> = groups.iter().map(TargetGroup::name).collect();
+    let names: Vec<String> = groups::by_name(s).into_iter().map(|g| g.name).collect();
     let mut out = vec![Line::toned(
         Tone::Heading,
         format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s),
     )];
-    if attributed(s) {
-        out.extend(groups.iter().map(|g| g.line(s)));
-    } else {
-        // Handshakes not told apart by process (an older recording): all targets as one.
-        let all = TargetGroup {
-            name: "all targets".into(),
-            members: s.targets.iter().collect(),
-        };
-        out.push(all.line(s));
-    }
+    out.extend(groups::rows(s).iter().map(group_line));
     out.extend(stages_line(s).map(Line::prose));
     out.push(advice_line(analysis));
     out.push(confidence_line(s));
@@ -45,123 +35,32 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
     out.into_iter().map(|l| l.fit(WIDTH)).collect()
 }
 
-/// Targets of one name (an nginx master and its workers), with their figures summed.
-struct TargetGroup<'a> {
-    name: String,
-    members: Vec<&'a TargetSummary>,
-}
-
-/// The recording tells each process's handshakes apart.
-fn attributed(s: &Summary) -> bool {
-    s.targets.iter().all(|t| t.handshakes.is_some()) && s.handshakes.kinds.iter().all(|k| k.pid.is_some())
-}
-
-fn target_groups(s: &Summary) -> Vec<TargetGroup<'_>> {
-    let mut groups: Vec<TargetGroup> = Vec::new();
-    for t in &s.targets {
-        let name = match &t.target.container {
-            Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
-            None => Printable(&t.target.comm).to_string(),
-        };
-        match groups.iter_mut().find(|g| g.name == name) {
-            Some(g) => g.members.push(t),
-            None => groups.push(TargetGroup { name, members: vec![t] }),
+/// A group of targets: its TLS share of its CPU, handshakes per second with the resumed share, and CPU per
+/// full and resumed handshake (as the probes saw them).
+fn group_line(g: &GroupFigures) -> Line {
+    let tls = g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
+    let mut parts = Vec::new();
+    if let Some(rate) = g.rate_per_s {
+        let mut text = format!("{rate:.1} handshakes/s");
+        if let Some(resumed) = g.resumed_share() {
+            text.push_str(&format!(", {:.0}% resumed", 100.0 * resumed));
         }
+        parts.push(text);
     }
-    groups
-}
-
-impl TargetGroup<'_> {
-    /// "nginx ×2"
-    fn name(&self) -> String {
-        match self.members.len() {
-            1 => self.name.clone(),
-            n => format!("{} ×{n}", self.name),
-        }
+    match (g.full_ms, g.resumed_ms) {
+        (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
+        (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
+        (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
+        (None, None) => {}
     }
-
-    /// The line's label: the whole recording's stands for every target.
-    fn label(&self, s: &Summary) -> String {
-        if self.members.len() == s.targets.len() && s.targets.len() > 1 {
-            self.name.clone()
-        } else {
-            self.name()
-        }
-    }
-
-    /// Its TLS share of its CPU, handshakes per second with the resumed share, and CPU per full and
-    /// resumed handshake (as the probes saw them).
-    fn line(&self, s: &Summary) -> Line {
-        let name = self.label(s);
-        // The whole recording's figures where the group is all of it.
-        let whole = self.members.len() == s.targets.len();
-        let cpu_ms: f64 = self.members.iter().map(|t| t.target.process_cpu_ms).sum();
-        let mut parts = Vec::new();
-        // A recording of one target has the summary's own figures; several are told apart by pid.
-        // The whole recording's share is the one measured in the probe windows (the report's TLS CPU
-        // line); a group's, its estimated TLS CPU over its CPU (the Processes section's figures).
-        let tls_share = if whole {
-            s.tls_share
-        } else {
-            let tls_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
-            tls_ms.filter(|_| cpu_ms > 0.0).map(|ms| ms / cpu_ms)
-        };
-        let tls = tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
-        let handshakes = if whole {
-            Some(s.handshakes.total)
-        } else {
-            self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>()
-        };
-        let pids: Vec<Option<u32>> = if whole {
-            s.handshakes.kinds.iter().map(|k| k.pid).collect()
-        } else {
-            self.members.iter().map(|t| Some(t.target.pid)).collect()
-        };
-        let seen: Vec<&KindSummary> = s
-            .handshakes
-            .kinds
-            .iter()
-            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial && pids.contains(&k.pid))
-            .collect();
-        let count = |resumed: bool| {
-            seen.iter()
-                .filter(|k| k.resumed == resumed)
-                .map(|k| k.count)
-                .sum::<u64>()
-        };
-        let (full, resumed) = (count(false), count(true));
-        if let Some(n) = handshakes.filter(|_| s.duration_s > 0.0) {
-            let mut rate = format!("{:.1} handshakes/s", n as f64 / s.duration_s);
-            if full + resumed > 0 {
-                rate.push_str(&format!(
-                    ", {:.0}% resumed",
-                    100.0 * resumed as f64 / (full + resumed) as f64
-                ));
-            }
-            parts.push(rate);
-        }
-        let mean_ms = |resumed: bool| {
-            let kinds = seen.iter().filter(|k| k.resumed == resumed);
-            let (n, sum) = kinds.fold((0, 0.0), |(n, sum), k| {
-                (n + k.count, sum + k.count as f64 * k.cpu_ms.mean)
-            });
-            (n > 0).then(|| sum / n as f64)
-        };
-        match (mean_ms(false), mean_ms(true)) {
-            (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
-            (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
-            (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
-            (None, None) => {}
-        }
-        let line = Line::prose(format!("  {name}: "));
-        match (tls, parts.is_empty()) {
-            (Some(tls), true) => line.push(Tone::Key, tls),
-            (Some(tls), false) => line
-                .push(Tone::Key, tls)
-                .push(Tone::Plain, format!(" · {}", parts.join(" · "))),
-            (None, false) => line.push(Tone::Plain, parts.join(" · ")),
-            (None, true) => line.push(Tone::Plain, "no handshakes seen"),
-        }
+    let line = Line::prose(format!("  {}: ", g.label));
+    match (tls, parts.is_empty()) {
+        (Some(tls), true) => line.push(Tone::Key, tls),
+        (Some(tls), false) => line
+            .push(Tone::Key, tls)
+            .push(Tone::Plain, format!(" · {}", parts.join(" · "))),
+        (None, false) => line.push(Tone::Plain, parts.join(" · ")),
+        (None, true) => line.push(Tone::Plain, "no handshakes seen"),
     }
 }
 
@@ -181,11 +80,8 @@ fn stages_line(s: &Summary) -> Option<String> {
         .iter()
         .take(STAGES_SHOWN)
         .map(|st| {
-            let share = 100.0 * st.self_cpu_ms / s.tls_cpu_ms;
-            let cause = st
-                .causes
-                .iter()
-                .find(|c| !matches!(c.name.name(), "other" | "unattributed"));
+            let share = 100.0 * s.share_of_tls(st.self_cpu_ms).unwrap_or(0.0);
+            let cause = st.largest_named_cause();
             match cause {
                 Some(c) if st.name.name() == "handshake" && share * c.share >= 5.0 => format!(
                     "{} {share:.0}% (of which {} {:.0}%)",
@@ -258,14 +154,9 @@ fn confidence_line(s: &Summary) -> Line {
     } else {
         Line::prose("Figures: exact: probes attached throughout")
     };
-    let cost = if s.process_cpu_ms > 0.0 {
-        format!(
-            "; probes cost {:.2}% of CPU",
-            100.0 * s.probe_overhead_ms / s.process_cpu_ms
-        )
-    } else {
-        String::new()
-    };
+    let cost = s.probe_cost_share().map_or(String::new(), |share| {
+        format!("; probes cost {:.2}% of CPU", 100.0 * share)
+    });
     let line = how.push(Tone::Plain, cost);
     if s.lost.undercounts() {
         line.push(Tone::Plain, "; ")

@@ -4,7 +4,9 @@
 pub mod diff;
 pub mod first_screen;
 pub mod flame;
+pub mod html;
 pub mod json;
+pub mod mix;
 pub mod pprof;
 pub mod prometheus;
 pub mod styled;
@@ -75,8 +77,10 @@ mod tests {
                 "{diff:?}"
             );
         }
+        let _ = super::html::report(rec, &analysis, &mut std::io::sink());
         let _ = super::diff::json(summary, summary);
         let _ = super::diff::svg(rec, rec, std::io::sink());
+        let _ = super::html::diff((rec, summary), (rec, summary), &mut std::io::sink());
         Ok(())
     }
 

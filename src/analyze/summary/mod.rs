@@ -25,7 +25,7 @@ pub use resumption::{Reason, ReasonCount, ResumptionSummary, TicketKeySummary};
 use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
 pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
-pub use windows::{ProbingSummary, WindowSpan};
+pub use windows::{ProbingSummary, WindowPoint, WindowSpan};
 
 #[derive(Clone, Debug)]
 pub struct Summary {
@@ -81,6 +81,18 @@ pub struct Summary {
     pub call_tree: CallTree,
 }
 
+impl Summary {
+    /// What the probes cost, as a share of the targets' CPU over the recording.
+    pub fn probe_cost_share(&self) -> Option<f64> {
+        (self.process_cpu_ms > 0.0).then(|| self.probe_overhead_ms / self.process_cpu_ms)
+    }
+
+    /// `ms` of CPU as a share of the TLS CPU over the recording.
+    pub fn share_of_tls(&self, ms: f64) -> Option<f64> {
+        (self.tls_cpu_ms > 0.0).then(|| ms / self.tls_cpu_ms)
+    }
+}
+
 /// The trap sampler's samples in the probes' traps (the kernel's uprobe code), of all it took of the
 /// targets, and the CPU they stand for: the cost of the `hits` made while it ran, measured in the targets
 /// (estimated, with its 95% interval), beside their calibrated cost.
@@ -109,6 +121,9 @@ pub struct TargetSummary {
     pub observed_handshakes: Option<u64>,
     pub tls_cpu_ms: Option<f64>,
     pub tls_cpu_ms_ci95: Option<[f64; 2]>,
+    /// Its probed stages' self CPU over the recording, in ms (estimated as the recording's stages are).
+    #[serde(skip)]
+    pub stage_self_ms: Vec<(Stage, f64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -208,14 +223,16 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
     rec.targets
         .iter()
         .map(|t| {
-            let one;
-            let core = if rec.targets.len() == 1 {
-                whole
+            let (own, one);
+            let (part, core) = if rec.targets.len() == 1 {
+                (rec, whole)
             } else {
-                one = Core::of(&rec.of_processes(&[t.pid]));
-                &one
+                own = rec.of_processes(&[t.pid]);
+                one = Core::of(&own);
+                (&own, &one)
             };
             let hs = &core.totals;
+            let stages = probed_stages(part, &core.windows, hs.total_estimate.relative_error());
             TargetSummary {
                 target: t.clone(),
                 handshakes: attributed.then_some(hs.total),
@@ -223,6 +240,7 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
                 observed_handshakes: attributed.then_some(hs.observed.total),
                 tls_cpu_ms: attributed.then_some(core.tls.value / 1e6),
                 tls_cpu_ms_ci95: attributed.then_some(core.tls.scaled(1e-6).ci95),
+                stage_self_ms: stages.iter().map(|st| (st.name, st.self_cpu_ms)).collect(),
             }
         })
         .collect()

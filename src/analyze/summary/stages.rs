@@ -40,6 +40,15 @@ pub struct StageSummary {
     pub self_ns: u64,
 }
 
+impl StageSummary {
+    /// The cause with the most samples that names something (not `other` or `unattributed`).
+    pub fn largest_named_cause(&self) -> Option<&CauseSummary> {
+        self.causes
+            .iter()
+            .find(|c| !matches!(c.name.name(), "other" | "unattributed"))
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ObservedStage {
     pub calls: u64,

@@ -27,8 +27,47 @@ pub struct ProbingSummary {
     /// When each window opened (ns since the Unix epoch) and how long it stayed: the moments the stage
     /// figures come from. Windows of recordings that did not date them are left out.
     pub window_spans: Vec<WindowSpan>,
+    /// What each dated window saw, in the order they opened (windows of recordings that did not date them,
+    /// or with no start date of their own, are left out).
+    pub timeline: Vec<WindowPoint>,
     /// The duty cycle paused the stage probes at some point.
     pub part_time: bool,
+}
+
+/// What one probe window saw in all the targets, exactly: the points of the figures over the recording.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowPoint {
+    /// When it opened, in s from the recording's start.
+    pub at_s: f64,
+    pub live_s: f64,
+    /// Connections the targets accepted or opened in it.
+    pub connections: u64,
+    /// Handshakes completed in it.
+    pub handshakes: u64,
+    /// Self CPU in the stages, the probes' cost taken out, in ms.
+    pub tls_cpu_ms: f64,
+}
+
+/// The dated windows of a recording that is dated itself.
+fn timeline(rec: &Recording) -> Vec<WindowPoint> {
+    let Some(start) = rec.start_unix_ns else {
+        return Vec::new();
+    };
+    rec.probing
+        .window_figures
+        .iter()
+        .filter_map(|w| {
+            let opened = w.start_unix_ns?;
+            let whole = w.whole();
+            Some(WindowPoint {
+                at_s: opened.saturating_sub(start) as f64 / 1e9,
+                live_s: w.live_s,
+                connections: whole.connections,
+                handshakes: whole.handshakes.total,
+                tls_cpu_ms: whole.stage_self_ns.values().sum::<u64>() as f64 / 1e6,
+            })
+        })
+        .collect()
 }
 
 /// The probe windows as the estimates see them: each window's own CPU, against the targets' own CPU over
@@ -137,6 +176,7 @@ pub(super) fn probing(
                 })
             })
             .collect(),
+        timeline: timeline(rec),
         part_time: rec.probed_part_time(),
     }
 }
@@ -158,5 +198,20 @@ mod tests {
         assert_eq!(spans[0].live_s, rec.probing.window_figures[0].live_s);
         let json = serde_json::to_value(&spans).unwrap();
         assert_eq!(json[0]["start_unix_ns"], 1_700_000_000_000_000_000u64);
+    }
+
+    /// Each dated window's own counts, placed from the recording's start.
+    #[test]
+    fn the_timeline_has_each_dated_window_from_the_start() {
+        let mut rec = crate::model::tests::two_process_recording();
+        let start = 1_700_000_000_000_000_000;
+        rec.start_unix_ns = Some(start);
+        rec.probing.window_figures[1].start_unix_ns = Some(start + 2_500_000_000);
+        let timeline = summarize(&rec).probing.timeline;
+        assert_eq!(timeline.len(), 1);
+        let whole = rec.probing.window_figures[1].whole();
+        assert_eq!(timeline[0].at_s, 2.5);
+        assert_eq!(timeline[0].handshakes, whole.handshakes.total);
+        assert_eq!(timeline[0].connections, whole.connections);
     }
 }

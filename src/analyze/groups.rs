@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Targets grouped by name (an nginx master and its workers) with each group's figures: its TLS share,
+//! handshakes per second, CPU per full and resumed handshake and top stage, computed once for every
+//! output that shows them (the first screen, the HTML report).
+
+use super::{KindSummary, Summary, TargetSummary};
+use crate::catalogue::Stage;
+use crate::model::untrusted::Printable;
+use crate::model::{Outcome, Role};
+
+/// One group's figures. Rates and shares are estimated over the whole recording (with 95% intervals where
+/// the summary has them); CPU per handshake is the mean of the handshakes the probes saw (exact).
+#[derive(Clone, Debug)]
+pub struct GroupFigures {
+    /// "nginx ×2" (names escaped for a terminal).
+    pub name: String,
+    /// The name on its row: a group that is the whole recording drops its count.
+    pub label: String,
+    /// All the recording's targets: the whole recording's figures.
+    pub whole: bool,
+    /// The recording's share measured in the probe windows when whole, else the group's estimated TLS CPU
+    /// over its CPU.
+    pub tls_share: Option<f64>,
+    pub tls_share_ci95: Option<[f64; 2]>,
+    pub handshakes: Option<u64>,
+    pub handshakes_ci95: Option<[f64; 2]>,
+    pub rate_per_s: Option<f64>,
+    pub rate_ci95: Option<[f64; 2]>,
+    /// Completed full and resumed handshakes the probes saw.
+    pub full_seen: u64,
+    pub resumed_seen: u64,
+    /// Mean CPU of a full and of a resumed handshake seen, in ms.
+    pub full_ms: Option<f64>,
+    pub resumed_ms: Option<f64>,
+    /// The stage with the most self CPU, and its share of the group's TLS CPU.
+    pub top_stage: Option<(Stage, f64)>,
+}
+
+impl GroupFigures {
+    /// The resumed share of the handshakes seen.
+    pub fn resumed_share(&self) -> Option<f64> {
+        let seen = self.full_seen + self.resumed_seen;
+        (seen > 0).then(|| self.resumed_seen as f64 / seen as f64)
+    }
+}
+
+/// Targets of one name, with their figures summed.
+struct TargetGroup<'a> {
+    name: String,
+    members: Vec<&'a TargetSummary>,
+}
+
+/// The recording tells each process's handshakes apart.
+pub fn attributed(s: &Summary) -> bool {
+    s.targets.iter().all(|t| t.handshakes.is_some()) && s.handshakes.kinds.iter().all(|k| k.pid.is_some())
+}
+
+/// Every group of targets by name, in the order they were recorded.
+pub fn by_name(s: &Summary) -> Vec<GroupFigures> {
+    groups(s).iter().map(|g| g.figures(s)).collect()
+}
+
+/// The rows a report shows: one per group, or, when the recording does not tell processes' handshakes
+/// apart (an older recording), all targets as one.
+pub fn rows(s: &Summary) -> Vec<GroupFigures> {
+    if attributed(s) {
+        return by_name(s);
+    }
+    let all = TargetGroup {
+        name: "all targets".into(),
+        members: s.targets.iter().collect(),
+    };
+    vec![all.figures(s)]
+}
+
+fn groups(s: &Summary) -> Vec<TargetGroup<'_>> {
+    let mut groups: Vec<TargetGroup> = Vec::new();
+    for t in &s.targets {
+        let name = match &t.target.container {
+            Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
+            None => Printable(&t.target.comm).to_string(),
+        };
+        match groups.iter_mut().find(|g| g.name == name) {
+            Some(g) => g.members.push(t),
+            None => groups.push(TargetGroup { name, members: vec![t] }),
+        }
+    }
+    groups
+}
+
+/// The sum of members' intervals where at most one is not exact (an nginx master beside its worker);
+/// intervals of several estimates do not add up to one of their sum.
+fn joint_ci95<T: Copy + Into<f64>>(cis: impl Iterator<Item = Option<[T; 2]>>) -> Option<[f64; 2]> {
+    let cis: Vec<[f64; 2]> = cis
+        .map(|c| c.map(|[lo, hi]| [lo.into(), hi.into()]))
+        .collect::<Option<_>>()?;
+    let inexact = cis.iter().filter(|[lo, hi]| lo != hi).count();
+    (inexact <= 1).then(|| cis.iter().fold([0.0, 0.0], |[a, b], [lo, hi]| [a + lo, b + hi]))
+}
+
+impl TargetGroup<'_> {
+    fn figures(&self, s: &Summary) -> GroupFigures {
+        let whole = self.members.len() == s.targets.len();
+        let name = match self.members.len() {
+            1 => self.name.clone(),
+            n => format!("{} ×{n}", self.name),
+        };
+        let label = if whole && s.targets.len() > 1 {
+            self.name.clone()
+        } else {
+            name.clone()
+        };
+        let (tls_share, tls_share_ci95) = self.tls_share(s, whole);
+        let (handshakes, handshakes_ci95) = self.handshakes(s, whole);
+        let per_s = |v: f64| (s.duration_s > 0.0).then(|| v / s.duration_s);
+        let rate_per_s = handshakes.and_then(|n| per_s(n as f64));
+        // The whole recording's rate is the summary's; a group's, its handshakes' interval per second.
+        let rate_ci95 = match whole {
+            true => per_s(1.0).map(|_| s.handshakes.rate_ci95),
+            false => handshakes_ci95.and_then(|[lo, hi]| Some([per_s(lo)?, per_s(hi)?])),
+        };
+        let seen = self.seen(s, whole);
+        let (full_seen, full_ms) = mean_ms(&seen, false);
+        let (resumed_seen, resumed_ms) = mean_ms(&seen, true);
+        GroupFigures {
+            name,
+            label,
+            whole,
+            tls_share,
+            tls_share_ci95,
+            handshakes,
+            handshakes_ci95,
+            rate_per_s,
+            rate_ci95,
+            full_seen,
+            resumed_seen,
+            full_ms,
+            resumed_ms,
+            top_stage: self.top_stage(s, whole),
+        }
+    }
+
+    /// The whole recording's share is the one measured in the probe windows (the report's TLS CPU line); a
+    /// group's, its estimated TLS CPU over its CPU (the Processes section's figures).
+    fn tls_share(&self, s: &Summary, whole: bool) -> (Option<f64>, Option<[f64; 2]>) {
+        if whole {
+            return (s.tls_share, None);
+        }
+        let cpu_ms: f64 = self.members.iter().map(|t| t.target.process_cpu_ms).sum();
+        if cpu_ms <= 0.0 {
+            return (None, None);
+        }
+        let tls_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
+        let ci = joint_ci95(self.members.iter().map(|t| t.tls_cpu_ms_ci95));
+        (
+            tls_ms.map(|ms| ms / cpu_ms),
+            ci.map(|[lo, hi]| [lo / cpu_ms, hi / cpu_ms]),
+        )
+    }
+
+    /// Handshakes completed over the recording, with their interval.
+    fn handshakes(&self, s: &Summary, whole: bool) -> (Option<u64>, Option<[f64; 2]>) {
+        if whole {
+            let [lo, hi] = s.handshakes.total_ci95;
+            return (Some(s.handshakes.total), Some([lo as f64, hi as f64]));
+        }
+        let n = self.members.iter().map(|t| t.handshakes).sum::<Option<u64>>();
+        let ci = joint_ci95(
+            self.members
+                .iter()
+                .map(|t| t.handshakes_ci95.map(|c| c.map(|v| v as f64))),
+        );
+        (n, ci)
+    }
+
+    /// The kinds of completed handshake its processes made.
+    fn seen<'s>(&self, s: &'s Summary, whole: bool) -> Vec<&'s KindSummary> {
+        let pids: Vec<Option<u32>> = if whole {
+            s.handshakes.kinds.iter().map(|k| k.pid).collect()
+        } else {
+            self.members.iter().map(|t| Some(t.target.pid)).collect()
+        };
+        s.handshakes
+            .kinds
+            .iter()
+            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial && pids.contains(&k.pid))
+            .collect()
+    }
+
+    /// The stage its processes spent the most self CPU in, with its share of their TLS CPU (the whole
+    /// recording's probed stages, or the members' own).
+    fn top_stage(&self, s: &Summary, whole: bool) -> Option<(Stage, f64)> {
+        let mut by_stage: Vec<(Stage, f64)> = Vec::new();
+        let stages = if whole {
+            s.stages
+                .iter()
+                .filter(|st| !st.sampled)
+                .map(|st| (st.name, st.self_cpu_ms))
+                .collect()
+        } else {
+            self.members
+                .iter()
+                .flat_map(|t| t.stage_self_ms.iter().copied())
+                .collect::<Vec<_>>()
+        };
+        for (stage, ms) in stages {
+            match by_stage.iter_mut().find(|(st, _)| *st == stage) {
+                Some((_, sum)) => *sum += ms,
+                None => by_stage.push((stage, ms)),
+            }
+        }
+        let total: f64 = by_stage.iter().map(|(_, ms)| ms).sum();
+        let (stage, ms) = by_stage.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        (total > 0.0).then(|| (stage, ms / total))
+    }
+}
+
+/// How many full (or resumed) handshakes were seen, and their mean CPU in ms.
+fn mean_ms(seen: &[&KindSummary], resumed: bool) -> (u64, Option<f64>) {
+    let kinds = seen.iter().filter(|k| k.resumed == resumed);
+    let (n, sum) = kinds.fold((0, 0.0), |(n, sum), k| {
+        (n + k.count, sum + k.count as f64 * k.cpu_ms.mean)
+    });
+    (n, (n > 0).then(|| sum / n as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::summarize;
+
+    #[test]
+    fn each_process_name_is_a_group_with_its_own_figures() {
+        let s = summarize(&crate::model::tests::two_process_recording());
+        let rows = rows(&s);
+        assert_eq!(rows.len(), s.targets.len());
+        for (row, t) in rows.iter().zip(&s.targets) {
+            assert!(!row.whole);
+            assert_eq!(row.handshakes, t.handshakes);
+            let rate = row.rate_per_s.unwrap();
+            let [lo, hi] = row.rate_ci95.unwrap();
+            assert!(lo <= rate && rate <= hi, "{lo} {rate} {hi}");
+        }
+        let top: Vec<_> = rows.iter().filter_map(|r| r.top_stage).collect();
+        assert!(top.iter().all(|(_, share)| *share > 0.0 && *share <= 1.0), "{top:?}");
+    }
+
+    #[test]
+    fn intervals_of_several_estimates_are_not_added() {
+        let exact = Some([3.0, 3.0]);
+        assert_eq!(joint_ci95([exact, Some([1.0, 4.0])].into_iter()), Some([4.0, 7.0]));
+        assert_eq!(joint_ci95([Some([1.0, 2.0]), Some([1.0, 4.0])].into_iter()), None);
+    }
+}
