@@ -253,6 +253,72 @@ fn two_nginx_instances_refuse_each_others_tickets_unless_they_share_a_key() {
     assert_eq!(f.refused, 0, "{summary}");
 }
 
+/// The client's side: Python's ssl (libssl) offering its sessions to two nginx with their own keys, profiled
+/// as a TLS client: its offers and what came of them, the reason unknown (the ticket's format is the
+/// server's).
+#[test]
+fn a_client_sees_its_offers_refused() {
+    if !require_root("a_client_sees_its_offers_refused") {
+        return;
+    }
+    let scratch = Scratch::new("resume-client");
+    let a = Nginx::start(&scratch.path("a"), &["--tickets", "on"]);
+    let b = Nginx::start(
+        &scratch.path("b"),
+        &["--tickets", "on", "--cert-from", a.dir.to_str().unwrap()],
+    );
+    let go = scratch.path("go");
+    let ports = format!("{},{}", a.port, b.port);
+    let client = start_client(&[
+        "--ports",
+        &ports,
+        "-n",
+        "200",
+        "--clients",
+        "20",
+        "--wait-for",
+        go.to_str().unwrap(),
+    ]);
+    let recording = scratch.path("client.tlsprof");
+    let rec = Recorder::start(&[
+        "--pid",
+        &client.id().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    std::fs::write(&go, "").unwrap();
+    let (_, offered, reused) = counts(client);
+    let summary = rec.interrupt();
+    let r = report_json(&recording);
+    let clients: Vec<&Value> = r["resumption"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["role"] == "client")
+        .collect();
+    let [c] = clients[..] else {
+        panic!("one client process: {:#}\n{summary}", r["resumption"])
+    };
+    let n = |k: &str| c[k].as_u64().unwrap();
+    eprintln!(
+        "client: {offered} offered, {reused} reused; tlsprof: {} offered, {} accepted, {} refused",
+        n("offered_psk") + n("offered_ticket") + n("offered_session_id"),
+        n("accepted"),
+        n("refused")
+    );
+    assert_eq!(n("unparsed"), 0, "{summary}");
+    assert_eq!(
+        n("offered_psk") + n("offered_ticket") + n("offered_session_id"),
+        offered,
+        "{summary}"
+    );
+    assert_eq!((n("accepted"), n("refused")), (reused, offered - reused), "{summary}");
+    assert!(n("refused") > 0, "{summary}");
+    assert_eq!(c["refused_by"][0]["reason"], "unknown", "{summary}");
+}
+
 #[test]
 fn session_ids_a_small_cache_evicted_are_refused_as_not_cached() {
     if !require_root("session_ids_a_small_cache_evicted_are_refused_as_not_cached") {
