@@ -61,7 +61,9 @@ struct thread_state {
 	__u64 read_buf;
 	__s32 read_fd;
 	__u32 last_header_type;
-	/* A ClientHello read cut short on fd client_hello_fd: its bytes still to come, read from the next reads. */
+	/* A ClientHello read cut short on fd client_hello_fd inside a handshake call on client_hello_ssl: its bytes
+	 * still to come, read from the next reads of that fd inside a handshake call on the same SSL *. */
+	__u64 client_hello_ssl;
 	__s32 client_hello_fd;
 	__u32 client_hello_left;
 	/* Probe hits on this thread so far, and the entries among them that were single-stepped: the hits inside
@@ -935,7 +937,8 @@ static __always_inline bool stream_hello(__u32 kind, __u32 tgid, __u64 ssl, __s3
 }
 
 /* If buf holds a ClientHello, stream it (up to its own end: bytes after it, such as early data, are never
- * copied), and the rest of it from the reads that follow when this read took only its start. If buf holds the
+ * copied), and the rest of it from the reads that follow when this read, inside a handshake call, took only its
+ * start (within the same handshake, the bytes that follow a ClientHello's start are its own). If buf holds the
  * ServerHello of the connection this thread is handshaking (or last was), stream it. Only handshake messages
  * are read past their first bytes: application data is never copied. */
 static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, __s32 fd, __u64 buf, __u64 len,
@@ -945,17 +948,22 @@ static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, _
 	__u32 body_only, type, total;
 	struct conn_state *c;
 	__u8 head[6] = {};
+	bool pending =
+	    reading && ts->client_hello_left && fd == ts->client_hello_fd && ts->ssl && ts->ssl == ts->client_hello_ssl;
 
-	if (reading && ts->client_hello_left && fd == ts->client_hello_fd) {
+	if (len >= 6 && bpf_probe_read_user(head, sizeof(head), (void *)buf))
+		return;
+	/* The rest of a ClientHello, unless a new one starts here (its last part never came). */
+	if (pending && !(len >= 6 && head[0] == 22 && head[1] == 3 && head[5] == 1)) {
 		total = len < ts->client_hello_left ? len : ts->client_hello_left;
 		ts->client_hello_left -= total;
 		stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, total, 1, 1);
 		return;
 	}
+	if (reading && fd == ts->client_hello_fd)
+		ts->client_hello_left = 0;
 	if (len < 6)
 		goto header;
-	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
-		return;
 	/* A handshake record (22) starting with a ClientHello (1) or ServerHello (2), or such a message after a
 	 * separate record header. */
 	if (head[0] == 22 && head[1] == 3 && (head[5] == 1 || head[5] == 2)) {
@@ -972,7 +980,9 @@ static __always_inline void capture_hello(__u32 tgid, struct thread_state *ts, _
 	if (type == 1) {
 		if (len > total)
 			len = total;
-		if (stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0) && reading && len < total) {
+		if (stream_hello(EVENT_CLIENT_HELLO, tgid, ssl, fd, buf, len, body_only, 0) && reading && ts->ssl &&
+		    len < total) {
+			ts->client_hello_ssl = ts->ssl;
 			ts->client_hello_fd = fd;
 			ts->client_hello_left = total - len;
 		}

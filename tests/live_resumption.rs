@@ -2,7 +2,7 @@
 //! Live: resumption offered, accepted and refused, and why, against the clients' own counts (needs root):
 //! nginx reloaded with and without a ticket key file, two nginx instances with their own or one shared key,
 //! a session-ID cache too small for its clients, two Go servers with their own keys, and the default mode's
-//! interval. The clients are tests/fixtures/resuming_client.py (Python's ssl: OpenSSL).
+//! interval. The clients are examples/resume_client.py (Python's ssl: OpenSSL).
 mod common;
 
 use std::path::Path;
@@ -15,7 +15,7 @@ use common::*;
 /// Starts the resuming client with `args`; its counts come from `counts`.
 fn start_client(args: &[&str]) -> Child {
     Command::new("python3")
-        .arg(repo().join("tests/fixtures/resuming_client.py"))
+        .arg(repo().join("examples/resume_client.py"))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -120,7 +120,16 @@ fn across_a_reload(scratch: &Scratch, nginx: &Nginx) -> ((u64, u64, u64), Value,
     let port = nginx.port.to_string();
     let mut client = None;
     let (r, summary) = record_exact(scratch, "nginx", |rec| {
-        let c = start_client(&["--ports", &port, "-n", "400", "--clients", "50", "--between", &between]);
+        let c = start_client(&[
+            "--port",
+            &port,
+            "--count",
+            "400",
+            "--clients",
+            "50",
+            "--between",
+            &between,
+        ]);
         rec.wait_for("attached to new process");
         std::fs::write(&attached, "").unwrap();
         client = Some(counts(c));
@@ -196,7 +205,14 @@ fn nginx_reload_refuses_the_old_tickets_unless_the_key_file_is_kept() {
 fn two_servers(scratch: &Scratch, ports: &str, comm: &str, n: &str) -> ((u64, u64, u64), Value, String) {
     let mut client = None;
     let (r, summary) = record_exact(scratch, comm, |_| {
-        client = Some(counts(start_client(&["--ports", ports, "-n", n, "--clients", "20"])));
+        client = Some(counts(start_client(&[
+            "--port",
+            ports,
+            "--count",
+            n,
+            "--clients",
+            "20",
+        ])));
     });
     (client.unwrap(), r, summary)
 }
@@ -270,9 +286,9 @@ fn a_client_sees_its_offers_refused() {
     let go = scratch.path("go");
     let ports = format!("{},{}", a.port, b.port);
     let client = start_client(&[
-        "--ports",
+        "--port",
         &ports,
-        "-n",
+        "--count",
         "200",
         "--clients",
         "20",
@@ -340,13 +356,14 @@ fn session_ids_a_small_cache_evicted_are_refused_as_not_cached() {
     let mut client = None;
     let (r, summary) = record_exact(&scratch, "nginx", |_| {
         client = Some(counts(start_client(&[
-            "--ports",
+            "--port",
             &port,
-            "-n",
+            "--count",
             "300",
             "--clients",
             "40",
-            "--tls12",
+            "--tls",
+            "1.2",
             "--no-tickets",
         ])));
     });
@@ -409,9 +426,9 @@ fn default_mode_estimates_refusals_within_their_interval() {
     ]);
     let ports = format!("{},{}", a.port, b.port);
     let client = counts(start_client(&[
-        "--ports",
+        "--port",
         &ports,
-        "-n",
+        "--count",
         "100000",
         "--clients",
         "20",

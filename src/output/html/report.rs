@@ -323,6 +323,111 @@ fn handshake_mix(out: &mut String, s: &Summary) -> fmt::Result {
     )
 }
 
+/// Per process and role: what clients offered to resume, what was accepted, why the rest was refused and
+/// what that cost; the ticket key names offered.
+fn resumption(out: &mut String, s: &Summary) -> fmt::Result {
+    if s.resumption.is_empty() {
+        return Ok(());
+    }
+    out.push_str("<h2>Resumption</h2>\n");
+    let rows: Vec<Vec<String>> = s
+        .resumption
+        .iter()
+        .map(|r| {
+            let who = r.pid.map_or("all targets".into(), |p| {
+                format!("{} (pid {p})", Printable(s.comm_of(p)))
+            });
+            let reasons = r
+                .refused_by
+                .iter()
+                .map(|c| format!("{} {}", c.count, c.reason.id()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let total = &r.refused_total;
+            let cost = r
+                .cost_ms
+                .map_or("–".into(), |c| fig(c.value, 1, "ms").ci(c.ci95).to_string());
+            let share = r.cost_tls_pct.map_or("–".into(), |p| {
+                fig(p / 100.0, 1, "").said("of TLS CPU").percent().to_string()
+            });
+            vec![
+                Esc(&who).to_string(),
+                if r.role == crate::model::Role::Client {
+                    "client"
+                } else {
+                    "server"
+                }
+                .to_string(),
+                r.read.to_string(),
+                r.offered().to_string(),
+                r.accepted.to_string(),
+                r.refused.to_string(),
+                Esc(&reasons).to_string(),
+                fig(total.value, 0, "").ci(total.ci95).to_string(),
+                cost,
+                share,
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "process",
+            "role",
+            "ClientHellos read",
+            "offered",
+            "accepted",
+            "refused",
+            "refused because",
+            "refused over the recording",
+            "cost",
+            "of TLS CPU",
+        ],
+        &rows,
+    )?;
+    let keys: Vec<Vec<String>> = s
+        .resumption
+        .iter()
+        .flat_map(|r| &r.ticket_keys)
+        .map(|k| {
+            let others = k
+                .accepted_by_others
+                .iter()
+                .map(|(pid, at)| format!("pid {pid} until {at:.1} s"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            vec![
+                Esc(&format!("{} (pid {})", Printable(s.comm_of(k.key.pid)), k.key.pid)).to_string(),
+                Esc(k.key.name.as_deref().unwrap_or("other names")).to_string(),
+                k.key.accepted.to_string(),
+                (k.key.refused_in_use + k.key.refused_unknown_key).to_string(),
+                k.key.last_accepted_s.map_or("–".into(), |t| format!("{t:.1} s")),
+                Esc(&others).to_string(),
+            ]
+        })
+        .collect();
+    if !keys.is_empty() {
+        out.push_str("<h3>Ticket key names offered</h3>\n");
+        table(
+            out,
+            &[
+                "server",
+                "key name",
+                "accepted",
+                "refused",
+                "last accepted",
+                "accepted by others",
+            ],
+            &keys,
+        )?;
+    }
+    writeln!(
+        out,
+        "<p class=\"note\">Offers read from the ClientHellos on the sockets; refusals' cost: refused × (a full less a \
+         resumed handshake's CPU, both measured here).</p>"
+    )
+}
+
 /// Handshakes per second and TLS CPU in each probe window, with the whole recording's estimates.
 fn over_time(out: &mut String, s: &Summary) -> fmt::Result {
     out.push_str("<h2>Over the recording</h2>\n");
@@ -415,6 +520,7 @@ pub fn body(analysis: &Analysis, flame_graph: &str) -> Result<String, fmt::Error
     stages(&mut out, s)?;
     per_handshake(&mut out, s)?;
     handshake_mix(&mut out, s)?;
+    resumption(&mut out, s)?;
     over_time(&mut out, s)?;
     writeln!(
         out,

@@ -227,14 +227,10 @@ fn hello_bytes(data: &[u8]) -> Option<(hello_event, &[u8])> {
     Some((e, bytes))
 }
 
-/// Tickets long enough to be one of OpenSSL's (key name, IV, encrypted session, MAC); a TLS 1.3 identity the
-/// size of a session ID is a cache entry's.
+/// Tickets longer than a session ID, as OpenSSL's are (key name, IV, encrypted session, MAC); a TLS 1.3
+/// identity the size of a session ID is a cache entry's.
 fn carries_key_name(offer: &wire::ClientOffer) -> bool {
-    match offer.offer {
-        Offer::Ticket => offer.ticket_len > 32,
-        Offer::Psk => offer.ticket_len > MAX_SESSION_ID_LEN,
-        _ => false,
-    }
+    matches!(offer.offer, Offer::Ticket | Offer::Psk) && offer.ticket_len > MAX_SESSION_ID_LEN
 }
 
 /// RFC 5246: a session ID is at most 32 bytes.
@@ -325,6 +321,79 @@ fn classify(e: &handshake_event, hellos: Option<(wire::Hello, Option<wire::Clien
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProbeCost;
+    use wire::tests::{client_hello, psk, tls13_server_hello, tls13_versions};
+
+    /// A hello event as the ring buffer carries it.
+    fn hello(kind: tlsprof_event_kind, fd: i32, continued: bool, data: &[u8]) -> Vec<u8> {
+        let mut e = hello_event {
+            kind: kind.0,
+            tgid: 7,
+            ssl: 0x5000,
+            fd,
+            continued: u32::from(continued),
+            len: data.len() as u32,
+            ..hello_event::default()
+        };
+        e.data[..data.len()].copy_from_slice(data);
+        // SAFETY: hello_event is plain data (record::kernel::bpf), read as the bytes it is made of.
+        let bytes = unsafe { plain::as_bytes(&e) };
+        bytes[..std::mem::offset_of!(hello_event, data) + data.len()].to_vec()
+    }
+
+    #[test]
+    fn a_client_hello_read_in_two_parts_is_tied_to_its_connection_through_the_server_hello() {
+        let mut h = Handshakes::new(ProbeCost::default());
+        let mut ticket = vec![0xab; 16];
+        ticket.extend([3u8; 150]);
+        let ch = client_hello(&[tls13_versions(), psk(&ticket)]);
+        // Another socket's ClientHello, whose ServerHello never comes, and the one of fd 9 in two reads.
+        h.add(&hello(
+            tlsprof_event_kind::EVENT_CLIENT_HELLO,
+            8,
+            false,
+            &client_hello(&[]),
+        ));
+        h.add(&hello(tlsprof_event_kind::EVENT_CLIENT_HELLO, 9, false, &ch[..100]));
+        h.add(&hello(tlsprof_event_kind::EVENT_CLIENT_HELLO, 9, true, &ch[100..]));
+        h.add(&hello(
+            tlsprof_event_kind::EVENT_HELLO,
+            9,
+            false,
+            &tls13_server_hello(false),
+        ));
+        let full = handshake_event {
+            kind: tlsprof_event_kind::EVENT_HANDSHAKE.0,
+            tgid: 7,
+            ssl: 0x5000,
+            role: ff::FF_ROLE_SERVER.0 as u16,
+            cert_ops: ff::FF_PRIVATE_KEY_OP.0 as u16,
+            calls: 1,
+            ..handshake_event::default()
+        };
+        // SAFETY: as above.
+        h.add(unsafe { plain::as_bytes(&full) });
+        let groups = h.take_groups();
+        let [g] = &groups[..] else { panic!("{groups:?}") };
+        assert_eq!(
+            (g.kind.offer, g.kind.refusal),
+            (Some(Offer::Psk), Some(Refusal::Ticket))
+        );
+        let keys = h.take_ticket_keys();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].name.as_deref(), Some("abababababababababababababababab"));
+        assert_eq!((keys[0].accepted, keys[0].refused_unknown_key), (0, 1));
+        // Without its second part the same ClientHello is not read: unparsed, never taken for no offer.
+        h.add(&hello(tlsprof_event_kind::EVENT_CLIENT_HELLO, 9, false, &ch[..100]));
+        h.add(&hello(
+            tlsprof_event_kind::EVENT_HELLO,
+            9,
+            false,
+            &tls13_server_hello(false),
+        ));
+        h.add(unsafe { plain::as_bytes(&full) });
+        assert_eq!(h.take_groups()[0].kind.offer, Some(Offer::Unparsed));
+    }
 
     #[test]
     fn rsa_key_transport_only_where_the_server_hello_names_it() {

@@ -276,7 +276,7 @@ pub fn rsa_key_transport(cipher: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     proptest::proptest! {
@@ -296,7 +296,7 @@ mod tests {
     }
 
     /// A TLS 1.3 ServerHello record choosing TLS_AES_256_GCM_SHA384 and x25519 (key share truncated).
-    fn tls13_server_hello(psk: bool) -> Vec<u8> {
+    pub(in crate::record::handshakes) fn tls13_server_hello(psk: bool) -> Vec<u8> {
         let mut exts = vec![
             0x00, 0x2b, 0x00, 0x02, 0x03, 0x04, 0x00, 0x33, 0x00, 0x04, 0x00, 0x1d, 0x00, 0x00,
         ];
@@ -379,7 +379,7 @@ mod tests {
     }
 
     /// A ClientHello record: a 32-byte session ID, the extensions given, whole.
-    fn client_hello(exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+    pub(in crate::record::handshakes) fn client_hello(exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
         let mut body = vec![0x03, 0x03];
         body.extend([5u8; 32]);
         body.push(32);
@@ -405,11 +405,11 @@ mod tests {
         record
     }
 
-    fn tls13_versions() -> (u16, Vec<u8>) {
+    pub(in crate::record::handshakes) fn tls13_versions() -> (u16, Vec<u8>) {
         (EXT_SUPPORTED_VERSIONS, vec![4, 0x03, 0x04, 0x03, 0x03])
     }
 
-    fn psk(identity: &[u8]) -> (u16, Vec<u8>) {
+    pub(in crate::record::handshakes) fn psk(identity: &[u8]) -> (u16, Vec<u8>) {
         let mut ids = (identity.len() as u16).to_be_bytes().to_vec();
         ids.extend(identity);
         ids.extend([0, 0, 0, 1]);
