@@ -10,6 +10,7 @@ pub enum Server {
     Node,
     /// A Go program: crypto/tls, configured through tls.Config.
     Go,
+    Haproxy,
     Other,
 }
 
@@ -20,6 +21,7 @@ impl Server {
             Server::Nginx => "nginx",
             Server::Node => "Node.js",
             Server::Go => "Go",
+            Server::Haproxy => "HAProxy",
             Server::Other => "other programs",
         }
     }
@@ -29,6 +31,7 @@ impl Server {
         match comm {
             "nginx" => Server::Nginx,
             "node" => Server::Node,
+            "haproxy" => Server::Haproxy,
             _ => Server::Other,
         }
     }

@@ -102,4 +102,13 @@ mod tests {
         // The generic advice to let clients resume does not also fire: they do offer.
         assert!(!analysis.advice.iter().any(|a| a.id == "session_resumption"));
     }
+
+    #[test]
+    fn haproxy_is_told_its_own_directive() {
+        let mut rec = recording_with_refusals();
+        rec.targets[0].comm = "haproxy".into();
+        let analysis = analyze(&rec);
+        let a = analysis.advice.iter().find(|a| a.id == "resumption_refused").unwrap();
+        assert!(a.change.contains("tls-ticket-keys"), "{}", a.change);
+    }
 }

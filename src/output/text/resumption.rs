@@ -81,9 +81,10 @@ fn process_lines(s: &Summary, r: &ResumptionSummary) -> Vec<String> {
             k.key.accepted,
             k.key.refused_in_use + k.key.refused_unknown_key
         );
-        match k.key.last_accepted_s {
-            Some(t) => line.push_str(&format!(", last accepted at {t:.1} s")),
-            None => line.push_str(&format!(", first offered at {:.1} s", k.key.first_offered_s)),
+        // A name first offered late in the recording is a key made meanwhile (a reload, a restart).
+        line.push_str(&format!(", first offered at {:.1} s", k.key.first_offered_s));
+        if let Some(t) = k.key.last_accepted_s {
+            line.push_str(&format!(", last accepted at {t:.1} s"));
         }
         for (pid, at) in &k.accepted_by_others {
             line.push_str(&format!(
