@@ -230,11 +230,11 @@ struct {
 /* Records are submitted without waking user space (BPF_RB_NO_WAKEUP): it drains the ring buffers on its own
  * clock, so a busy target does not cost a wakeup of tlsprof per event. */
 
-/* Completed handshakes and captured ServerHellos (enum tlsprof_event_kind), in order: rare enough to stream.
- * 4 MiB: about a second of ServerHellos at 1,000 handshakes/s, ten polls of user space. */
+/* Completed handshakes and captured ClientHellos and ServerHellos (enum tlsprof_event_kind), in order: rare
+ * enough to stream. 8 MiB: about a second of both hellos at 1,000 handshakes/s, ten polls of user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, 8 << 20);
 } handshakes SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */

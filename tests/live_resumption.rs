@@ -379,6 +379,47 @@ fn session_ids_a_small_cache_evicted_are_refused_as_not_cached() {
     assert!(refusal_fix(&r).contains("ssl_session_cache shared"), "{summary}");
 }
 
+/// Node.js (OpenSSL behind a memory BIO: its socket reads and writes happen outside the TLS calls): without
+/// tickets and with no session cache, the sessions its clients offer are refused as not cached; with tickets,
+/// resumed.
+#[test]
+fn node_without_tickets_refuses_its_clients_sessions_as_not_cached() {
+    if !require_root("node_without_tickets_refuses_its_clients_sessions_as_not_cached") {
+        return;
+    }
+    let scratch = Scratch::new("resume-node");
+    self_signed_cert(&scratch);
+    for (tickets, refused) in [("off", true), ("on", false)] {
+        let (server, port) = start_node_server_with(Path::new("node"), &scratch.0, &["--tickets", tickets]);
+        let port = port.to_string();
+        let mut client = None;
+        let (r, summary) = record_exact(&scratch, "node", |_| {
+            client = Some(counts(start_client(&[
+                "--port",
+                &port,
+                "--count",
+                "200",
+                "--clients",
+                "10",
+            ])));
+        });
+        let client = client.unwrap();
+        let f = server_funnel(&r);
+        assert_counts_match(&f, client, &summary);
+        if refused {
+            assert!(f.refused > 0, "{summary}");
+            assert_eq!(
+                f.reasons.keys().collect::<Vec<_>>(),
+                ["session_not_cached"],
+                "{summary}"
+            );
+        } else {
+            assert_eq!(f.refused, 0, "{summary}");
+        }
+        drop(server);
+    }
+}
+
 #[test]
 fn go_servers_with_their_own_keys_refuse_for_a_reason_the_wire_does_not_show() {
     if !require_root("go_servers_with_their_own_keys_refuse_for_a_reason_the_wire_does_not_show") {
