@@ -167,6 +167,15 @@ struct {
 	__type(value, struct thread_state);
 } goroutines SEC(".maps");
 
+/* A hello being streamed: built here, too big for the BPF stack, and sent as long as its bytes are (a hello
+ * is often a few hundred bytes of the room it has). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hello_event);
+} hello_scratch SEC(".maps");
+
 /* One all-zero thread_state, the template for new threads: too big for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -231,10 +240,11 @@ struct {
  * clock, so a busy target does not cost a wakeup of tlsprof per event. */
 
 /* Completed handshakes and captured ClientHellos and ServerHellos (enum tlsprof_event_kind), in order: rare
- * enough to stream. 8 MiB: about a second of both hellos at 1,000 handshakes/s, ten polls of user space. */
+ * enough to stream. A hello takes the bytes it has (mostly 0.2-2 KiB): 4 MiB holds more than a second of both
+ * at 1,000 handshakes/s, ten polls of user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, 4 << 20);
 } handshakes SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */
@@ -915,24 +925,24 @@ int go_probe(struct pt_regs *ctx)
 static __always_inline bool stream_hello(__u32 kind, __u32 tgid, __u64 ssl, __s32 fd, __u64 buf, __u64 len,
 					 __u32 body_only, __u32 continued)
 {
-	struct hello_event *e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
-	__u32 n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
+	__u32 zero = 0, n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
+	struct hello_event *e = bpf_map_lookup_elem(&hello_scratch, &zero);
 
-	if (!e) {
-		count_stat(STAT_HANDSHAKE_DROPS);
+	if (!e)
 		return false;
-	}
 	e->kind = kind;
 	e->tgid = tgid;
 	e->ssl = ssl;
 	e->fd = fd;
 	e->body_only = body_only;
 	e->continued = continued;
-	e->len = n;
 	/* n is 1..HELLO_BYTES: a no-op, in a form the verifier can bound. */
-	if (bpf_probe_read_user(e->data, ((n - 1) & (TLSPROF_HELLO_BYTES - 1)) + 1, (void *)buf))
-		e->len = 0;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	n = ((n - 1) & (TLSPROF_HELLO_BYTES - 1)) + 1;
+	e->len = bpf_probe_read_user(e->data, n, (void *)buf) ? 0 : n;
+	if (bpf_ringbuf_output(&handshakes, e, offsetof(struct hello_event, data) + n, BPF_RB_NO_WAKEUP)) {
+		count_stat(STAT_HANDSHAKE_DROPS);
+		return false;
+	}
 	return true;
 }
 
