@@ -187,7 +187,8 @@ struct ProbeArgs {
     /// Also record kernel frames (those of samples in the probes' own traps are kept without it).
     #[arg(long)]
     kernel: bool,
-    /// When to read ServerHellos off the sockets for the protocol version, cipher suite and group.
+    /// When to read ServerHellos and ClientHellos off the sockets: the protocol version, cipher suite and
+    /// group, and what clients offered to resume.
     #[arg(long, value_enum, default_value = "sampled")]
     hello_capture: HelloCaptureArg,
     /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
@@ -242,11 +243,11 @@ enum CallGraphArg {
 /// When to watch the socket calls that carry ServerHellos (record::HelloCapture).
 #[derive(Clone, Copy, ValueEnum)]
 enum HelloCaptureArg {
-    /// 1 s in every 10 s: the handshake mix is sampled from the connections made in those windows.
+    /// 1 s in every 10 s: the handshake mix and resumption are sampled from the connections made then.
     Sampled,
-    /// All the time: every handshake's version, cipher and group, for a little CPU on every socket call.
+    /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
     Always,
-    /// Never: version, cipher suite and group stay unknown.
+    /// Never: version, cipher suite, group and resumption offers stay unknown.
     Off,
 }
 

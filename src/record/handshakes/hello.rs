@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Hello windows: when the socket tracepoints that catch ServerHellos are attached (--hello-capture).
+//! Hello windows: when the socket tracepoints that catch ServerHellos and ClientHellos are attached
+//! (--hello-capture).
 
 use std::time::{Duration, Instant};
 
@@ -12,11 +13,11 @@ use crate::record::kernel::programs::Programs;
 /// of every process while attached, so by default only in short windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelloCapture {
-    /// 1 s in every 10 s: the handshake mix is sampled from the connections made in those windows.
+    /// 1 s in every 10 s: the handshake mix and resumption are sampled from the connections made then.
     Sampled,
-    /// All the time: every handshake's version, cipher and group, for a little CPU on every socket call.
+    /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
     Always,
-    /// Never: version, cipher suite and group stay unknown.
+    /// Never: version, cipher suite, group and resumption offers stay unknown.
     Off,
 }
 
