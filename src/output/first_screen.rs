@@ -27,7 +27,10 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
         Tone::Heading,
         format!("tlsprof: {} for {:.1} s", names.join(", "), s.duration_s),
     )];
-    out.extend(groups::rows(s).iter().map(group_line));
+    let rows = groups::rows(s);
+    // With one group the Stages line below names its top stage.
+    let several = rows.len() > 1;
+    out.extend(rows.iter().map(|g| group_line(g, several)));
     out.extend(stages_line(s).map(Line::prose));
     out.push(advice_line(analysis));
     out.push(confidence_line(s));
@@ -35,23 +38,28 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
     out.into_iter().map(|l| l.fit(WIDTH)).collect()
 }
 
-/// A group of targets: its TLS share of its CPU, handshakes per second with the resumed share, and CPU per
-/// full and resumed handshake (as the probes saw them).
-fn group_line(g: &GroupFigures) -> Line {
+/// A group of targets: its TLS share of its CPU, handshakes per second with the resumed share, CPU per full
+/// and resumed handshake (as the probes saw them), and its top stage with its share of the group's TLS CPU.
+fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
     let tls = g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
     let mut parts = Vec::new();
     if let Some(rate) = g.rate_per_s {
-        let mut text = format!("{rate:.1} handshakes/s");
+        // Tenths only where they tell something: the line has room for every figure it carries.
+        let digits = if rate >= 100.0 { 0 } else { 1 };
+        let mut text = format!("{rate:.digits$} handshakes/s");
         if let Some(resumed) = g.resumed_share() {
             text.push_str(&format!(", {:.0}% resumed", 100.0 * resumed));
         }
         parts.push(text);
     }
     match (g.full_ms, g.resumed_ms) {
-        (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} ms resumed")),
+        (Some(f), Some(r)) => parts.push(format!("{f:.2} ms full, {r:.2} resumed")),
         (Some(f), None) => parts.push(format!("{f:.2} ms a full handshake")),
         (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
         (None, None) => {}
+    }
+    if let Some((stage, share)) = g.top_stage.filter(|_| with_top_stage) {
+        parts.push(format!("{} {:.0}%", stage.name(), 100.0 * share));
     }
     let line = Line::prose(format!("  {}: ", g.label));
     match (tls, parts.is_empty()) {
