@@ -39,7 +39,8 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
 }
 
 /// A group of targets: its TLS share of its CPU, handshakes per second with the resumed share, CPU per full
-/// and resumed handshake (as the probes saw them), and its top stage with its share of the group's TLS CPU.
+/// and resumed handshake (as the probes saw them), and, where it fits, its top stage with its share of the
+/// group's TLS CPU.
 fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
     let tls = g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
     let mut parts = Vec::new();
@@ -58,18 +59,27 @@ fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
         (None, Some(r)) => parts.push(format!("{r:.2} ms a resumed handshake")),
         (None, None) => {}
     }
+    let line = |parts: &[String]| {
+        let line = Line::prose(format!("  {}: ", g.label));
+        match (&tls, parts.is_empty()) {
+            (Some(tls), true) => line.push(Tone::Key, tls),
+            (Some(tls), false) => line
+                .push(Tone::Key, tls)
+                .push(Tone::Plain, format!(" · {}", parts.join(" · "))),
+            (None, false) => line.push(Tone::Plain, parts.join(" · ")),
+            (None, true) => line.push(Tone::Plain, "no handshakes seen"),
+        }
+    };
+    // The top stage where it fits: the figures before it matter more.
     if let Some((stage, share)) = g.top_stage.filter(|_| with_top_stage) {
-        parts.push(format!("{} {:.0}%", stage.name(), 100.0 * share));
+        let mut with = parts.clone();
+        with.push(format!("{} {:.0}%", stage.name(), 100.0 * share));
+        let longer = line(&with);
+        if longer.plain().chars().count() <= WIDTH {
+            return longer;
+        }
     }
-    let line = Line::prose(format!("  {}: ", g.label));
-    match (tls, parts.is_empty()) {
-        (Some(tls), true) => line.push(Tone::Key, tls),
-        (Some(tls), false) => line
-            .push(Tone::Key, tls)
-            .push(Tone::Plain, format!(" · {}", parts.join(" · "))),
-        (None, false) => line.push(Tone::Plain, parts.join(" · ")),
-        (None, true) => line.push(Tone::Plain, "no handshakes seen"),
-    }
+    line(&parts)
 }
 
 /// Where the TLS CPU goes: the probed stages by their share of it, largest first, the handshake's own
@@ -191,4 +201,47 @@ fn unnamed_line(s: &Summary) -> Option<String> {
         100.0 * share,
         Printable(file)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Stage;
+
+    fn group(label: &str) -> GroupFigures {
+        GroupFigures {
+            name: label.into(),
+            label: label.into(),
+            whole: false,
+            tls_share: Some(0.88),
+            tls_share_ci95: None,
+            handshakes: Some(6_500),
+            handshakes_ci95: None,
+            rate_per_s: Some(463.2),
+            rate_ci95: None,
+            full_seen: 860,
+            resumed_seen: 140,
+            full_ms: Some(0.81),
+            resumed_ms: Some(0.43),
+            top_stage: Some((Stage::Handshake, 0.45)),
+        }
+    }
+
+    #[test]
+    fn the_top_stage_is_named_where_it_fits_and_nothing_is_cut() {
+        let short = group("ng").plain_line();
+        assert!(short.ends_with(" · handshake 45%"), "{short}");
+        // 103 columns with the top stage: left out, the rest whole.
+        let long = group("nginx ×2").plain_line();
+        assert!(
+            long.ends_with("0.43 resumed") && long.chars().count() <= WIDTH,
+            "{long}"
+        );
+    }
+
+    impl GroupFigures {
+        fn plain_line(&self) -> String {
+            group_line(self, true).plain()
+        }
+    }
 }
