@@ -14,12 +14,7 @@ const STAGES_SHOWN: usize = 8;
 /// A file unnamed in this share of the samples or more is worth a line.
 const UNNAMED_WORTH_A_LINE: f64 = 0.2;
 
-/// The first screen's lines, none wider than `WIDTH` columns.
-pub fn lines(analysis: &Analysis) -> Vec<String> {
-    styled_lines(analysis).iter().map(Line::plain).collect()
-}
-
-/// The first screen's lines with the figures a reader came for toned.
+/// The first screen's lines, none wider than `WIDTH` columns, with the figures a reader came for toned.
 pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
     let s = &analysis.summary;
     let names: Vec<String> = groups::by_name(s).into_iter().map(|g| g.name).collect();
