@@ -37,12 +37,7 @@ pub fn bars(out: &mut String, title: &str, bars: &[Bar]) -> fmt::Result {
         .fold(0.0, f64::max);
     let scale = if top > 0.0 { area / top } else { 0.0 };
     let height = ROW * bars.len() as f64 + 8.0;
-    writeln!(
-        out,
-        "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
-         role=\"img\" aria-label=\"{}\">",
-        Esc(title)
-    )?;
+    open_svg(out, height, title)?;
     for (i, b) in bars.iter().enumerate() {
         let y = 4.0 + ROW * i as f64;
         let w = (b.value * scale).max(0.0);
@@ -113,12 +108,7 @@ pub fn timeline(out: &mut String, unit: &str, duration_s: f64, series: &[Series]
     let x_max = duration_s.max(1e-9);
     let x = |t: f64| left + plot.0 * (t / x_max).clamp(0.0, 1.0);
     let y = |v: f64| top + plot.1 * (1.0 - (v / y_max).clamp(0.0, 1.0));
-    writeln!(
-        out,
-        "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
-         role=\"img\" aria-label=\"{} over the recording\">",
-        Esc(unit)
-    )?;
+    open_svg(out, height, &format!("{unit} over the recording"))?;
     for (start, end, _) in series.first().map_or(&[][..], |s| &s.points[..]) {
         write!(
             out,
@@ -292,6 +282,16 @@ fn short(v: f64) -> String {
     } else {
         format!("{v:.1}")
     }
+}
+
+/// A chart's `<svg>` element, `label` read out for it.
+fn open_svg(out: &mut String, height: f64, label: &str) -> fmt::Result {
+    writeln!(
+        out,
+        "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
+         role=\"img\" aria-label=\"{}\">",
+        Esc(label)
+    )
 }
 
 #[cfg(test)]
