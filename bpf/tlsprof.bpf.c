@@ -66,6 +66,11 @@ struct thread_state {
 	__u64 client_hello_ssl;
 	__s32 client_hello_fd;
 	__u32 client_hello_left;
+	/* The connection of the last FF_CONN_CURRENT call: the one the handshake steps that follow belong to. */
+	__u64 current_conn;
+	/* A fatal alert was sent inside the current outermost handshake call. */
+	__u32 alerted;
+	__u32 pad;
 	/* Probe hits on this thread so far, and the entries among them that were single-stepped: the hits inside
 	 * a frame are what its figures must be corrected for. */
 	__u64 hits;
@@ -503,10 +508,22 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	if (stage == STAGE_DERIVE && d > 0 && d <= TLSPROF_MAX_DEPTH &&
 	    (DERIVE_ABSORBED_BY & (1U << (ts->frames[d - 1].stage & 31))))
 		stage = ts->frames[d - 1].stage;
-	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && ts->ssl == 0) {
+	if (flags & FF_HS_STEP) {
+		arg1 = ts->current_conn;
+		flags |= FF_SSL_ARG;
+		if (flags & FF_CONN_START) {
+			struct conn_state *c = arg1 ? conn_lookup(tgid, arg1, false) : NULL;
+
+			/* A handshake still under way (a second ClientHello after a retry request) goes on. */
+			if (!c || !c->counted)
+				flags &= ~FF_CONN_START;
+		}
+	}
+	if (stage == STAGE_HANDSHAKE && (flags & FF_SSL_ARG) && arg1 && ts->ssl == 0) {
 		ts->ssl = arg1;
 		ts->last_ssl = ts->ssl;
 		ts->worked = 0;
+		ts->alerted = 0;
 		ts->driving = 0;
 		if (d == 0)
 			ts->settled_epoch = probe_epoch;
@@ -615,6 +632,10 @@ int stage_enter(struct pt_regs *ctx)
 		ts->stepped = stepped;
 	}
 	if (stage == STAGE_NONE) {
+		if (flags & FF_CONN_CURRENT)
+			ts->current_conn = PT_REGS_PARM2(ctx);
+		if (flags & FF_FATAL_ALERT)
+			ts->alerted = 1;
 		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
 		/* A connection starts or ends between handshake calls, never inside one. */
 		if (flags & (FF_CONN_START | FF_CONN_END))
@@ -778,7 +799,9 @@ int stage_exit(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	/* On return the stack pointer sits one slot above where it was at entry (the popped return address). */
 	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	__u32 flags = COOKIE_FLAGS(cookie);
 	struct thread_state *ts;
+	bool ok;
 
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
@@ -786,8 +809,14 @@ int stage_exit(struct pt_regs *ctx)
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)
 		return 0;
-	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. */
-	return pop_frame(ctx, ts, tgid, cookie, entry_sp, (int)PT_REGS_RC(ctx) == 1, bpf_ktime_get_ns());
+	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. A step of a
+	 * handshake driven message by message returns its result through memory: its completion is the last
+	 * step's return without a fatal alert. */
+	if (flags & FF_HS_STEP)
+		ok = (flags & FF_HS_FINISH) && !ts->alerted;
+	else
+		ok = (int)PT_REGS_RC(ctx) == 1;
+	return pop_frame(ctx, ts, tgid, cookie, entry_sp, ok, bpf_ktime_get_ns());
 }
 
 /* A goroutine's stack moves when it grows (copied whole to a bigger one): its frames are kept by their
@@ -1063,7 +1092,8 @@ int on_connect_exit(struct trace_event_raw_sys_exit *ctx)
 }
 
 /* The socket calls below are attached only for short windows (--hello-capture): they run on every write
- * and read of every process while attached. */
+ * and read of every process while attached. on_write also takes sendto, on_read_* recvfrom (their first
+ * arguments are write's and read's). */
 SEC("tracepoint/syscalls/sys_enter_write")
 int on_write(struct trace_event_raw_sys_enter *ctx)
 {

@@ -68,6 +68,17 @@ enum tlsprof_func_flags {
 	/* Go: the signature checked is the first argument passed on the stack (a []byte past the nine integer
 	 * registers of the register ABI): its length is at 16(SP) at entry. */
 	FF_GO_SIG_STACK_ARG = 1 << 18,
+	/* A library driven message by message (rustls): each handshake message is handled by a step of its
+	 * state machine, with no call around the whole handshake. Argument 2 (after the return slot) of this
+	 * function (entry only) is the connection the thread works on from now: the steps that follow are its. */
+	FF_CONN_CURRENT = 1 << 19,
+	/* One step of such a handshake: a handshake frame of the thread's current connection (FF_CONN_CURRENT),
+	 * whose return completes the handshake only if it is an FF_HS_FINISH step that sent no fatal alert. With
+	 * FF_CONN_START: a connection whose handshake completed starts anew here (the same address reused). */
+	FF_HS_STEP = 1 << 20,
+	FF_HS_FINISH = 1 << 21,
+	/* The library sends a fatal alert (entry only): the handshake step running fails. */
+	FF_FATAL_ALERT = 1 << 22,
 };
 
 /* Flags of a target_state: the process is a target, and what its probes saw. */

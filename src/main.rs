@@ -160,7 +160,7 @@ struct TargetArgs {
     /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
     #[arg(long = "comm", value_name = "NAME")]
     comms: Vec<String>,
-    /// Profile every process on the machine that runs OpenSSL or Go TLS code, containers included, and
+    /// Profile every process on the machine that runs OpenSSL, Go or rustls TLS code, containers included, and
     /// those started while recording; runs until the duration or Ctrl-C.
     #[arg(long)]
     all: bool,

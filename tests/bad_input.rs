@@ -145,16 +145,22 @@ fn html_from_a_damaged_recording_or_to_an_unwritable_place() {
     assert!(!page.exists() && !nowhere.exists());
 }
 
-/// A process that runs no TLS library code: a plain `sleep`.
-/// A process on a TLS library tlsprof does not profile yet is told so by name, not "no TLS code".
+/// A process on a TLS library tlsprof cannot profile is told so by name, not "no TLS code": rustls stripped
+/// of its symbols, which name its functions.
 #[test]
-fn process_on_rustls_is_named_not_profiled() {
-    if !require_root("process_on_rustls_is_named_not_profiled") {
+fn process_on_stripped_rustls_is_named_not_profiled() {
+    if !require_root("process_on_stripped_rustls_is_named_not_profiled") {
         return;
     }
     let scratch = Scratch::new("bad_input_rustls");
     let (cert, key) = self_signed_cert(&scratch);
-    let mut server = Command::new(build_rust_example("rustls-server"))
+    let stripped = scratch.path("rustls-server-stripped");
+    let out = run(Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(build_rust_example("rustls-server")));
+    assert!(out.status.success(), "strip: {}", String::from_utf8_lossy(&out.stderr));
+    let mut server = Command::new(&stripped)
         .arg(cert)
         .arg(key)
         .stdout(std::process::Stdio::piped())
@@ -167,9 +173,11 @@ fn process_on_rustls_is_named_not_profiled() {
     one_line_error(&out, "runs rustls 0.23.");
     one_line_error(
         &out,
-        "which tlsprof does not profile yet: it profiles Go crypto/tls or OpenSSL",
+        "which tlsprof does not profile yet: it profiles Go crypto/tls, rustls or OpenSSL",
     );
 }
+
+/// A process that runs no TLS library code: a plain `sleep`.
 
 #[test]
 fn process_without_tls() {
@@ -178,7 +186,7 @@ fn process_without_tls() {
     }
     let sleeper = Running(Command::new("sleep").arg("30").spawn().unwrap());
     let out = run(tlsprof().args(["record", "--pid", &sleeper.pid().to_string()]));
-    one_line_error(&out, "has no Go crypto/tls or OpenSSL code");
+    one_line_error(&out, "has no Go crypto/tls, rustls or OpenSSL code");
 }
 
 #[test]

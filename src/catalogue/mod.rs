@@ -47,6 +47,10 @@ pub const G_STOP: u32 = ff::FF_G_STOP as u32;
 pub const G_END: u32 = ff::FF_G_END as u32;
 pub const GO_SIG_RESULT: u32 = ff::FF_GO_SIG_RESULT as u32;
 pub const GO_SIG_STACK_ARG: u32 = ff::FF_GO_SIG_STACK_ARG as u32;
+pub const CONN_CURRENT: u32 = ff::FF_CONN_CURRENT as u32;
+pub const HS_STEP: u32 = ff::FF_HS_STEP as u32;
+pub const HS_FINISH: u32 = ff::FF_HS_FINISH as u32;
+pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -234,6 +238,10 @@ mod tests {
             G_END,
             GO_SIG_RESULT,
             GO_SIG_STACK_ARG,
+            CONN_CURRENT,
+            HS_STEP,
+            HS_FINISH,
+            FATAL_ALERT,
         ];
         let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
         let mut seen = 0;

@@ -10,6 +10,8 @@ pub enum Server {
     Node,
     /// A Go program: crypto/tls, configured through tls.Config.
     Go,
+    /// A Rust program on rustls, configured through its ServerConfig.
+    Rustls,
     Haproxy,
     Other,
 }
@@ -21,6 +23,7 @@ impl Server {
             Server::Nginx => "nginx",
             Server::Node => "Node.js",
             Server::Go => "Go",
+            Server::Rustls => "rustls",
             Server::Haproxy => "HAProxy",
             Server::Other => "other programs",
         }

@@ -7,6 +7,7 @@
 
 pub mod go;
 pub mod openssl;
+pub mod rustls;
 pub mod unsupported;
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,11 @@ pub trait Family: Sync {
     }
     /// How a file names the functions of `rows`.
     fn naming(&self) -> Naming;
+    /// Prefixes its C code's names carry, each followed by a version (`aws_lc_0_47_0_EVP_DigestSign`): with
+    /// Naming::Demangled, rows name such functions without them.
+    fn versioned_prefixes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// How its functions take arguments and return.
     fn calls(&self) -> Calls;
     /// Its version, from a stretch of a file's bytes that holds a whole version string if the file has one
@@ -75,6 +81,11 @@ pub enum Naming {
     Symbols,
     /// A Go executable's function table (pclntab), which stripped builds keep.
     GoFunctionTable,
+    /// ELF symbol tables whose names carry marks of the build: Rust's mangling with its hash, a C library's
+    /// version prefix (`Family::versioned_prefixes`): rows name functions without them
+    /// (record/discovery/names.rs). A file is the family's only if it defines one of the family's own
+    /// functions (Origin::Internal): its C library's names alone may be any OpenSSL's.
+    Demangled,
 }
 
 /// How a family's functions are called.
@@ -123,12 +134,15 @@ pub enum Symbols {
 
 /// The families tlsprof knows, in the order detection tries them: a Go executable is Go's before any
 /// symbol in it is looked up.
-pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &openssl::OpenSsl];
+pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &rustls::Rustls, &openssl::OpenSsl];
 
-/// The names of `families` for a message: "OpenSSL or Go crypto/tls".
+/// The names of `families` for a message: "Go crypto/tls, rustls or OpenSSL".
 pub fn names(families: &[&dyn Family]) -> String {
     let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
-    names.join(" or ")
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
 }
 
 /// The built-in families of these ids, each once, in the order first named (a recording's libraries).
@@ -181,6 +195,13 @@ mod tests {
             assert_eq!(named(f.id()).unwrap().id(), f.id());
         }
         assert!(named("no such family").is_none());
+    }
+
+    #[test]
+    fn families_are_named_in_a_list() {
+        assert_eq!(names(BUILT_IN), "Go crypto/tls, rustls or OpenSSL");
+        assert_eq!(names(&BUILT_IN[..1]), "Go crypto/tls");
+        assert_eq!(names(&[]), "");
     }
 
     #[test]

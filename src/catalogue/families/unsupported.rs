@@ -48,24 +48,27 @@ pub static UNSUPPORTED: &[Unsupported] = &[
 /// The longest stretch a marker and its version take: how much of a file a scan keeps between chunks.
 pub const MARKER_LEN: usize = 64;
 
+/// "NAME VERSION" from the source path Rust keeps of crate NAME (`.../NAME-0.23.46/src/conn.rs`), if `bytes`
+/// hold one.
+pub fn crate_version(bytes: &[u8], name: &str) -> Option<String> {
+    let prefix = format!("/{name}-");
+    memchr::memmem::find_iter(bytes, prefix.as_bytes()).find_map(|at| {
+        let rest = &bytes[at + prefix.len()..];
+        let len = rest.iter().take(MARKER_LEN).position(|&b| b == b'/')?;
+        let version = std::str::from_utf8(&rest[..len]).ok()?;
+        let dotted = version.split('.').count() == 3
+            && version
+                .split('.')
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        (dotted && rest[len..].starts_with(b"/src/")).then(|| format!("{name} {version}"))
+    })
+}
+
 impl Unsupported {
     /// Whether `bytes` carry this library, and its version where the marker gives one ("rustls 0.23.46").
     pub fn find(&self, bytes: &[u8]) -> Option<String> {
         match self.marker {
-            Marker::Crate(name) => {
-                let prefix = format!("/{name}-");
-                memchr::memmem::find_iter(bytes, prefix.as_bytes()).find_map(|at| {
-                    let rest = &bytes[at + prefix.len()..];
-                    let len = rest.iter().take(MARKER_LEN).position(|&b| b == b'/')?;
-                    let version = std::str::from_utf8(&rest[..len]).ok()?;
-                    let dotted = !version.is_empty()
-                        && version.split('.').count() == 3
-                        && version
-                            .split('.')
-                            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-                    (dotted && rest[len..].starts_with(b"/src/")).then(|| format!("{} {version}", self.name))
-                })
-            }
+            Marker::Crate(name) => crate_version(bytes, name).map(|v| v.replacen(name, self.name, 1)),
             Marker::Word(word) => {
                 let part_of_a_name = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
                 memchr::memmem::find_iter(bytes, word)

@@ -3,6 +3,7 @@
 //! which functions, where each probe goes).
 
 pub(super) mod gobin;
+pub(super) mod names;
 pub(super) mod objects;
 pub(super) mod prologue;
 pub mod targets;

@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::gobin::{self, GoBinary};
-use super::prologue;
+use super::{names, prologue};
 use crate::catalogue::families::unsupported::{self, UNSUPPORTED};
 use crate::catalogue::families::{go, Family, Flavor, Naming, Symbols};
 use crate::catalogue::{Origin, Row};
@@ -56,6 +56,7 @@ pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family
             }
             Naming::GoFunctionTable => None,
             Naming::Symbols => inspect_symbols(family, path, is_executable)?,
+            Naming::Demangled => inspect_demangled(family, path, is_executable)?,
         };
         if found.is_some() {
             return Ok(found);
@@ -78,23 +79,78 @@ fn inspect_symbols(family: &'static dyn Family, path: &Path, is_executable: bool
     let mut functions = Vec::new();
     for (row, syms) in rows.iter().zip(results) {
         let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
-        if let Some(offset) = defined.and_then(|s| s.file_offset) {
-            let mut code = [0u8; 16];
-            let read = file.read_at(&mut code, offset).unwrap_or(0);
-            if read == 0 {
-                // A symbol that points past the end of the file: no code there to probe.
-                continue;
-            }
-            let code = &code[..read];
-            let site = prologue::probe_site(code);
-            functions.push(FoundFunction {
-                row,
-                file_offset: offset + site.offset as u64,
-                stepped: site.stepped,
-                exits: Vec::new(),
-            });
+        if let Some(f) = defined
+            .and_then(|s| s.file_offset)
+            .and_then(|offset| native_function(&file, row, offset))
+        {
+            functions.push(f);
         }
     }
+    tls_object(family, path, is_executable, functions)
+}
+
+/// The family's functions among the file's ELF symbols, named as its rows name them once demangled and
+/// stripped of version prefixes (names.rs). Every copy of a function is probed: a compiler may emit a
+/// Rust function more than once, each copy called from elsewhere.
+fn inspect_demangled(family: &'static dyn Family, path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
+    let rows: std::collections::HashMap<&str, &'static Row> = family.rows().iter().map(|r| (r.symbol, r)).collect();
+    let prefixes = family.versioned_prefixes();
+    let mut src = Elf::new(path);
+    src.debug_syms = false;
+    let mut found: Vec<(&'static Row, u64)> = Vec::new();
+    Inspector::new()
+        .for_each(&src.into(), |sym| {
+            if sym.sym_type == SymType::Function && sym.addr != 0 {
+                if let Some(&row) = rows.get(&*names::plain_name(&sym.name, prefixes)) {
+                    if let Some(offset) = sym.file_offset {
+                        found.push((row, offset));
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        })
+        .with_context(|| format!("cannot read symbols of {}", path.display()))?;
+    // .symtab and .dynsym both list an exported function.
+    found.sort_by_key(|&(row, offset)| (offset, row.symbol));
+    found.dedup_by_key(|&mut (row, offset)| (offset, row.symbol));
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    // The C library's names alone (EVP_PKEY_derive) are any OpenSSL's too: the file must define one of the
+    // family's own functions.
+    if !found.iter().any(|(row, _)| row.origin == Origin::Internal) {
+        return Ok(None);
+    }
+    let functions = found
+        .into_iter()
+        .filter_map(|(row, offset)| native_function(&file, row, offset))
+        .collect();
+    tls_object(family, path, is_executable, functions)
+}
+
+/// A function of the platform's C convention at `offset` in `file`, probed where prologue.rs says; None when
+/// the symbol points past the end of the file (no code there to probe).
+fn native_function(file: &File, row: &'static Row, offset: u64) -> Option<FoundFunction> {
+    let mut code = [0u8; 16];
+    let read = file.read_at(&mut code, offset).unwrap_or(0);
+    if read == 0 {
+        return None;
+    }
+    let site = prologue::probe_site(&code[..read]);
+    Some(FoundFunction {
+        row,
+        file_offset: offset + site.offset as u64,
+        stepped: site.stepped,
+        exits: Vec::new(),
+    })
+}
+
+/// What a file holding these functions of the family is: how it links them, which symbols it shows, its
+/// version. None when it holds none.
+fn tls_object(
+    family: &'static dyn Family,
+    path: &Path,
+    is_executable: bool,
+    functions: Vec<FoundFunction>,
+) -> Result<Option<TlsObject>> {
     if functions.is_empty() {
         return Ok(None);
     }

@@ -253,14 +253,17 @@ impl<'obj> Programs<'obj> {
     }
 
     /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches
-    /// them.
+    /// them. send and recv (sendto, recvfrom: Rust's sockets use them) take the buffer where write and read do.
     pub fn attach_hello_capture(&self) -> Result<Vec<Link>> {
         let p = &self.skel.progs;
         [
             (&p.on_write, "sys_enter_write"),
+            (&p.on_write, "sys_enter_sendto"),
             (&p.on_writev, "sys_enter_writev"),
             (&p.on_read_enter, "sys_enter_read"),
             (&p.on_read_exit, "sys_exit_read"),
+            (&p.on_read_enter, "sys_enter_recvfrom"),
+            (&p.on_read_exit, "sys_exit_recvfrom"),
         ]
         .into_iter()
         .map(|(prog, tp)| {

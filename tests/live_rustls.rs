@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: a server on rustls 0.23 with aws-lc-rs (examples/rust/rustls-server, a release build as cargo makes
+//! it) profiled as its own family, against its clients' own counts (needs root): full and resumed handshakes
+//! of TLS 1.3 and 1.2, abandoned ones, the hybrid post-quantum group, no probe entry single-stepped.
+mod common;
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use common::*;
+
+/// The rustls server on a fresh certificate, and its port.
+fn start_rustls_server(scratch: &Scratch) -> (Running, u16) {
+    let (cert, key) = self_signed_cert(scratch);
+    let mut child = Command::new(build_rust_example("rustls-server"))
+        .arg(cert)
+        .arg(key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let port = port.trim().parse().expect("the server prints its port");
+    (Running(child), port)
+}
+
+/// Runs a Python client of examples/ with `args` to the end; its JSON line.
+fn python_client(script: &str, args: &[&str]) -> Value {
+    let out = run(Command::new("python3")
+        .arg(repo().join("examples").join(script))
+        .args(args));
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON line")
+}
+
+/// Calls of a probed function.
+fn calls(r: &Value, name: &str) -> u64 {
+    function(r, name)
+        .and_then(|f| f["calls"].as_u64())
+        .unwrap_or_else(|| panic!("{name} not probed"))
+}
+
+fn handshakes(r: &Value, field: &str) -> u64 {
+    r["handshakes"][field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("handshakes.{field}"))
+}
+
+/// Records the server in exact mode with every hello read while `client` runs; the summary and the report.
+fn record_while(server: &Running, recording: &Path, client: impl FnOnce() -> Value) -> (Value, String, Value) {
+    let rec = Recorder::start(&[
+        "--pid",
+        &server.pid().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let counts = client();
+    // The server drops each connection after its response: give the last one time to go.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let summary = rec.interrupt();
+    (counts, summary, report_json(recording))
+}
+
+#[test]
+fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
+    if !require_root("rustls_full_and_resumed_handshakes_are_counted_exactly") {
+        return;
+    }
+    let scratch = Scratch::new("live_rustls");
+    let (server, port) = start_rustls_server(&scratch);
+    for (tls, count) in [("1.3", "120"), ("1.2", "60")] {
+        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
+        let (client, summary, r) = record_while(&server, &recording, || {
+            python_client(
+                "resume_client.py",
+                &[
+                    "--port",
+                    &port.to_string(),
+                    "--count",
+                    count,
+                    "--clients",
+                    "10",
+                    "--tls",
+                    tls,
+                ],
+            )
+        });
+        let n = |k: &str| client[k].as_u64().unwrap();
+        let (connections, reused) = (n("connections"), n("reused"));
+        eprintln!("TLS {tls}: client {client}\n{summary}");
+        assert!(reused > 0 && reused < connections, "{client}");
+        // Every connection once, full or resumed as the client saw it.
+        assert_eq!(handshakes(&r, "total"), connections, "{summary}");
+        assert_eq!(handshakes(&r, "resumed"), reused, "{summary}");
+        assert_eq!(handshakes(&r, "full"), connections - reused, "{summary}");
+        assert_eq!(handshakes(&r, "abandoned"), 0, "{summary}");
+        assert_eq!(handshakes(&r, "server"), connections, "{summary}");
+        // One signature per full handshake; a key exchange in every TLS 1.3 one (PSK with ECDHE), only in
+        // full TLS 1.2 ones.
+        assert_eq!(calls(&r, "EVP_DigestSign"), connections - reused, "{summary}");
+        let exchanges = if tls == "1.3" {
+            connections
+        } else {
+            connections - reused
+        };
+        assert_eq!(calls(&r, "EVP_PKEY_keygen"), exchanges, "{summary}");
+        assert_eq!(calls(&r, "EVP_PKEY_derive"), exchanges, "{summary}");
+        // The handshake mix from the wire, the certificate key from the signature's length.
+        let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+        let version = format!("TLSv{tls}");
+        assert!(kinds.iter().all(|k| k["version"] == version.as_str()), "{summary}");
+        assert!(
+            kinds
+                .iter()
+                .filter(|k| k["resumed"] == false)
+                .all(|k| k["certificate_key"] == "ECDSA P-256"),
+            "{summary}"
+        );
+        // The offers read from the ClientHellos: every accepted one is one the client reused.
+        let resumption = &r["resumption"][0];
+        let (accepted, unparsed) = (
+            resumption["accepted"].as_u64().unwrap(),
+            resumption["unparsed"].as_u64().unwrap(),
+        );
+        assert!(
+            accepted <= reused && accepted + unparsed >= reused,
+            "accepted {accepted}, {unparsed} not read whole, client reused {reused}\n{summary}"
+        );
+        assert_eq!(resumption["refused"], 0, "{summary}");
+        // The family, named as rustls, with its version; nothing single-stepped.
+        let lib = &r["libraries"][0];
+        assert_eq!(lib["family"], "rustls", "{summary}");
+        assert!(
+            lib["version"].as_str().unwrap().starts_with("rustls 0.23."),
+            "{summary}"
+        );
+        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+        assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
+        assert!(summary.contains("rustls 0.23."), "{summary}");
+    }
+}
+
+/// Clients that leave after the server's flight: each handshake did its work and never completed. rustls
+/// drops the connection's state when the server's loop moves on; each is counted once, abandoned.
+#[test]
+fn rustls_abandoned_handshakes_are_counted() {
+    if !require_root("rustls_abandoned_handshakes_are_counted") {
+        return;
+    }
+    let scratch = Scratch::new("live_rustls_abandoned");
+    let (server, port) = start_rustls_server(&scratch);
+    let recording = scratch.path("abandoned.tlsprof");
+    let (client, summary, r) = record_while(&server, &recording, || {
+        python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
+    });
+    let left = client["abandoned"].as_u64().unwrap();
+    assert_eq!(handshakes(&r, "abandoned"), left, "{summary}");
+    assert_eq!(handshakes(&r, "total"), 0, "{summary}");
+    assert_eq!(calls(&r, "EVP_DigestSign"), left, "{summary}");
+}
+
+/// Go 1.26's client offers X25519MLKEM768 (GODEBUG=tlsmlkem=1: the example module declares go 1.21), which
+/// rustls prefers: the server's side of the hybrid exchange is an X25519 key pair and exchange and an
+/// ML-KEM encapsulation, each counted once per handshake.
+#[test]
+fn rustls_hybrid_key_exchange_is_named_and_timed() {
+    if !require_root("rustls_hybrid_key_exchange_is_named_and_timed") {
+        return;
+    }
+    let scratch = Scratch::new("live_rustls_hybrid");
+    let (server, port) = start_rustls_server(&scratch);
+    let go_client_bin = go_build("client", None, false);
+    let recording = scratch.path("hybrid.tlsprof");
+    let addr = format!("127.0.0.1:{port}");
+    let (client, summary, r) = record_while(&server, &recording, || {
+        let out = run(Command::new(&go_client_bin)
+            .env("GODEBUG", "tlsmlkem=1")
+            .args(["-addr", &addr, "-n", "150", "-workers", "1"]));
+        assert!(
+            out.status.success(),
+            "go client: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    });
+    let connections = client["connections"].as_u64().unwrap();
+    assert_eq!(client["errors"], 0, "{client}");
+    assert_eq!(handshakes(&r, "full"), connections, "{summary}");
+    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+    assert!(kinds.iter().all(|k| k["key_exchange"] == "X25519MLKEM768"), "{summary}");
+    assert_eq!(calls(&r, "EVP_PKEY_encapsulate"), connections, "{summary}");
+    assert_eq!(calls(&r, "EVP_PKEY_keygen"), connections, "{summary}");
+    assert!(f(&stage(&r, "derive")["cpu_ms"]) > 0.0, "{summary}");
+}
