@@ -19,6 +19,7 @@ fn bench_smoke_run_writes_the_tables() {
     let out = run(Command::new("python3")
         .arg(repo().join("scripts/bench.py"))
         .arg("--smoke")
+        .arg("--rustls")
         .arg("--output")
         .arg(&output)
         .arg("--tlsprof")
@@ -34,6 +35,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Budget",
         "## Overhead: full handshakes",
         "## Overhead: keep-alive requests",
+        "## Overhead: full handshakes on a rustls server",
         "## Accuracy: CPU per operation",
         "## Attach and report time",
         "## Connection counter (accept/accept4/connect tracepoints)",
@@ -41,9 +43,9 @@ fn bench_smoke_run_writes_the_tables() {
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
-    // Both workloads measured with and without tlsprof, and every operation compared with its ground truth.
+    // The three workloads measured with and without tlsprof, and every operation compared with its ground truth.
     let overhead: Vec<&str> = md.split("\n## ").filter(|s| s.starts_with("Overhead: ")).collect();
-    assert_eq!(overhead.len(), 2, "{md}");
+    assert_eq!(overhead.len(), 3, "{md}");
     for section in overhead {
         for row in ["| no profiler |", "| tlsprof (defaults"] {
             assert!(section.contains(row), "no {row} row in:\n{section}");

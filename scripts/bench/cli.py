@@ -47,6 +47,9 @@ def parse_args(argv):
     p.add_argument("--go", action="store_true",
                    help="also measure two Go servers (examples/go, built with the machine's go) under full handshakes "
                         "from examples/go/client: the go_full workload")
+    p.add_argument("--rustls", action="store_true",
+                   help="also measure two rustls servers (examples/rust/rustls-server, built with cargo) under full "
+                        "handshakes from `openssl s_time -new`: the rustls_full workload")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, no long recording, "
                         f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")

@@ -54,7 +54,7 @@ def unwrap(text):
 
 
 def overhead_table(data, workload):
-    unit = "handshake" if workload in ("full", "go_full") else "request"
+    unit = "handshake" if workload in ("full", "go_full", "rustls_full") else "request"
     rows = []
     for c in data["settings"]["conditions"]:
         rs = runs_of(data, workload, c)
@@ -340,6 +340,8 @@ def render(data, template=None):
         "overhead_keepalive_table": overhead_table(data, "keepalive"),
         "go": bool(runs_of(data, "go_full", "none")),
         "overhead_go_table": overhead_table(data, "go_full"),
+        "rustls": bool(runs_of(data, "rustls_full", "none")),
+        "overhead_rustls_table": overhead_table(data, "rustls_full"),
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),

@@ -24,8 +24,9 @@ from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
 from .serve import serve_run
 from .settings import settings_of
-from .twins import GoServer, Nginx, build_go, go_tool, paired_overhead, pin_twins, twin_figures, worker_counters
-from .workloads import GO_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full, wait_clients
+from .twins import (GoServer, Nginx, RustlsServer, build_go, build_rustls, go_tool, paired_overhead, pin_twins,
+                    twin_figures, worker_counters)
+from .workloads import GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full, wait_clients
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
 # ECDSA): the ops/s column is exact, so that is the one read.
@@ -64,6 +65,7 @@ class Bench:
         self.twins = []
         # --go: two Go servers, the twins of the Go workloads.
         self.go_twins = []
+        self.rustls_twins = []
         self.fixture = None
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
@@ -85,6 +87,8 @@ class Bench:
         for tool in ("openssl", "wrk", "cc", "/usr/sbin/nginx"):
             if not shutil.which(tool):
                 raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
+        if self.args.rustls and not shutil.which("cargo"):
+            raise BenchError("cargo is not installed (scripts/install-deps.sh installs it), and --rustls needs it")
         if self.args.go and not go_tool():
             raise BenchError("go is not installed (scripts/install-deps.sh installs it), and --go needs it")
         conds = []
@@ -109,7 +113,8 @@ class Bench:
     def overhead_run(self, rnd, workload, condition, profiled):
         """The profiler on twin `profiled`, the same load on both twins at once; the other twin is the control."""
         a = self.args
-        twins = self.go_twins if workload in GO_WORKLOADS else self.twins
+        twins = (self.go_twins if workload in GO_WORKLOADS else
+                 self.rustls_twins if workload in RUSTLS_WORKLOADS else self.twins)
         for twin in twins:
             twin.check_worker()
         target = twins[profiled]
@@ -328,15 +333,22 @@ class Bench:
                 for twin in self.go_twins:
                     twin.start()
                 pin_twins(self.go_twins)
-            workloads = [w for w in WORKLOADS if a.go or w not in GO_WORKLOADS]
+            if a.rustls:
+                server = build_rustls()
+                self.rustls_twins = [RustlsServer(self.scratch, "A", server), RustlsServer(self.scratch, "B", server)]
+                for twin in self.rustls_twins:
+                    twin.start()
+                pin_twins(self.rustls_twins)
+            workloads = [w for w in WORKLOADS
+                         if (a.go or w not in GO_WORKLOADS) and (a.rustls or w not in RUSTLS_WORKLOADS)]
             for rnd in range(1, a.rounds + 1):
                 # Each round starts one condition later: no condition always runs first or after the same one.
                 shift = (rnd - 1) % len(self.conditions)
                 order = self.conditions[shift:] + self.conditions[:shift]
                 for w, workload in enumerate(workloads):
                     for cond in order:
-                        # bench-bpftrace.bt probes libssl: a Go server has none.
-                        if workload in GO_WORKLOADS and cond == "bpftrace":
+                        # bench-bpftrace.bt probes libssl: a Go or rustls server has none.
+                        if workload in GO_WORKLOADS + RUSTLS_WORKLOADS and cond == "bpftrace":
                             continue
                         # The profiled twin alternates from round to round (and between neighbouring runs), so that
                         # every condition runs about as often on each twin and a difference between them cancels.
@@ -356,7 +368,7 @@ class Bench:
             if a.serve_minutes > 0:
                 serve_run(self)
         finally:
-            for twin in self.twins + self.go_twins:
+            for twin in self.twins + self.go_twins + self.rustls_twins:
                 twin.stop()
         self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()

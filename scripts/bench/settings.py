@@ -22,13 +22,14 @@ def settings_of(args):
     return {
         **{key: getattr(args, key) for key in DEFAULTS}, "conditions": list(args.conditions), "smoke": args.smoke,
         "go": args.go,
+        "rustls": args.rustls,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
     }
 
 
 def reproduce_command(s):
     """The command that repeats this run: `python3 scripts/bench.py` plus whatever differs from the defaults."""
-    go = " --go" if s.get("go") else ""
+    go = (" --go" if s.get("go") else "") + (" --rustls" if s.get("rustls") else "")
     if s["smoke"]:
         return "sudo python3 scripts/bench.py --smoke" + go
     parts = ["sudo python3 scripts/bench.py" + go]

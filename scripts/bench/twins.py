@@ -137,6 +137,62 @@ class GoServer:
             self.child.stop(grace=10)
 
 
+def build_rustls():
+    """examples/rust/rustls-server as cargo's release profile builds it (the tests' build directory, kept)."""
+    target = os.path.join(REPO, "target/examples")
+    built = run_text(["cargo", "build", "--release", "--locked", "--quiet", "--manifest-path",
+                      os.path.join(REPO, "examples/rust/rustls-server/Cargo.toml"), "--target-dir", target],
+                     timeout=900)
+    if built.returncode != 0:
+        raise BenchError(f"cargo build rustls-server: {built.stderr.strip()[-300:]}")
+    return os.path.join(target, "release/rustls-server")
+
+
+class RustlsServer:
+    """A rustls twin: examples/rust/rustls-server (rustls 0.23, aws-lc-rs), loopback, RSA-2048, one connection at
+    a time on its one thread (`worker`, as nginx's worker). Its default session store stays unused: `s_time
+    -new` never resumes."""
+
+    def __init__(self, scratch, name, binary):
+        self.name = name
+        self.binary = binary
+        self.scratch = scratch
+        self.log = os.path.join(scratch, f"rustls-server-{name}.out")
+        self.child = None
+        self.port = None
+        self.master = self.worker = None
+
+    def start(self):
+        key, cert = os.path.join(self.scratch, "rustls-key.pem"), os.path.join(self.scratch, "rustls-cert.pem")
+        if not os.path.exists(cert):
+            made = run_text(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                             "/CN=localhost", "-keyout", key, "-out", cert])
+            if made.returncode != 0:
+                raise BenchError(f"openssl req: {made.stderr.strip()[-300:]}")
+        self.child = Child([self.binary, cert, key], stdout=self.log)
+        for _ in range(100):
+            with open(self.log) as f:
+                line = f.readline()
+            if line.strip().isdigit() and line.endswith("\n"):
+                self.port = int(line)
+                break
+            if self.child.poll() is not None:
+                break
+            time.sleep(0.05)
+        if self.port is None:
+            raise BenchError(f"the rustls server {self.name} did not start (see {self.log})")
+        self.master = self.worker = self.child.pid
+        log(f"rustls server {self.name}: pid {self.worker} on 127.0.0.1:{self.port}")
+
+    def check_worker(self):
+        if self.child.poll() is not None:
+            raise BenchError(f"the rustls server {self.name} is gone (exit {self.child.status}, see {self.log})")
+
+    def stop(self):
+        if self.child:
+            self.child.stop(grace=10)
+
+
 def pin_twins(twins):
     """Both workers get the last CPU, which they share; this process, and so the clients and profilers it starts,
     get the others. On one CPU the twins see the same CPU speed and the same neighbours. Pinning also keeps the
