@@ -537,6 +537,9 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	} else if (stage != STAGE_HANDSHAKE && ts->ssl) {
 		if (!ts->driving || handshake_work(stage, flags))
 			ts->worked = 1;
+		/* Work only one side does tells the role where no function that takes the SSL * does. */
+		if (flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT))
+			note_conn_fact(ts->ssl, tgid, FF_SSL_ARG | (flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT)));
 	} else if (d == 0 && handshake_work(stage, flags) && ts->settled_epoch == probe_epoch) {
 		/* Go's handshakes all run inside its probed handshake functions (Conn.Read and Write start one
 		 * there): Go crypto outside them is the program's own, or post-handshake (session tickets). */

@@ -26,7 +26,8 @@ enum tlsprof_stage {
 enum tlsprof_func_flags {
 	/* The first argument is the SSL * of the connection. */
 	FF_SSL_ARG = 1 << 0,
-	/* Calling this function makes the connection a server / a client. */
+	/* Calling this function makes the connection a server / a client (a stage function: the connection of the
+	 * handshake call it runs in). */
 	FF_ROLE_SERVER = 1 << 1,
 	FF_ROLE_CLIENT = 1 << 2,
 	/* A certificate private-key operation (signature, RSA key transport): only full handshakes do it. */

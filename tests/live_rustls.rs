@@ -4,73 +4,9 @@
 //! of TLS 1.3 and 1.2, abandoned ones, the hybrid post-quantum group, no probe entry single-stepped.
 mod common;
 
-use std::io::BufRead;
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-use serde_json::Value;
+use std::process::Command;
 
 use common::*;
-
-/// The rustls server on a fresh certificate, and its port.
-fn start_rustls_server(scratch: &Scratch) -> (Running, u16) {
-    let (cert, key) = self_signed_cert(scratch);
-    let mut child = Command::new(build_rust_example("rustls-server"))
-        .arg(cert)
-        .arg(key)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut port)
-        .unwrap();
-    let port = port.trim().parse().expect("the server prints its port");
-    (Running(child), port)
-}
-
-/// Runs a Python client of examples/ with `args` to the end; its JSON line.
-fn python_client(script: &str, args: &[&str]) -> Value {
-    let out = run(Command::new("python3")
-        .arg(repo().join("examples").join(script))
-        .args(args));
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON line")
-}
-
-/// Calls of a probed function.
-fn calls(r: &Value, name: &str) -> u64 {
-    function(r, name)
-        .and_then(|f| f["calls"].as_u64())
-        .unwrap_or_else(|| panic!("{name} not probed"))
-}
-
-fn handshakes(r: &Value, field: &str) -> u64 {
-    r["handshakes"][field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("handshakes.{field}"))
-}
-
-/// Records the server in exact mode with every hello read while `client` runs; the summary and the report.
-fn record_while(server: &Running, recording: &Path, client: impl FnOnce() -> Value) -> (Value, String, Value) {
-    let rec = Recorder::start(&[
-        "--pid",
-        &server.pid().to_string(),
-        "--hello-capture",
-        "always",
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
-    let counts = client();
-    // The server drops each connection after its response: give the last one time to go.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let summary = rec.interrupt();
-    (counts, summary, report_json(recording))
-}
 
 #[test]
 fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
@@ -78,7 +14,7 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
         return;
     }
     let scratch = Scratch::new("live_rustls");
-    let (server, port) = start_rustls_server(&scratch);
+    let (server, port) = start_rust_server("rustls-server", &scratch);
     for (tls, count) in [("1.3", "120"), ("1.2", "60")] {
         let recording = scratch.path(&format!("tls{tls}.tlsprof"));
         let (client, summary, r) = record_while(&server, &recording, || {
@@ -101,21 +37,21 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
         eprintln!("TLS {tls}: client {client}\n{summary}");
         assert!(reused > 0 && reused < connections, "{client}");
         // Every connection once, full or resumed as the client saw it.
-        assert_eq!(handshakes(&r, "total"), connections, "{summary}");
-        assert_eq!(handshakes(&r, "resumed"), reused, "{summary}");
-        assert_eq!(handshakes(&r, "full"), connections - reused, "{summary}");
-        assert_eq!(handshakes(&r, "abandoned"), 0, "{summary}");
-        assert_eq!(handshakes(&r, "server"), connections, "{summary}");
+        assert_eq!(handshakes_of(&r, "total"), connections, "{summary}");
+        assert_eq!(handshakes_of(&r, "resumed"), reused, "{summary}");
+        assert_eq!(handshakes_of(&r, "full"), connections - reused, "{summary}");
+        assert_eq!(handshakes_of(&r, "abandoned"), 0, "{summary}");
+        assert_eq!(handshakes_of(&r, "server"), connections, "{summary}");
         // One signature per full handshake; a key exchange in every TLS 1.3 one (PSK with ECDHE), only in
         // full TLS 1.2 ones.
-        assert_eq!(calls(&r, "EVP_DigestSign"), connections - reused, "{summary}");
+        assert_eq!(calls_of(&r, "EVP_DigestSign"), connections - reused, "{summary}");
         let exchanges = if tls == "1.3" {
             connections
         } else {
             connections - reused
         };
-        assert_eq!(calls(&r, "EVP_PKEY_keygen"), exchanges, "{summary}");
-        assert_eq!(calls(&r, "EVP_PKEY_derive"), exchanges, "{summary}");
+        assert_eq!(calls_of(&r, "EVP_PKEY_keygen"), exchanges, "{summary}");
+        assert_eq!(calls_of(&r, "EVP_PKEY_derive"), exchanges, "{summary}");
         // The handshake mix from the wire, the certificate key from the signature's length.
         let kinds = r["handshakes"]["kinds"].as_array().unwrap();
         let version = format!("TLSv{tls}");
@@ -159,15 +95,15 @@ fn rustls_abandoned_handshakes_are_counted() {
         return;
     }
     let scratch = Scratch::new("live_rustls_abandoned");
-    let (server, port) = start_rustls_server(&scratch);
+    let (server, port) = start_rust_server("rustls-server", &scratch);
     let recording = scratch.path("abandoned.tlsprof");
     let (client, summary, r) = record_while(&server, &recording, || {
         python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
     });
     let left = client["abandoned"].as_u64().unwrap();
-    assert_eq!(handshakes(&r, "abandoned"), left, "{summary}");
-    assert_eq!(handshakes(&r, "total"), 0, "{summary}");
-    assert_eq!(calls(&r, "EVP_DigestSign"), left, "{summary}");
+    assert_eq!(handshakes_of(&r, "abandoned"), left, "{summary}");
+    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
+    assert_eq!(calls_of(&r, "EVP_DigestSign"), left, "{summary}");
 }
 
 /// Go 1.26's client offers X25519MLKEM768 (GODEBUG=tlsmlkem=1: the example module declares go 1.21), which
@@ -179,7 +115,7 @@ fn rustls_hybrid_key_exchange_is_named_and_timed() {
         return;
     }
     let scratch = Scratch::new("live_rustls_hybrid");
-    let (server, port) = start_rustls_server(&scratch);
+    let (server, port) = start_rust_server("rustls-server", &scratch);
     let go_client_bin = go_build("client", None, false);
     let recording = scratch.path("hybrid.tlsprof");
     let addr = format!("127.0.0.1:{port}");
@@ -196,10 +132,10 @@ fn rustls_hybrid_key_exchange_is_named_and_timed() {
     });
     let connections = client["connections"].as_u64().unwrap();
     assert_eq!(client["errors"], 0, "{client}");
-    assert_eq!(handshakes(&r, "full"), connections, "{summary}");
+    assert_eq!(handshakes_of(&r, "full"), connections, "{summary}");
     let kinds = r["handshakes"]["kinds"].as_array().unwrap();
     assert!(kinds.iter().all(|k| k["key_exchange"] == "X25519MLKEM768"), "{summary}");
-    assert_eq!(calls(&r, "EVP_PKEY_encapsulate"), connections, "{summary}");
-    assert_eq!(calls(&r, "EVP_PKEY_keygen"), connections, "{summary}");
+    assert_eq!(calls_of(&r, "EVP_PKEY_encapsulate"), connections, "{summary}");
+    assert_eq!(calls_of(&r, "EVP_PKEY_keygen"), connections, "{summary}");
     assert!(f(&stage(&r, "derive")["cpu_ms"]) > 0.0, "{summary}");
 }

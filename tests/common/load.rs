@@ -128,3 +128,19 @@ pub fn get_text(port: u16, path: &str) -> String {
     assert_eq!(status, 200, "GET {path}: {body}");
     body
 }
+
+/// Runs a Python client of examples/ (resume_client.py, abandon_client.py) with `args` to the end; its JSON
+/// line of counts.
+pub fn python_client(script: &str, args: &[&str]) -> serde_json::Value {
+    let out = super::run(
+        std::process::Command::new("python3")
+            .arg(super::repo().join("examples").join(script))
+            .args(args),
+    );
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON line")
+}

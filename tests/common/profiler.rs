@@ -195,6 +195,20 @@ pub fn function<'a>(report: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|f| f["name"] == name)
 }
 
+/// Calls of a probed function, from the JSON report.
+pub fn calls_of(r: &Value, name: &str) -> u64 {
+    function(r, name)
+        .and_then(|f| f["calls"].as_u64())
+        .unwrap_or_else(|| panic!("{name} not probed"))
+}
+
+/// One of the report's handshake counts (total, full, resumed, abandoned, server, ...).
+pub fn handshakes_of(r: &Value, field: &str) -> u64 {
+    r["handshakes"][field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("handshakes.{field}"))
+}
+
 pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -259,4 +273,26 @@ pub fn scraped(metrics: &str, name: &str) -> f64 {
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
         .sum()
+}
+
+/// Records `server` in exact mode, every hello read, while `client` runs to its end (its counts); the summary
+/// and the JSON report.
+pub fn record_while(
+    server: &super::Running,
+    recording: &Path,
+    client: impl FnOnce() -> Value,
+) -> (Value, String, Value) {
+    let rec = Recorder::start(&[
+        "--pid",
+        &server.pid().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let counts = client();
+    // A server drops each connection after its response: give the last one time to go.
+    std::thread::sleep(Duration::from_millis(300));
+    let summary = rec.interrupt();
+    (counts, summary, report_json(recording))
 }

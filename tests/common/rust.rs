@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Rust targets: examples/rust/ built once into target/examples (cargo keeps the build between runs).
 
+use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use super::process::{repo, run};
+use super::fixture::self_signed_cert;
+use super::process::{repo, run, Running, Scratch};
 
 /// examples/rust/NAME built in release mode, as its users would build it; returns the executable.
 pub fn build_rust_example(name: &str) -> PathBuf {
@@ -21,4 +23,26 @@ pub fn build_rust_example(name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     target.join("release").join(name)
+}
+
+/// The TLS server examples/rust/NAME (rustls-server, boring-server) on a fresh ECDSA P-256 certificate, and
+/// the port it prints.
+pub fn start_rust_server(name: &str, scratch: &Scratch) -> (Running, u16) {
+    let (cert, key) = self_signed_cert(scratch);
+    let mut child = Command::new(build_rust_example(name))
+        .arg(cert)
+        .arg(key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let server = Running(child);
+    let port = port
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{name} prints its port, not {port:?}"));
+    (server, port)
 }

@@ -5,6 +5,7 @@
 //! names it. Detection (record/discovery/objects.rs) tries each family of a list in turn, as `BUILT_IN` orders them;
 //! the rest of tlsprof asks a library's family by its id ([`named`]) and never matches on which it is.
 
+pub mod boringssl;
 pub mod go;
 pub mod openssl;
 pub mod rustls;
@@ -133,10 +134,11 @@ pub enum Symbols {
 }
 
 /// The families tlsprof knows, in the order detection tries them: a Go executable is Go's before any
-/// symbol in it is looked up.
-pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &rustls::Rustls, &openssl::OpenSsl];
+/// symbol in it is looked up; BoringSSL's and rustls' files (found by their own internals) before OpenSSL's
+/// public names, which BoringSSL and AWS-LC share.
+pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &rustls::Rustls, &boringssl::BoringSsl, &openssl::OpenSsl];
 
-/// The names of `families` for a message: "Go crypto/tls, rustls or OpenSSL".
+/// The names of `families` for a message: "Go crypto/tls, rustls, BoringSSL or OpenSSL".
 pub fn names(families: &[&dyn Family]) -> String {
     let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
     match names.split_last() {
@@ -199,7 +201,7 @@ mod tests {
 
     #[test]
     fn families_are_named_in_a_list() {
-        assert_eq!(names(BUILT_IN), "Go crypto/tls, rustls or OpenSSL");
+        assert_eq!(names(BUILT_IN), "Go crypto/tls, rustls, BoringSSL or OpenSSL");
         assert_eq!(names(&BUILT_IN[..1]), "Go crypto/tls");
         assert_eq!(names(&[]), "");
     }

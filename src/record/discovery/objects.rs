@@ -41,6 +41,7 @@ pub struct TlsObject {
 /// it defines none of any.
 pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family]) -> Result<Option<TlsObject>> {
     let mut go_binary = None;
+    let mut demangled = None;
     for &family in families {
         let found = match family.naming() {
             Naming::GoFunctionTable if is_executable && gobin::is_go(path) => {
@@ -56,7 +57,13 @@ pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family
             }
             Naming::GoFunctionTable => None,
             Naming::Symbols => inspect_symbols(family, path, is_executable)?,
-            Naming::Demangled => inspect_demangled(family, path, is_executable)?,
+            Naming::Demangled => {
+                if demangled.is_none() {
+                    demangled = Some(demangled_functions(path, families)?);
+                }
+                let functions = demangled.as_deref().unwrap_or_default();
+                inspect_demangled(family, path, is_executable, functions)?
+            }
         };
         if found.is_some() {
             return Ok(found);
@@ -89,36 +96,72 @@ fn inspect_symbols(family: &'static dyn Family, path: &Path, is_executable: bool
     tls_object(family, path, is_executable, functions)
 }
 
-/// The family's functions among the file's ELF symbols, named as its rows name them once demangled and
-/// stripped of version prefixes (names.rs). Every copy of a function is probed: a compiler may emit a
-/// Rust function more than once, each copy called from elsewhere.
-fn inspect_demangled(family: &'static dyn Family, path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
-    let rows: std::collections::HashMap<&str, &'static Row> = family.rows().iter().map(|r| (r.symbol, r)).collect();
-    let prefixes = family.versioned_prefixes();
+/// The file's functions that a row of the Naming::Demangled families names, once demangled and stripped of
+/// version prefixes (names.rs), with their file offsets: the symbol table is read once for all of them.
+fn demangled_functions(path: &Path, families: &[&'static dyn Family]) -> Result<Vec<(&'static str, u64)>> {
+    let demangled: Vec<&'static dyn Family> = families
+        .iter()
+        .copied()
+        .filter(|f| f.naming() == Naming::Demangled)
+        .collect();
+    let rows: std::collections::HashSet<&'static str> = demangled
+        .iter()
+        .flat_map(|f| f.rows().iter().map(|r| r.symbol))
+        .collect();
+    let prefixes: Vec<&str> = demangled
+        .iter()
+        .flat_map(|f| f.versioned_prefixes().iter().copied())
+        .collect();
+    // Only names that carry a row's first namespace (`bssl`, `rustls`) or are plain can match: the rest (a
+    // large C++ program's thousands) are not demangled.
+    let mut namespaces: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.trim_start_matches('<').split_once("::").map(|(first, _)| first))
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    let may_match =
+        |raw: &str| !raw.starts_with("_Z") && !raw.starts_with("_R") || namespaces.iter().any(|n| raw.contains(n));
     let mut src = Elf::new(path);
     src.debug_syms = false;
-    let mut found: Vec<(&'static Row, u64)> = Vec::new();
+    let mut found: Vec<(&'static str, u64)> = Vec::new();
     Inspector::new()
         .for_each(&src.into(), |sym| {
-            if sym.sym_type == SymType::Function && sym.addr != 0 {
-                if let Some(&row) = rows.get(&*names::plain_name(&sym.name, prefixes)) {
-                    if let Some(offset) = sym.file_offset {
-                        found.push((row, offset));
-                    }
+            if sym.sym_type == SymType::Function && sym.addr != 0 && may_match(&sym.name) {
+                if let (Some(&name), Some(offset)) =
+                    (rows.get(&*names::plain_name(&sym.name, &prefixes)), sym.file_offset)
+                {
+                    found.push((name, offset));
                 }
             }
             std::ops::ControlFlow::Continue(())
         })
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
     // .symtab and .dynsym both list an exported function.
-    found.sort_by_key(|&(row, offset)| (offset, row.symbol));
-    found.dedup_by_key(|&mut (row, offset)| (offset, row.symbol));
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    found.sort_unstable_by_key(|&(name, offset)| (offset, name));
+    found.dedup();
+    Ok(found)
+}
+
+/// The family's functions among `functions` (demangled_functions). Every copy of a function is probed: a
+/// compiler may emit a Rust function more than once, each copy called from elsewhere.
+fn inspect_demangled(
+    family: &'static dyn Family,
+    path: &Path,
+    is_executable: bool,
+    functions: &[(&'static str, u64)],
+) -> Result<Option<TlsObject>> {
+    let rows: std::collections::HashMap<&str, &'static Row> = family.rows().iter().map(|r| (r.symbol, r)).collect();
+    let found: Vec<(&'static Row, u64)> = functions
+        .iter()
+        .filter_map(|&(name, offset)| rows.get(name).map(|&row| (row, offset)))
+        .collect();
     // The C library's names alone (EVP_PKEY_derive) are any OpenSSL's too: the file must define one of the
     // family's own functions.
     if !found.iter().any(|(row, _)| row.origin == Origin::Internal) {
         return Ok(None);
     }
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let functions = found
         .into_iter()
         .filter_map(|(row, offset)| native_function(&file, row, offset))

@@ -11,7 +11,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
 use super::bpf::types::{target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
-use crate::catalogue::families::{self, Calls, Flavor, Symbols};
+use crate::catalogue::families::{self, Calls, Flavor};
 use crate::catalogue::{self, Site};
 use crate::model::untrusted::Printable;
 use crate::model::{Function, Library};
@@ -309,7 +309,13 @@ impl TargetSet {
             self.libraries[lib].pids.push(p.pid);
         }
 
-        let state_machine_probed = obj.symbols == Symbols::Internal;
+        // The library's own state machine, taking the SSL *, is probed (OpenSSL's ossl_statem_accept): a
+        // handshake driven from SSL_read/SSL_write is seen there.
+        let state_machine_probed = obj.functions.iter().any(|f| {
+            f.row.origin == catalogue::Origin::Internal
+                && f.row.stage == Some(catalogue::Stage::Handshake)
+                && f.row.flags & catalogue::SSL_ARG != 0
+        });
         let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+//! BoringSSL with its symbols (the boring crate's build; AWS-LC's libssl shares its `bssl::` internals): the
+//! public API is OpenSSL's (SSL_do_handshake returns 1 on completion, SSL_free ends a connection), the stages
+//! are its C++ internals, matched by their names demangled without parameters (Naming::Demangled):
+//! `bssl::ssl_private_key_sign` signs, the key shares' `Generate`/`Encap`/`Decap` make the key exchange,
+//! `bssl::tls13_derive_*` the key schedule. A file counts as BoringSSL only with those internals: its public
+//! names alone are OpenSSL's, and a stripped BoringSSL is named, not profiled (families/unsupported.rs).
+
+use super::{Calls, Family, Flavor, Naming, Symbols};
+use crate::catalogue::causes::Cause::*;
+use crate::catalogue::causes::{user, CauseRow};
+use crate::catalogue::Origin::{Internal, Public};
+use crate::catalogue::Stage::{self, *};
+use crate::catalogue::{
+    fact, frequent, row, Row, CLIENT, CONN_END, CONN_START, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
+    SIG_LEN_PTR, SSL_ARG,
+};
+
+pub struct BoringSsl;
+
+impl Family for BoringSsl {
+    fn id(&self) -> &'static str {
+        "boringssl"
+    }
+    fn name(&self) -> &'static str {
+        "BoringSSL"
+    }
+    fn rows(&self) -> &'static [Row] {
+        ROWS
+    }
+    fn library_names(&self) -> &'static [&'static str] {
+        &["libssl", "libcrypto"]
+    }
+    fn naming(&self) -> Naming {
+        Naming::Demangled
+    }
+    fn calls(&self) -> Calls {
+        Calls::Native
+    }
+    /// BoringSSL has no version of its own; the boring crate that built it has.
+    fn version_in(&self, bytes: &[u8]) -> Option<String> {
+        super::unsupported::crate_version(bytes, "boring").map(|v| format!("BoringSSL (the {v} crate)"))
+    }
+    fn version_len(&self) -> usize {
+        super::unsupported::MARKER_LEN
+    }
+    fn describe(&self, flavor: Flavor) -> &'static str {
+        match flavor {
+            Flavor::Shared => "shared library",
+            Flavor::Static => "linked into the executable",
+            Flavor::App => "application TLS glue",
+        }
+    }
+    fn describe_symbols(&self, symbols: Symbols) -> &'static str {
+        match symbols {
+            Symbols::Internal => "its bssl:: internals visible",
+            Symbols::Exported => "public API only",
+            Symbols::None => "no BoringSSL functions",
+        }
+    }
+    fn own_code(&self) -> &'static str {
+        "BoringSSL's"
+    }
+    fn cause_rows(&self) -> &'static [CauseRow] {
+        CAUSE_ROWS
+    }
+    fn record_layer(&self) -> &'static [(&'static str, Stage)] {
+        &[("SSL_read", Read), ("SSL_write", Write)]
+    }
+}
+
+/// BoringSSL's own C++ function (the `bssl::` namespace).
+const fn bssl(symbol: &'static str, stage: Stage, flags: u32) -> Row {
+    row(symbol, stage, Internal, flags)
+}
+
+pub const ROWS: &[Row] = &[
+    // Handshake entry points, as OpenSSL's. BoringSSL's state machine (bssl::ssl_run_handshake) takes the
+    // handshake's state, not the SSL *: a handshake driven from SSL_read/SSL_write is seen through them.
+    row("SSL_do_handshake", Handshake, Public, SSL_ARG),
+    row("SSL_accept", Handshake, Public, SSL_ARG | SERVER),
+    row("SSL_connect", Handshake, Public, SSL_ARG | CLIENT),
+    // SSL_set_accept_state is not probed: its code has no instruction the kernel emulates, so every probe hit
+    // on it would be single-stepped. A server is told by work only servers do (SERVER below).
+    fact("SSL_set_connect_state", SSL_ARG | CLIENT | CONN_START),
+    fact("SSL_free", SSL_ARG | CONN_END),
+    // Key shares: the TLS 1.3 server's Encap makes its key and the shared secret at once (X25519's key pair and
+    // exchange, or a curve's Generate and Decap, inside it; for the hybrid groups the KEM's encapsulation too).
+    // X25519_keypair is the X25519 key pair wherever a key share's code inlined its Generate.
+    row("X25519_keypair", Keygen, Public, 0),
+    bssl("bssl::(anonymous namespace)::X25519KeyShare::Generate", Keygen, 0),
+    bssl("bssl::(anonymous namespace)::ECKeyShare::Generate", Keygen, 0),
+    bssl(
+        "bssl::(anonymous namespace)::X25519Kyber768KeyShare::Generate",
+        Keygen,
+        0,
+    ),
+    bssl(
+        "bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Generate",
+        Keygen,
+        0,
+    ),
+    bssl("bssl::(anonymous namespace)::X25519KeyShare::Encap", Derive, SERVER),
+    bssl("bssl::(anonymous namespace)::ECKeyShare::Encap", Derive, SERVER),
+    bssl(
+        "bssl::(anonymous namespace)::X25519Kyber768KeyShare::Encap",
+        Derive,
+        SERVER,
+    ),
+    bssl(
+        "bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Encap",
+        Derive,
+        SERVER,
+    ),
+    bssl("bssl::(anonymous namespace)::X25519KeyShare::Decap", Derive, 0),
+    bssl("bssl::(anonymous namespace)::ECKeyShare::Decap", Derive, 0),
+    bssl("bssl::(anonymous namespace)::X25519Kyber768KeyShare::Decap", Derive, 0),
+    bssl("bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Decap", Derive, 0),
+    row("MLKEM768_encap", Derive, Public, 0),
+    row("MLKEM768_decap", Derive, Public, 0),
+    row("KYBER_encap", Derive, Public, 0),
+    row("KYBER_decap", Derive, Public, 0),
+    // RSA key transport (TLS 1.2 RSA suites) decrypts with the certificate's key.
+    bssl("bssl::ssl_private_key_decrypt", Derive, PRIVATE_KEY_OP),
+    // The certificate's signature: argument 3 points to its length.
+    bssl("bssl::ssl_private_key_sign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
+    // The peer's certificate chain and handshake signature.
+    bssl("bssl::ssl_verify_peer_cert", Verify, PEER_CERT_CHECK),
+    bssl("bssl::tls13_process_certificate_verify", Verify, 0),
+    bssl("bssl::ssl_public_key_verify", Verify, PEER_CERT_CHECK),
+    // Key schedule.
+    bssl("bssl::tls13_init_key_schedule", KeySchedule, 0),
+    bssl("bssl::tls13_derive_handshake_secrets", KeySchedule, 0),
+    bssl("bssl::tls13_derive_application_secrets", KeySchedule, 0),
+    bssl("bssl::tls1_generate_master_secret", KeySchedule, 0),
+    bssl("bssl::tls1_change_cipher_state", KeySchedule, 0),
+    // About 20 calls per TLS 1.3 handshake: only with --all-probes.
+    frequent("HKDF_expand", KeySchedule, 0),
+    frequent("HKDF_extract", KeySchedule, 0),
+    // Resumption: finding the offered session (cache or ticket: every TLS 1.2 server handshake), and making
+    // tickets (servers only).
+    bssl("bssl::ssl_get_prev_session", Resume, SERVER),
+    bssl("bssl::ssl_encrypt_ticket", Resume, SERVER),
+    // One per TLS 1.3 handshake beside its ticket, and inside the key schedule's: with --all-probes.
+    frequent("bssl::tls13_derive_resumption_secret", Resume, 0),
+    // Record layer. A handshake the application never drives itself runs inside the first of these.
+    frequent("SSL_read", Read, SSL_ARG | IO_DRIVER),
+    frequent("SSL_write", Write, SSL_ARG | IO_DRIVER),
+];
+
+/// BoringSSL's own functions by cause, narrow rows first. The C names it shares with OpenSSL (EVP_*, BN_*,
+/// SHA*, ...) are OpenSSL's rows, which come later in the one list (catalogue/causes.rs). Stacks name C++
+/// functions with their parameters (`bssl::ssl_get_prev_session(bssl::SSL_HANDSHAKE*, ...)`): their rows end
+/// in `*`.
+const CAUSE_ROWS: &[CauseRow] = &[
+    user("CRYPTO_sysrand*", Random),
+    user("CTR_DRBG_*", Random),
+    user("bssl::ssl_session_*", Session),
+    user("bssl::ssl_get_prev_session*", Session),
+    user("bssl::ssl_get_new_session*", Session),
+    user("bssl::ssl_lookup_session*", Session),
+    user("bssl::ssl_encrypt_ticket*", Session),
+    user("bssl::ssl_process_ticket*", Session),
+    user("bssl::ssl_private_key_*", PublicKey),
+    user("bssl::ssl_public_key_*", PublicKey),
+    user("bssl::SSLTranscript::*", MacHash),
+    user("bssl::tls13_finished_mac*", MacHash),
+    user("CRYPTO_tls13_hkdf_*", KeyDerivation),
+    user("CRYPTO_tls1_prf", KeyDerivation),
+    user("bssl::tls13_derive_*", KeyDerivation),
+    user("bssl::tls13_advance_key_schedule*", KeyDerivation),
+    user("bssl::tls13_init_key_schedule*", KeyDerivation),
+    user("bssl::tls1_generate_master_secret*", KeyDerivation),
+    user("EVP_AEAD_*", Encryption),
+    user("aead_*", Encryption),
+    user("CRYPTO_chacha_20", Encryption),
+    user("bssl::SSLAEADContext::*", Encryption),
+    user("bssl::tls13_set_traffic_key*", Encryption),
+    user("CBS_*", Certificates),
+    user("CBB_*", Certificates),
+    user("CRYPTO_BUFFER_*", Certificates),
+    user("bssl::ssl_add_cert_chain*", Certificates),
+    user("fiat_*", PublicKey),
+    user("KYBER_*", PublicKey),
+    user("MLKEM*", PublicKey),
+    user("mlkem_*", PublicKey),
+    user("bssl::*KeyShare::*", PublicKey),
+    user("CRYPTO_MUTEX_*", Locks),
+    user("CRYPTO_refcount_*", Locks),
+    // BoringSSL's own code: the state machine, messages, extensions, records.
+    user("bssl::*", TlsMessages),
+];

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Live: a server on BoringSSL with its symbols (examples/rust/boring-server, the boring crate's build)
+//! profiled as its own family, against its clients' own counts (needs root): full and resumed handshakes of
+//! TLS 1.3 and 1.2, the key exchange split into key generation and derivation, abandoned handshakes, no probe
+//! entry single-stepped.
+mod common;
+
+use common::*;
+
+#[test]
+fn boringssl_full_and_resumed_handshakes_are_counted_exactly() {
+    if !require_root("boringssl_full_and_resumed_handshakes_are_counted_exactly") {
+        return;
+    }
+    let scratch = Scratch::new("live_boringssl");
+    let (server, port) = start_rust_server("boring-server", &scratch);
+    for tls in ["1.3", "1.2"] {
+        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
+        let (client, summary, r) = record_while(&server, &recording, || {
+            python_client(
+                "resume_client.py",
+                &[
+                    "--port",
+                    &port.to_string(),
+                    "--count",
+                    "100",
+                    "--clients",
+                    "10",
+                    "--tls",
+                    tls,
+                ],
+            )
+        });
+        let n = |k: &str| client[k].as_u64().unwrap();
+        let (connections, reused) = (n("connections"), n("reused"));
+        eprintln!("TLS {tls}: client {client}\n{summary}");
+        assert!(reused > 0 && reused < connections, "{client}");
+        let full = connections - reused;
+        assert_eq!(handshakes_of(&r, "total"), connections, "{summary}");
+        assert_eq!(handshakes_of(&r, "resumed"), reused, "{summary}");
+        assert_eq!(handshakes_of(&r, "full"), full, "{summary}");
+        assert_eq!(handshakes_of(&r, "abandoned"), 0, "{summary}");
+        // The role, from work only servers do (SSL_set_accept_state is not probed).
+        assert_eq!(handshakes_of(&r, "server"), connections, "{summary}");
+        assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), full, "{summary}");
+        // An X25519 key pair for every handshake that exchanges keys: every TLS 1.3 one (PSK with ECDHE, inside
+        // the server's Encap), the full TLS 1.2 ones.
+        let exchanges = if tls == "1.3" { connections } else { full };
+        assert_eq!(calls_of(&r, "X25519_keypair"), exchanges, "{summary}");
+        let exchange = if tls == "1.3" {
+            "bssl::(anonymous namespace)::X25519KeyShare::Encap"
+        } else {
+            "bssl::(anonymous namespace)::X25519KeyShare::Decap"
+        };
+        assert_eq!(calls_of(&r, exchange), exchanges, "{summary}");
+        let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+        let version = format!("TLSv{tls}");
+        assert!(kinds.iter().all(|k| k["version"] == version.as_str()), "{summary}");
+        assert!(
+            kinds
+                .iter()
+                .filter(|k| k["resumed"] == false)
+                .all(|k| k["certificate_key"] == "ECDSA P-256" && k["key_exchange"] == "x25519"),
+            "{summary}"
+        );
+        // Reads inside SSL_do_handshake: every ClientHello read whole, every offer seen.
+        let resumption = &r["resumption"][0];
+        assert_eq!(resumption["accepted"], reused, "{summary}");
+        assert_eq!(resumption["refused"], 0, "{summary}");
+        let lib = &r["libraries"][0];
+        assert_eq!(lib["family"], "boringssl", "{summary}");
+        assert!(
+            lib["version"].as_str().unwrap().starts_with("BoringSSL (the boring 4."),
+            "{summary}"
+        );
+        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+        assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
+    }
+}
+
+/// Clients that leave after the server's flight: SSL_free ends each connection with its handshake abandoned.
+#[test]
+fn boringssl_abandoned_handshakes_are_counted() {
+    if !require_root("boringssl_abandoned_handshakes_are_counted") {
+        return;
+    }
+    let scratch = Scratch::new("live_boringssl_abandoned");
+    let (server, port) = start_rust_server("boring-server", &scratch);
+    let recording = scratch.path("abandoned.tlsprof");
+    let (client, summary, r) = record_while(&server, &recording, || {
+        python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
+    });
+    let left = client["abandoned"].as_u64().unwrap();
+    assert_eq!(handshakes_of(&r, "abandoned"), left, "{summary}");
+    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
+    assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), left, "{summary}");
+}
