@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Live: a server on rustls 0.23 with aws-lc-rs (examples/rust/rustls-server, a release build as cargo makes
 //! it) profiled as its own family, against its clients' own counts (needs root): full and resumed handshakes
-//! of TLS 1.3 and 1.2, abandoned ones, the hybrid post-quantum group, no probe entry single-stepped.
+//! of TLS 1.3 and 1.2, abandoned ones, the hybrid post-quantum group, no probe entry single-stepped; and the
+//! same server on the ring provider.
 mod common;
 
 use std::process::Command;
@@ -51,7 +52,14 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
             connections - reused
         };
         assert_eq!(calls_of(&r, "EVP_PKEY_keygen"), exchanges, "{summary}");
-        assert_eq!(calls_of(&r, "EVP_PKEY_derive"), exchanges, "{summary}");
+        assert_eq!(
+            calls_of(
+                &r,
+                "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete"
+            ),
+            exchanges,
+            "{summary}"
+        );
         // The handshake mix from the wire, the certificate key from the signature's length.
         let kinds = r["handshakes"]["kinds"].as_array().unwrap();
         let version = format!("TLSv{tls}");
@@ -107,8 +115,8 @@ fn rustls_abandoned_handshakes_are_counted() {
 }
 
 /// Go 1.26's client offers X25519MLKEM768 (GODEBUG=tlsmlkem=1: the example module declares go 1.21), which
-/// rustls prefers: the server's side of the hybrid exchange is an X25519 key pair and exchange and an
-/// ML-KEM encapsulation, each counted once per handshake.
+/// rustls prefers: the server's side of the hybrid exchange (an X25519 key pair and exchange and an ML-KEM
+/// encapsulation) is counted once per handshake, its key pair as keygen.
 #[test]
 fn rustls_hybrid_key_exchange_is_named_and_timed() {
     if !require_root("rustls_hybrid_key_exchange_is_named_and_timed") {
@@ -135,7 +143,64 @@ fn rustls_hybrid_key_exchange_is_named_and_timed() {
     assert_eq!(handshakes_of(&r, "full"), connections, "{summary}");
     let kinds = r["handshakes"]["kinds"].as_array().unwrap();
     assert!(kinds.iter().all(|k| k["key_exchange"] == "X25519MLKEM768"), "{summary}");
-    assert_eq!(calls_of(&r, "EVP_PKEY_encapsulate"), connections, "{summary}");
+    assert_eq!(
+        calls_of(
+            &r,
+            "<rustls::crypto::aws_lc_rs::pq::hybrid::Hybrid as rustls::crypto::SupportedKxGroup>::start_and_complete"
+        ),
+        connections,
+        "{summary}"
+    );
     assert_eq!(calls_of(&r, "EVP_PKEY_keygen"), connections, "{summary}");
     assert!(f(&stage(&r, "derive")["cpu_ms"]) > 0.0, "{summary}");
+}
+
+/// rustls on ring: the provider's key exchange and signatures are its trait methods; counts as on aws-lc-rs.
+#[test]
+fn rustls_on_ring_is_counted_and_staged() {
+    if !require_root("rustls_on_ring_is_counted_and_staged") {
+        return;
+    }
+    let scratch = Scratch::new("live_rustls_ring");
+    let (server, port) = start_rust_server_with("rustls-server", &scratch, &["ring"]);
+    let recording = scratch.path("ring.tlsprof");
+    let (client, summary, r) = record_while(&server, &recording, || {
+        python_client(
+            "resume_client.py",
+            &[
+                "--port",
+                &port.to_string(),
+                "--count",
+                "60",
+                "--clients",
+                "10",
+                "--tls",
+                "1.3",
+            ],
+        )
+    });
+    let n = |k: &str| client[k].as_u64().unwrap();
+    let (connections, reused) = (n("connections"), n("reused"));
+    assert_eq!(handshakes_of(&r, "total"), connections, "{summary}");
+    assert_eq!(handshakes_of(&r, "resumed"), reused, "{summary}");
+    assert_eq!(
+        calls_of(
+            &r,
+            "<rustls::crypto::ring::sign::EcdsaSigner as rustls::crypto::signer::Signer>::sign"
+        ),
+        connections - reused,
+        "{summary}"
+    );
+    for exchange in [
+        "<rustls::crypto::ring::kx::KxGroup as rustls::crypto::SupportedKxGroup>::start",
+        "<rustls::crypto::ring::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
+    ] {
+        assert_eq!(calls_of(&r, exchange), connections, "{summary}");
+    }
+    // No AWS-LC call in this process's handshakes.
+    assert!(
+        function(&r, "EVP_DigestSign").is_none_or(|f| f["calls"] == 0),
+        "{summary}"
+    );
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
 }

@@ -758,6 +758,9 @@ pub(crate) mod tests {
             node.connections,
         ) = (20, "node".into(), 20.0, 10.0, 100);
         rec.targets.push(node);
+        let mut own = rec.libraries[0].clone();
+        (own.path, own.flavor, own.pids) = ("/usr/bin/node".into(), Flavor::Static, vec![20]);
+        rec.libraries.push(own);
         let mut group = rec.handshakes[0].clone();
         group.pid = Some(20);
         group.cpu = CpuHistogram::default();

@@ -91,14 +91,24 @@ pub struct Metrics {
     targets: usize,
 }
 
-/// The targets of an interval by their labels: the process name and the container its cgroup names (empty
-/// when none). Label values are escaped where every one is (output::prometheus).
+/// The targets of an interval by their labels: the process name, the container its cgroup names (empty when
+/// none) and the TLS library families it runs (`openssl`, `go`, `rustls`, `boringssl`; `+` between several).
+/// Label values are escaped where every one is (output::prometheus).
 fn process_groups(rec: &Recording) -> BTreeMap<Labels, Vec<u32>> {
     let mut groups: BTreeMap<Labels, Vec<u32>> = BTreeMap::new();
     for t in &rec.targets {
+        let mut families: Vec<&str> = rec
+            .libraries
+            .iter()
+            .filter(|l| l.pids.contains(&t.pid))
+            .map(|l| l.family.as_str())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
         let labels = vec![
             ("process", t.comm.clone()),
             ("container", t.container.clone().unwrap_or_default()),
+            ("library", families.join("+")),
         ];
         groups.entry(labels).or_default().push(t.pid);
     }
@@ -444,7 +454,7 @@ mod tests {
             m.add(&rec, &summarize(&rec));
         }
         let s = samples(&m.render());
-        let labels = r#"process="nginx",container="",role="server""#;
+        let labels = r#"process="nginx",container="",library="openssl",role="server""#;
         assert_eq!(
             s[&format!("tlsprof_resumption_offered_total{{{labels},offer=\"psk\"}}")],
             18.0
@@ -476,22 +486,23 @@ mod tests {
             before = now;
         }
         // Two intervals of 4 full server handshakes each (the sample recording's).
-        let key = "tlsprof_handshakes_total{process=\"nginx\",container=\"\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
+        let key = "tlsprof_handshakes_total{process=\"nginx\",container=\"\",library=\"openssl\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
                    cipher=\"TLS_AES_256_GCM_SHA384\",group=\"x25519\",certificate_key=\"RSA-2048\"}";
         assert_eq!(before[key], 8.0);
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\",container=\"\"}"],
+            before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\",container=\"\",library=\"openssl\"}"],
             8.0
         );
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",le=\"0.0025\"}"],
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",library=\"openssl\",le=\"0.0025\"}"],
             8.0
         );
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",le=\"0.001\"}"],
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",library=\"openssl\",le=\"0.001\"}"],
             0.0
         );
-        let sign = before["tlsprof_stage_cpu_seconds_total{process=\"nginx\",container=\"\",stage=\"sign\"}"];
+        let sign = before
+            ["tlsprof_stage_cpu_seconds_total{process=\"nginx\",container=\"\",library=\"openssl\",stage=\"sign\"}"];
         let expected: f64 = summarize(&rec)
             .stages
             .iter()
@@ -541,8 +552,14 @@ mod tests {
                 .sum()
         };
         assert_eq!((total("nginx"), total("node")), (40.0, 100.0));
-        assert_eq!(now["tlsprof_connections_total{process=\"node\",container=\"\"}"], 100.0);
-        assert!(now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",stage=\"sign\"}"] > 0.0);
+        assert_eq!(
+            now["tlsprof_connections_total{process=\"node\",container=\"\",library=\"openssl\"}"],
+            100.0
+        );
+        assert!(
+            now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",library=\"openssl\",stage=\"sign\"}"]
+                > 0.0
+        );
     }
 
     #[test]

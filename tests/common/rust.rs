@@ -28,10 +28,16 @@ pub fn build_rust_example(name: &str) -> PathBuf {
 /// The TLS server examples/rust/NAME (rustls-server, boring-server) on a fresh ECDSA P-256 certificate, and
 /// the port it prints.
 pub fn start_rust_server(name: &str, scratch: &Scratch) -> (Running, u16) {
+    start_rust_server_with(name, scratch, &[])
+}
+
+/// The same with `args` after the certificate and key (rustls-server's provider).
+pub fn start_rust_server_with(name: &str, scratch: &Scratch, args: &[&str]) -> (Running, u16) {
     let (cert, key) = self_signed_cert(scratch);
     let mut child = Command::new(build_rust_example(name))
         .arg(cert)
         .arg(key)
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

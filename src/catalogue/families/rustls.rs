@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! rustls 0.23 on its default provider, aws-lc-rs (AWS-LC's libcrypto linked into the executable, its C
-//! names prefixed with its version: `aws_lc_0_47_0_EVP_DigestSign`). Rows name Rust functions demangled
-//! without their hash and AWS-LC's without the prefix (Naming::Demangled).
+//! names prefixed with its version: `aws_lc_0_47_0_EVP_DigestSign`), or on ring. Rows name Rust functions
+//! demangled without their hash and AWS-LC's without the prefix (Naming::Demangled). AWS-LC's stages are its
+//! EVP calls, which give the signature's and the secret's lengths; ring's are the provider's trait methods
+//! (`<rustls::crypto::ring::kx::KxGroup as SupportedKxGroup>::start`, ...), which no build inlines: its
+//! signatures do not name the certificate key.
 //!
 //! rustls has no call around a handshake: the application hands it bytes and each handshake message is
 //! handled by one step of its state machine, `<Expect… as State<…>>::handle` (trait-object methods, never
@@ -18,7 +21,7 @@ use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
     frequent, op, row, Row, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, HS_FINISH, HS_STEP, PEER_CERT_CHECK,
-    PRIVATE_KEY_OP, SECRET_LEN_PTR, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
+    PRIVATE_KEY_OP, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
 };
 
 pub struct Rustls;
@@ -150,15 +153,76 @@ pub const ROWS: &[Row] = &[
         "<rustls::server::tls12::ExpectFinished as rustls::common_state::State<rustls::server::server_conn::ServerConnectionData>>::handle",
         HS_FINISH,
     ),
-    // AWS-LC's EVP layer, which aws-lc-rs calls for every operation: the same calls as OpenSSL's.
+    // aws-lc-rs: key generation and signatures are AWS-LC's EVP calls, the same as OpenSSL's (the signature's
+    // length names the certificate key). The exchange is the provider's trait methods: AWS-LC's
+    // EVP_PKEY_derive and EVP_PKEY_encapsulate open with `sub $8,%rsp`, which the kernel single-steps.
     row("EVP_PKEY_keygen", Keygen, Public, 0),
-    op("EVP_PKEY_derive", Derive, SECRET_LEN_PTR),
-    // ML-KEM: the server encapsulates to the client's key share (its half of the hybrid key exchange).
-    op("EVP_PKEY_encapsulate", Derive, 0),
-    op("EVP_PKEY_decapsulate", Derive, 0),
+    row(
+        "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
+        Derive,
+        Internal,
+        0,
+    ),
+    // The hybrid and ML-KEM groups: the server's key share and secret at once (its X25519 key pair, the
+    // exchange and the ML-KEM encapsulation), the client's completion (decapsulation).
+    row(
+        "<rustls::crypto::aws_lc_rs::pq::hybrid::Hybrid as rustls::crypto::SupportedKxGroup>::start_and_complete",
+        Derive,
+        Internal,
+        0,
+    ),
+    row(
+        "<rustls::crypto::aws_lc_rs::pq::mlkem::MlKem as rustls::crypto::SupportedKxGroup>::start_and_complete",
+        Derive,
+        Internal,
+        0,
+    ),
+    row(
+        "<rustls::crypto::aws_lc_rs::pq::hybrid::ActiveHybrid as rustls::crypto::ActiveKeyExchange>::complete",
+        Derive,
+        Internal,
+        0,
+    ),
+    row(
+        "<rustls::crypto::aws_lc_rs::pq::mlkem::Active as rustls::crypto::ActiveKeyExchange>::complete",
+        Derive,
+        Internal,
+        0,
+    ),
     op("EVP_DigestSign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
     row("EVP_DigestVerify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
     row("EVP_PKEY_verify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
+    // The ring provider's key exchange (the TLS 1.3 server starts and completes it at once) and signatures.
+    row(
+        "<rustls::crypto::ring::kx::KxGroup as rustls::crypto::SupportedKxGroup>::start",
+        Keygen,
+        Internal,
+        0,
+    ),
+    row(
+        "<rustls::crypto::ring::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
+        Derive,
+        Internal,
+        0,
+    ),
+    row(
+        "<rustls::crypto::ring::sign::EcdsaSigner as rustls::crypto::signer::Signer>::sign",
+        Sign,
+        Internal,
+        PRIVATE_KEY_OP,
+    ),
+    row(
+        "<rustls::crypto::ring::sign::RsaSigner as rustls::crypto::signer::Signer>::sign",
+        Sign,
+        Internal,
+        PRIVATE_KEY_OP,
+    ),
+    row(
+        "<rustls::crypto::ring::sign::Ed25519Signer as rustls::crypto::signer::Signer>::sign",
+        Sign,
+        Internal,
+        PRIVATE_KEY_OP,
+    ),
     // The TLS 1.3 key schedule's steps (each a few HKDF calls): the two that make the handshake and the
     // traffic secrets; the rest (Finished MACs, the early secret) with --all-probes.
     frequent("rustls::tls13::key_schedule::KeySchedulePreHandshake::into_handshake", KeySchedule, 0),
@@ -247,6 +311,36 @@ pub const ROWS: &[Row] = &[
         Write,
         0,
     ),
+    frequent(
+        "<rustls::crypto::ring::tls13::Tls13MessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+        0,
+    ),
+    frequent(
+        "<rustls::crypto::ring::tls12::GcmMessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+        0,
+    ),
+    frequent(
+        "<rustls::crypto::ring::tls12::ChaCha20Poly1305MessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+        0,
+    ),
+    frequent(
+        "<rustls::crypto::ring::tls13::Tls13MessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+        0,
+    ),
+    frequent(
+        "<rustls::crypto::ring::tls12::GcmMessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+        0,
+    ),
+    frequent(
+        "<rustls::crypto::ring::tls12::ChaCha20Poly1305MessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+        0,
+    ),
 ];
 
 /// The record layer's functions, from ROWS: where CPU samples fall in the read and write stages.
@@ -281,6 +375,30 @@ const RECORD_LAYER: &[(&str, Stage)] = &[
     ),
     (
         "<rustls::crypto::aws_lc_rs::tls12::ChaCha20Poly1305MessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+    ),
+    (
+        "<rustls::crypto::ring::tls13::Tls13MessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+    ),
+    (
+        "<rustls::crypto::ring::tls12::GcmMessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+    ),
+    (
+        "<rustls::crypto::ring::tls12::ChaCha20Poly1305MessageDecrypter as rustls::crypto::cipher::MessageDecrypter>::decrypt",
+        Read,
+    ),
+    (
+        "<rustls::crypto::ring::tls13::Tls13MessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+    ),
+    (
+        "<rustls::crypto::ring::tls12::GcmMessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
+        Write,
+    ),
+    (
+        "<rustls::crypto::ring::tls12::ChaCha20Poly1305MessageEncrypter as rustls::crypto::cipher::MessageEncrypter>::encrypt",
         Write,
     ),
 ];
@@ -372,6 +490,22 @@ const CAUSE_ROWS: &[CauseRow] = &[
     user("__rust_realloc", Memory),
     user("alloc::raw_vec::*", Memory),
     user("aws_lc_*_CRYPTO_*_lock_*", Locks),
+    // ring: its Rust code, and its C and assembly (prefixed `ring_core_0_17_14_`).
+    user("ring::rand::*", Random),
+    user("ring::digest::*", MacHash),
+    user("ring::hmac::*", MacHash),
+    user("ring_core_*_sha*", MacHash),
+    user("ring::hkdf::*", KeyDerivation),
+    user("ring::aead::*", Encryption),
+    user("ring_core_*_aes*", Encryption),
+    user("ring_core_*_gcm*", Encryption),
+    user("ring_core_*_chacha*", Encryption),
+    user("ring::ec::*", PublicKey),
+    user("ring::rsa::*", PublicKey),
+    user("ring::arithmetic::*", PublicKey),
+    user("ring_core_*", PublicKey),
+    user("*rustls::crypto::ring::kx::*", PublicKey),
+    user("*rustls::crypto::ring::sign::*", PublicKey),
     // rustls' own code: the state machine, building and parsing messages, records.
     user("rustls::*", TlsMessages),
     user("<rustls::*", TlsMessages),
