@@ -73,6 +73,53 @@ fn unsupported_in(p: &Process) -> Option<String> {
     (!found.is_empty()).then(|| found.join(", "))
 }
 
+/// What the families' functions in one process's files leave unseen, by family: stages without a function
+/// (their CPU stays in the calling stage's), and, for a library driven message by message (rustls), a
+/// handshake step that completes it (without one, no handshake would ever count). Said once, never left to
+/// read as zero.
+fn unfound(objs: &[TlsObject]) -> Vec<(&'static str, String)> {
+    use catalogue::Stage::{Derive, Handshake, Keygen, Sign};
+    let mut out = Vec::new();
+    let mut families: Vec<&'static dyn families::Family> = Vec::new();
+    for o in objs.iter().filter(|o| o.flavor != Flavor::App) {
+        if !families.iter().any(|f| f.id() == o.family.id()) {
+            families.push(o.family);
+        }
+    }
+    for family in families {
+        let found: Vec<&catalogue::Row> = objs
+            .iter()
+            .filter(|o| o.family.id() == family.id())
+            .flat_map(|o| o.functions.iter().map(|f| f.row))
+            .collect();
+        let missing: Vec<&str> = [Handshake, Keygen, Derive, Sign]
+            .into_iter()
+            .filter(|&s| !found.iter().any(|r| r.stage == Some(s)))
+            .map(|s| s.name())
+            .collect();
+        if !missing.is_empty() {
+            out.push((
+                family.name(),
+                format!(
+                    "no function found for {}: their CPU stays in their callers'",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let steps = |flag| family.rows().iter().any(|r| r.flags & flag != 0);
+        if steps(catalogue::HS_STEP)
+            && steps(catalogue::HS_FINISH)
+            && !found.iter().any(|r| r.flags & catalogue::HS_FINISH != 0)
+        {
+            out.push((
+                family.name(),
+                "no handshake step that completes a handshake found: handshakes are not counted".to_string(),
+            ));
+        }
+    }
+    out
+}
+
 /// The uprobes of one file in one process.
 struct ProbeSpec {
     process: Process,
@@ -192,6 +239,7 @@ impl TargetSet {
         let maps = p.maps()?;
         let exe = exe_id.map(|(_, ino)| ino);
         let mut found_any = false;
+        let mut attached: Vec<TlsObject> = Vec::new();
         let library_names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
         for m in targets::candidate_objects(&maps, exe, &library_names) {
             let key = (m.dev.clone(), m.inode);
@@ -213,6 +261,17 @@ impl TargetSet {
             };
             found_any |= obj.flavor != Flavor::App;
             self.attach_object(skel, p, &m, &obj, opts)?;
+            attached.push(obj);
+        }
+        for (family, what) in unfound(&attached) {
+            status::warn_once(
+                &format!("unfound {exe_id:?} {family} {what}"),
+                &format!(
+                    "process {} ({}): {what} ({family}: a version or build the catalogue does not list)",
+                    p.pid,
+                    Printable(&p.comm)
+                ),
+            );
         }
         if found_any {
             // A target that ran exec keeps counting its connections; its flags start again.
@@ -567,4 +626,64 @@ fn next_epoch(skel: &mut TlsprofSkel) -> Result<()> {
     // SAFETY: an aligned u32 in the BPF map's shared mapping; volatile, as the BPF programs read it meanwhile.
     unsafe { std::ptr::write_volatile(&mut bss.probe_epoch, bss.probe_epoch.wrapping_add(1)) };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::families::{openssl, rustls, Symbols};
+    use crate::record::discovery::objects::FoundFunction;
+
+    fn object(family: &'static dyn families::Family, rows: &'static [catalogue::Row], names: &[&str]) -> TlsObject {
+        let functions = rows
+            .iter()
+            .filter(|r| names.contains(&r.symbol))
+            .map(|row| FoundFunction {
+                row,
+                file_offset: 0,
+                stepped: false,
+                exits: Vec::new(),
+            })
+            .collect();
+        TlsObject {
+            family,
+            flavor: Flavor::Static,
+            symbols: Symbols::Internal,
+            version: None,
+            functions,
+        }
+    }
+
+    #[test]
+    fn stages_and_completion_left_unfound_are_said() {
+        // libssl and libcrypto together leave nothing out.
+        let ssl = object(&openssl::OpenSsl, openssl::ROWS, &["SSL_do_handshake", "SSL_free"]);
+        let crypto = object(
+            &openssl::OpenSsl,
+            openssl::ROWS,
+            &["EVP_PKEY_keygen", "EVP_PKEY_derive", "EVP_DigestSign"],
+        );
+        assert!(unfound(&[ssl.clone(), crypto]).is_empty());
+        let alone = unfound(&[ssl]);
+        assert_eq!(alone.len(), 1);
+        assert!(alone[0].1.contains("keygen, derive, sign"), "{alone:?}");
+        // A rustls whose ExpectFinished steps were not found could never count a handshake.
+        let client_hello = rustls::ROWS
+            .iter()
+            .find(|r| r.flags & catalogue::CONN_START != 0)
+            .unwrap()
+            .symbol;
+        let partial = unfound(&[object(
+            &rustls::Rustls,
+            rustls::ROWS,
+            &[
+                client_hello,
+                "EVP_PKEY_keygen",
+                "EVP_DigestSign",
+                "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
+            ],
+        )]);
+        assert_eq!(partial.len(), 1, "{partial:?}");
+        assert!(partial[0].1.contains("handshakes are not counted"));
+    }
 }
