@@ -172,7 +172,7 @@ fn inspect_demangled(
 /// A function of the platform's C convention at `offset` in `file`, probed where prologue.rs says; None when
 /// the symbol points past the end of the file (no code there to probe).
 fn native_function(file: &File, row: &'static Row, offset: u64) -> Option<FoundFunction> {
-    let mut code = [0u8; 16];
+    let mut code = [0u8; 32];
     let read = file.read_at(&mut code, offset).unwrap_or(0);
     if read == 0 {
         return None;

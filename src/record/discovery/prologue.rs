@@ -4,7 +4,7 @@
 //! `nop`, and executes anything else out of line with the trap flag set: a second trap, which in a VM costs
 //! several times the first. calibrate.rs measures both kinds.
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, Register};
 
 /// True if the kernel single-steps this instruction (x86-64 machine code) rather than emulating it.
 /// Unknown or prefixed forms count as stepped: the dearer cost is the safe one to budget with.
@@ -32,12 +32,15 @@ pub struct ProbeSite {
     pub stepped: bool,
 }
 
-/// The first instruction, unless the kernel would single-step it and it only reads registers and memory
-/// and sets flags (`cmp`, `test`, `endbr64`, a long `nop`: Debian's EVP_PKEY_keygen opens with `cmpl`, every
-/// function of a CET build with `endbr64`) while the next one is emulated. There every call passes (the
-/// first instruction does not branch), and the registers and the stack are as at entry: an entry probe reads
-/// the same arguments, and a return probe finds the return address at the stack pointer. One trap instead of
-/// two.
+/// The first instruction, unless the kernel would single-step it and it, and the few after it up to one the
+/// kernel emulates, only read registers and memory, set flags and write none but the C convention's scratch
+/// registers that carry no argument (RAX, R10, R11)
+/// (`cmp`, `test`, `endbr64`, a long `nop`, `mov (%rdi),%rax`: Debian's EVP_PKEY_keygen opens with `cmpl`,
+/// every function of a CET build with `endbr64`, a Rust trait method often with a load into RAX) while the
+/// next one is emulated. There every call passes (the instructions before it do not branch), and the arguments
+/// and the stack are as at entry: an entry probe reads the same arguments, and a return probe finds the
+/// return address at the stack pointer. One trap instead of two. (Go's register ABI passes its first argument
+/// in RAX: its code never comes here, gobin.rs places its probes.)
 pub fn probe_site(code: &[u8]) -> ProbeSite {
     let at_entry = ProbeSite {
         offset: 0,
@@ -46,25 +49,35 @@ pub fn probe_site(code: &[u8]) -> ProbeSite {
     if !at_entry.stepped {
         return at_entry;
     }
-    let first = Decoder::new(64, code, DecoderOptions::NONE).decode();
-    let len = first.len();
-    if first.is_invalid() || first.flow_control() != FlowControl::Next || code.len() <= len {
-        return at_entry;
-    }
+    let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
     let mut factory = InstructionInfoFactory::new();
-    let info = factory.info(&first);
     let reads_only = |access: OpAccess| matches!(access, OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess);
-    let inert = info.used_registers().iter().all(|r| reads_only(r.access()))
-        && info.used_memory().iter().all(|m| reads_only(m.access()));
-    if inert && !stepped(&code[len..]) {
-        ProbeSite {
-            offset: len,
-            stepped: false,
+    let scratch = |reg: Register| matches!(reg.full_register(), Register::RAX | Register::R10 | Register::R11);
+    let mut offset = 0;
+    for _ in 0..MAX_SKIPPED {
+        let insn = decoder.decode();
+        if insn.is_invalid() || insn.flow_control() != FlowControl::Next {
+            break;
         }
-    } else {
-        at_entry
+        let info = factory.info(&insn);
+        let inert = info
+            .used_registers()
+            .iter()
+            .all(|r| reads_only(r.access()) || scratch(r.register()))
+            && info.used_memory().iter().all(|m| reads_only(m.access()));
+        offset += insn.len();
+        if !inert || code.len() <= offset {
+            break;
+        }
+        if !stepped(&code[offset..]) {
+            return ProbeSite { offset, stepped: false };
+        }
     }
+    at_entry
 }
+
+/// Instructions looked past at most, to the first one the kernel emulates.
+const MAX_SKIPPED: usize = 4;
 
 #[cfg(test)]
 mod tests {
@@ -86,15 +99,21 @@ mod tests {
         assert_eq!(probe_site(&[0x48, 0x85, 0xff, 0x74, 0x16, 0xb8]), site(3, false));
         // A CET build: endbr64; push %rbp.
         assert_eq!(probe_site(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55]), site(4, false));
+        // webpki's AwsLcRsAlgorithm::verify_signature: mov (%rdi),%rax; mov 0x8(%rdi),%r10; cmp $0x10,%r10;
+        // je rel32. RAX and R10 carry no argument.
+        assert_eq!(
+            probe_site(&[0x48, 0x8b, 0x07, 0x4c, 0x8b, 0x57, 0x08, 0x49, 0x83, 0xfa, 0x10, 0x0f, 0x84, 0xbd, 0, 0]),
+            site(11, false)
+        );
     }
 
     #[test]
     fn the_probe_stays_on_the_first_instruction_otherwise() {
         // Emulated already: push %rbx.
         assert_eq!(probe_site(&[0x53, 0x48, 0x83, 0xec]), site(0, false));
-        // The first one moves the stack (sub $0x18,%rsp) or writes a register (mov %rdi,%rax).
+        // The first one moves the stack (sub $0x18,%rsp) or writes an argument's register (mov %rax,%rdi).
         assert_eq!(probe_site(&[0x48, 0x83, 0xec, 0x18, 0x53]), site(0, true));
-        assert_eq!(probe_site(&[0x48, 0x89, 0xf8, 0x53]), site(0, true));
+        assert_eq!(probe_site(&[0x48, 0x89, 0xc7, 0x53]), site(0, true));
         // It writes memory: addl $1,(%rdi).
         assert_eq!(probe_site(&[0x83, 0x07, 0x01, 0x53]), site(0, true));
         // The next one is stepped too: test %rdi,%rdi; mov $-1,%eax.
