@@ -70,7 +70,8 @@ struct thread_state {
 	__u64 current_conn;
 	/* A fatal alert was sent inside the current outermost handshake call. */
 	__u32 alerted;
-	__u32 pad;
+	/* A first flight (FF_FIRST_FLIGHT) waits for its connection. */
+	__u32 first_flight;
 	/* Probe hits on this thread so far, and the entries among them that were single-stepped: the hits inside
 	 * a frame are what its figures must be corrected for. */
 	__u64 hits;
@@ -122,6 +123,8 @@ struct conn_state {
 	__u8 worked;
 	/* The ServerHello was captured. */
 	__u8 hello;
+	/* The key it was captured under, where not this connection's (see handshake_event.hello_ssl). */
+	__u64 hello_ssl;
 };
 
 /* Make the boundary types visible in BTF so the skeleton emits them for user space. */
@@ -397,6 +400,7 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 	e->outcome = outcome;
 	e->returned_secret_len = c->returned_secret_len;
 	e->work_to_end_ns = outcome == OUTCOME_ABANDONED && c->worked_ns ? bpf_ktime_get_ns() - c->worked_ns : 0;
+	e->hello_ssl = c->hello_ssl;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
@@ -436,6 +440,40 @@ static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u32 flags)
 	c = conn_lookup(tgid, ssl, true);
 	if (c && role && !c->role)
 		c->role = role;
+}
+
+/* The thread's next connection (FF_CONN_CURRENT) takes the first flight kept for it, if it has done no work
+ * itself: a reused address whose handshake completed starts anew. */
+static __always_inline void join_first_flight(__u32 tgid, __u32 tid, __u64 conn)
+{
+	struct conn_key key = { .tgid = tgid, .ssl = FIRST_FLIGHT_KEY | tid };
+	struct conn_state *first = bpf_map_lookup_elem(&conns, &key);
+	struct conn_state *c;
+
+	if (!first || !conn)
+		goto done;
+	c = conn_lookup(tgid, conn, true);
+	if (c && c->counted) {
+		struct conn_state fresh = { .epoch = probe_epoch };
+
+		*c = fresh;
+	}
+	if (c && c->handshake_calls == 0 && first->epoch == probe_epoch) {
+		c->handshake_cpu_ns = first->handshake_cpu_ns;
+		c->handshake_calls = first->handshake_calls;
+		c->handshake_hits = first->handshake_hits;
+		c->handshake_stepped = first->handshake_stepped;
+		c->role = first->role;
+		c->cert_ops |= first->cert_ops;
+		c->worked = first->worked;
+		c->worked_ns = first->worked_ns;
+		if (first->hello) {
+			c->hello = 1;
+			c->hello_ssl = key.ssl;
+		}
+	}
+done:
+	bpf_map_delete_elem(&conns, &key);
 }
 
 /* Work only a handshake does: not the record layer's (an FF_IO_DRIVER call's own stage, or the MACs that
@@ -509,9 +547,13 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	    (DERIVE_ABSORBED_BY & (1U << (ts->frames[d - 1].stage & 31))))
 		stage = ts->frames[d - 1].stage;
 	if (flags & FF_HS_STEP) {
-		arg1 = ts->current_conn;
+		arg1 =
+		    (flags & FF_FIRST_FLIGHT) ? FIRST_FLIGHT_KEY | (__u32)bpf_get_current_pid_tgid() : ts->current_conn;
+		if (flags & FF_FIRST_FLIGHT)
+			ts->first_flight = 1;
 		flags |= FF_SSL_ARG;
-		if (flags & FF_CONN_START) {
+		/* A first flight always starts anew: one kept from a connection that never came is abandoned. */
+		if ((flags & FF_CONN_START) && !(flags & FF_FIRST_FLIGHT)) {
 			struct conn_state *c = arg1 ? conn_lookup(tgid, arg1, false) : NULL;
 
 			/* A handshake still under way (a second ClientHello after a retry request) goes on. */
@@ -635,8 +677,13 @@ int stage_enter(struct pt_regs *ctx)
 		ts->stepped = stepped;
 	}
 	if (stage == STAGE_NONE) {
-		if (flags & FF_CONN_CURRENT)
+		if (flags & FF_CONN_CURRENT) {
 			ts->current_conn = PT_REGS_PARM2(ctx);
+			if (ts->first_flight) {
+				ts->first_flight = 0;
+				join_first_flight(tgid, tid, ts->current_conn);
+			}
+		}
 		if (flags & FF_FATAL_ALERT)
 			ts->alerted = 1;
 		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);

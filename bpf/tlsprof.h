@@ -80,7 +80,14 @@ enum tlsprof_func_flags {
 	FF_HS_FINISH = 1 << 21,
 	/* The library sends a fatal alert (entry only): the handshake step running fails. */
 	FF_FATAL_ALERT = 1 << 22,
+	/* A client's first step (its ClientHello and key share), made before its connection's state has the
+	 * address FF_CONN_CURRENT will give: its work is kept for the thread (under FIRST_FLIGHT_KEY | tid) and
+	 * joins the connection of the thread's next FF_CONN_CURRENT call that has done no work yet. */
+	FF_FIRST_FLIGHT = 1 << 23,
 };
+
+/* The connection key a client's first flight is kept under until its connection is known: no address. */
+#define FIRST_FLIGHT_KEY (1ULL << 63)
 
 /* Flags of a target_state: the process is a target, and what its probes saw. */
 enum tlsprof_target_flags {
@@ -261,6 +268,9 @@ struct handshake_event {
 	/* An abandoned handshake: from the start of its first call that did work (a stage other than the
 	 * handshake's own) to its end. 0 for a completed one. */
 	__u64 work_to_end_ns;
+	/* The key its ServerHello was captured under, where not `ssl`: a client's first flight's
+	 * (FF_FIRST_FLIGHT), read before its connection was known. 0: `ssl`. */
+	__u64 hello_ssl;
 };
 
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */

@@ -204,3 +204,62 @@ fn rustls_on_ring_is_counted_and_staged() {
     );
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
 }
+
+/// A rustls client (examples/rust/rustls-client) against the BoringSSL server: its first flight (ClientHello
+/// and key share, made before the connection's state has its address) joins its connection, every
+/// handshake counted once as a client, resumed as the client saw it.
+#[test]
+fn rustls_client_handshakes_are_counted_with_their_first_flight() {
+    if !require_root("rustls_client_handshakes_are_counted_with_their_first_flight") {
+        return;
+    }
+    let scratch = Scratch::new("live_rustls_client");
+    let (_server, port) = start_rust_server("boring-server", &scratch);
+    let go = scratch.path("go");
+    let client = Command::new(build_rust_example("rustls-client"))
+        .args([&port.to_string(), "100", "--wait-for"])
+        .arg(&go)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recording = scratch.path("client.tlsprof");
+    let rec = Recorder::start(&[
+        "--pid",
+        &client.id().to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    std::fs::write(&go, b"").unwrap();
+    let out = client.wait_with_output().unwrap();
+    assert!(out.status.success(), "rustls-client failed");
+    let counts: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    let summary = rec.finish();
+    let r = report_json(&recording);
+    let n = |k: &str| counts[k].as_u64().unwrap();
+    let (connections, resumed) = (n("connections"), n("resumed"));
+    assert!(resumed > 0 && resumed < connections, "{counts}");
+    assert_eq!(handshakes_of(&r, "total"), connections, "{summary}");
+    assert_eq!(handshakes_of(&r, "client"), connections, "{summary}");
+    assert_eq!(handshakes_of(&r, "resumed"), resumed, "{summary}");
+    assert_eq!(handshakes_of(&r, "full"), connections - resumed, "{summary}");
+    assert_eq!(
+        calls_of(&r, "rustls::client::hs::ClientHelloInput::start_handshake"),
+        connections,
+        "{summary}"
+    );
+    // Every key share made inside a handshake's steps, none left outside one: one per connection, and one
+    // more where the server asked for another group (the first connection offers X25519MLKEM768, which this
+    // BoringSSL does not have; rustls then remembers the server's group).
+    let keygens = calls_of(&r, "EVP_PKEY_keygen");
+    assert!(
+        (connections..=connections + 1).contains(&keygens),
+        "{keygens} key pairs\n{summary}"
+    );
+    assert_eq!(r["lost"]["unframed_work"], 0, "{summary}");
+    // The ServerHello, read before the connection was known, still names its handshake.
+    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+    assert!(kinds.iter().all(|k| k["version"] == "TLSv1.3"), "{summary}");
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+}

@@ -51,6 +51,7 @@ pub const CONN_CURRENT: u32 = ff::FF_CONN_CURRENT as u32;
 pub const HS_STEP: u32 = ff::FF_HS_STEP as u32;
 pub const HS_FINISH: u32 = ff::FF_HS_FINISH as u32;
 pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
+pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -242,6 +243,7 @@ mod tests {
             HS_STEP,
             HS_FINISH,
             FATAL_ALERT,
+            FIRST_FLIGHT,
         ];
         let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
         let mut seen = 0;

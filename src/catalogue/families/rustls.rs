@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //! rustls 0.23 on its default provider, aws-lc-rs (AWS-LC's libcrypto linked into the executable, its C
 //! names prefixed with its version: `aws_lc_0_47_0_EVP_DigestSign`), or on ring. Rows name Rust functions
-//! demangled without their hash and AWS-LC's without the prefix (Naming::Demangled). AWS-LC's stages are its
-//! EVP calls, which give the signature's and the secret's lengths; ring's are the provider's trait methods
-//! (`<rustls::crypto::ring::kx::KxGroup as SupportedKxGroup>::start`, ...), which no build inlines: its
-//! signatures do not name the certificate key.
+//! demangled without their hash and AWS-LC's without the prefix (Naming::Demangled). Key generation and
+//! signatures on aws-lc-rs are AWS-LC's EVP calls (the signature's length names the certificate key); the
+//! rest, and ring's, are the providers' trait methods (`<rustls::crypto::ring::kx::KxGroup as
+//! SupportedKxGroup>::start`, ...), which no build inlines.
 //!
 //! rustls has no call around a handshake: the application hands it bytes and each handshake message is
 //! handled by one step of its state machine, `<Expect… as State<…>>::handle` (trait-object methods, never
 //! inlined away). `CommonState::process_main_protocol`, which runs each step, tells whose connection the
 //! steps are (FF_CONN_CURRENT); the `ExpectFinished` step completes the handshake unless it sends a fatal
-//! alert. The server side is listed; a rustls client's first step (its ClientHello and key share) is made
-//! outside any step and is not covered yet.
+//! alert. A client's first flight (its ClientHello and key share) is made as its connection is created,
+//! before its state has the address it keeps: it is kept for the thread and joins the thread's next
+//! connection (FF_FIRST_FLIGHT).
 
 use super::{Calls, Family, Flavor, Naming, Symbols};
 use crate::catalogue::causes::Cause::*;
@@ -20,8 +21,8 @@ use crate::catalogue::servers::Server;
 use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    frequent, op, row, Row, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, HS_FINISH, HS_STEP, PEER_CERT_CHECK,
-    PRIVATE_KEY_OP, SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
+    frequent, op, row, Row, CLIENT, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, FIRST_FLIGHT, HS_FINISH, HS_STEP,
+    PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_PTR, SSL_ARG,
 };
 
 pub struct Rustls;
@@ -92,6 +93,11 @@ const fn step(symbol: &'static str, flags: u32) -> Row {
     row(symbol, Handshake, Internal, HS_STEP | SERVER | flags)
 }
 
+/// A step of the client's.
+const fn client_step(symbol: &'static str, flags: u32) -> Row {
+    row(symbol, Handshake, Internal, HS_STEP | CLIENT | flags)
+}
+
 pub const ROWS: &[Row] = &[
     // Whose connection the next steps are: every message of every connection passes here.
     fact("rustls::common_state::CommonState::process_main_protocol", CONN_CURRENT),
@@ -153,6 +159,113 @@ pub const ROWS: &[Row] = &[
         "<rustls::server::tls12::ExpectFinished as rustls::common_state::State<rustls::server::server_conn::ServerConnectionData>>::handle",
         HS_FINISH,
     ),
+    // The client's handshake: its first flight (the ClientHello and its key share, made as the connection is
+    // created, before its state has its address: FF_FIRST_FLIGHT), then one step per message from the server.
+    client_step("rustls::client::hs::ClientHelloInput::start_handshake", FIRST_FLIGHT | CONN_START),
+    client_step(
+        "<rustls::client::hs::ExpectServerHello as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::hs::ExpectServerHelloOrHelloRetryRequest as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectEncryptedExtensions as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificateOrCompressedCertificateOrCertReq as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificateOrCompressedCertificate as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificateOrCertReq as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificateRequest as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCompressedCertificate as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificate as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectCertificateVerify as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls13::ExpectFinished as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        HS_FINISH,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectCertificate as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectCertificateStatusOrServerKx as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectCertificateStatus as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectServerKx as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectServerDoneOrCertReq as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectCertificateRequest as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectServerDone as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectNewTicket as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectCcs as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        0,
+    ),
+    client_step(
+        "<rustls::client::tls12::ExpectFinished as rustls::common_state::State<rustls::client::client_conn::ClientConnectionData>>::handle",
+        HS_FINISH,
+    ),
+    // A client checks the server's chain and its handshake signature (full handshakes only): webpki's
+    // algorithms' trait methods, for either provider (AWS-LC's EVP_PKEY_verify opens with `sub $8,%rsp`).
+    row(
+        "<rustls::webpki::server_verifier::WebPkiServerVerifier as rustls::verify::ServerCertVerifier>::verify_server_cert",
+        Verify,
+        Internal,
+        PEER_CERT_CHECK,
+    ),
+    row(
+        "<webpki::aws_lc_rs_algs::AwsLcRsAlgorithm as rustls_pki_types::SignatureVerificationAlgorithm>::verify_signature",
+        Verify,
+        Internal,
+        PEER_CERT_CHECK,
+    ),
+    row(
+        "<webpki::ring_algs::RingAlgorithm as rustls_pki_types::SignatureVerificationAlgorithm>::verify_signature",
+        Verify,
+        Internal,
+        PEER_CERT_CHECK,
+    ),
     // aws-lc-rs: key generation and signatures are AWS-LC's EVP calls, the same as OpenSSL's (the signature's
     // length names the certificate key). The exchange is the provider's trait methods: AWS-LC's
     // EVP_PKEY_derive and EVP_PKEY_encapsulate open with `sub $8,%rsp`, which the kernel single-steps.
@@ -190,8 +303,6 @@ pub const ROWS: &[Row] = &[
         0,
     ),
     op("EVP_DigestSign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
-    row("EVP_DigestVerify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
-    row("EVP_PKEY_verify", Verify, Public, PEER_CERT_CHECK | SIG_LEN_ARG),
     // The ring provider's key exchange (the TLS 1.3 server starts and completes it at once) and signatures.
     row(
         "<rustls::crypto::ring::kx::KxGroup as rustls::crypto::SupportedKxGroup>::start",
@@ -529,7 +640,13 @@ mod tests {
     fn every_handshake_completes_in_a_finished_step() {
         let steps: Vec<&Row> = ROWS.iter().filter(|r| r.flags & HS_STEP != 0).collect();
         assert!(steps.iter().all(|r| r.stage == Some(Handshake)));
-        assert_eq!(steps.iter().filter(|r| r.flags & HS_FINISH != 0).count(), 2);
-        assert_eq!(steps.iter().filter(|r| r.flags & CONN_START != 0).count(), 1);
+        for role in [SERVER, CLIENT] {
+            let of_role = || steps.iter().filter(move |r| r.flags & role != 0);
+            assert_eq!(of_role().filter(|r| r.flags & HS_FINISH != 0).count(), 2);
+            assert_eq!(of_role().filter(|r| r.flags & CONN_START != 0).count(), 1);
+        }
+        assert!(steps
+            .iter()
+            .all(|r| r.flags & FIRST_FLIGHT == 0 || r.flags & CLIENT != 0));
     }
 }

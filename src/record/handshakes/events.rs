@@ -102,7 +102,9 @@ impl Handshakes {
                 stepped: e.nested_stepped.into(),
             };
             let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
-            let hellos = self.hellos.remove(&(e.tgid, e.ssl));
+            // A client's ServerHello may have come under its first flight's key (bpf/tlsprof.h, hello_ssl).
+            let hello_key = if e.hello_ssl != 0 { e.hello_ssl } else { e.ssl };
+            let hellos = self.hellos.remove(&(e.tgid, hello_key));
             let client = hellos.as_ref().and_then(|h| h.client);
             let kind = classify(&e, hellos.map(|h| (h.server, h.client)));
             self.count_ticket_key(e.tgid, &kind, client);
