@@ -293,3 +293,21 @@ fn go_default_mode_10s_totals_within_10_percent_without_return_probes() {
     );
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
+
+/// The rustls and BoringSSL servers (examples/rust) at the default budget under `openssl s_time -new`: their
+/// handshakes estimated within 10% of the client's count, the interval containing it.
+#[test]
+fn rust_servers_default_mode_10s_totals_within_10_percent() {
+    if !require_root("rust_servers_default_mode_10s_totals_within_10_percent") {
+        return;
+    }
+    for server in ["rustls-server", "boring-server"] {
+        let scratch = Scratch::new(&format!("default-{server}"));
+        let (target, port) = start_rust_server(server, &scratch);
+        let recording = scratch.path("default.tlsprof");
+        let rec = start(&record_args(&[target.pid()], &recording, false));
+        let connections = s_time_new(port, 10);
+        let summary = rec.interrupt();
+        check_totals(&report_json(&recording), connections, 0.10, &summary);
+    }
+}

@@ -209,6 +209,22 @@ pub fn handshakes_of(r: &Value, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("handshakes.{field}"))
 }
 
+/// A server's recording against its clients' counts (`connections`, and `reused` or `resumed`): every
+/// connection once, full and resumed as the clients saw them, none abandoned, each as `role`. Returns
+/// (connections, resumed).
+pub fn assert_counts_as_clients_saw(client: &Value, r: &Value, role: &str, summary: &str) -> (u64, u64) {
+    let n = |k: &str| client[k].as_u64().unwrap_or_else(|| panic!("{k} in {client}"));
+    let connections = n("connections");
+    let resumed = client.get("reused").map_or_else(|| n("resumed"), |_| n("reused"));
+    assert!(resumed > 0 && resumed < connections, "{client}");
+    assert_eq!(handshakes_of(r, "total"), connections, "{summary}");
+    assert_eq!(handshakes_of(r, "resumed"), resumed, "{summary}");
+    assert_eq!(handshakes_of(r, "full"), connections - resumed, "{summary}");
+    assert_eq!(handshakes_of(r, "abandoned"), 0, "{summary}");
+    assert_eq!(handshakes_of(r, role), connections, "{summary}");
+    (connections, resumed)
+}
+
 pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
