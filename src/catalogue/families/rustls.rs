@@ -57,8 +57,8 @@ impl Family for Rustls {
     }
     fn describe_symbols(&self, symbols: Symbols) -> &'static str {
         match symbols {
-            Symbols::Internal => "its state machine and AWS-LC's functions visible",
-            Symbols::Exported => "AWS-LC's functions only",
+            Symbols::Internal => "its state machine and its crypto provider's functions visible",
+            Symbols::Exported => "its crypto provider's functions only",
             Symbols::None => "no rustls functions",
         }
     }
