@@ -77,14 +77,5 @@ fn boringssl_abandoned_handshakes_are_counted() {
     if !require_root("boringssl_abandoned_handshakes_are_counted") {
         return;
     }
-    let scratch = Scratch::new("live_boringssl_abandoned");
-    let (server, port) = start_rust_server("boring-server", &scratch);
-    let recording = scratch.path("abandoned.tlsprof");
-    let (client, summary, r) = record_while(&server, &recording, || {
-        python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
-    });
-    let left = client["abandoned"].as_u64().unwrap();
-    assert_eq!(handshakes_of(&r, "abandoned"), left, "{summary}");
-    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
-    assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), left, "{summary}");
+    assert_abandoned_counted("boring-server", "bssl::ssl_private_key_sign");
 }

@@ -296,14 +296,7 @@ fn a_client_sees_its_offers_refused() {
         go.to_str().unwrap(),
     ]);
     let recording = scratch.path("client.tlsprof");
-    let rec = Recorder::start(&[
-        "--pid",
-        &client.id().to_string(),
-        "--hello-capture",
-        "always",
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let rec = record_with_hellos(client.id(), &recording);
     std::fs::write(&go, "").unwrap();
     let (_, offered, reused) = counts(client);
     let summary = rec.interrupt();

@@ -94,16 +94,7 @@ fn rustls_abandoned_handshakes_are_counted() {
     if !require_root("rustls_abandoned_handshakes_are_counted") {
         return;
     }
-    let scratch = Scratch::new("live_rustls_abandoned");
-    let (server, port) = start_rust_server("rustls-server", &scratch);
-    let recording = scratch.path("abandoned.tlsprof");
-    let (client, summary, r) = record_while(&server, &recording, || {
-        python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
-    });
-    let left = client["abandoned"].as_u64().unwrap();
-    assert_eq!(handshakes_of(&r, "abandoned"), left, "{summary}");
-    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
-    assert_eq!(calls_of(&r, "EVP_DigestSign"), left, "{summary}");
+    assert_abandoned_counted("rustls-server", "EVP_DigestSign");
 }
 
 /// Go 1.26's client offers X25519MLKEM768 (GODEBUG=tlsmlkem=1: the example module declares go 1.21), which
@@ -212,14 +203,7 @@ fn rustls_client_handshakes_are_counted_with_their_first_flight() {
         .spawn()
         .unwrap();
     let recording = scratch.path("client.tlsprof");
-    let rec = Recorder::start(&[
-        "--pid",
-        &client.id().to_string(),
-        "--hello-capture",
-        "always",
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let rec = record_with_hellos(client.id(), &recording);
     std::fs::write(&go, b"").unwrap();
     let out = client.wait_with_output().unwrap();
     assert!(out.status.success(), "rustls-client failed");

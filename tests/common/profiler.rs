@@ -291,6 +291,34 @@ pub fn scraped(metrics: &str, name: &str) -> f64 {
         .sum()
 }
 
+/// Records process `pid` into `recording` in exact mode, every hello read.
+pub fn record_with_hellos(pid: u32, recording: &Path) -> Recorder {
+    Recorder::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--hello-capture",
+        "always",
+        "-o",
+        recording.to_str().unwrap(),
+    ])
+}
+
+/// Clients that leave after the server's flight (examples/abandon_client.py, 80 connections) against
+/// examples/rust/`server`: each handshake did its work, signing once with `sign`, and is counted once,
+/// abandoned.
+pub fn assert_abandoned_counted(server: &str, sign: &str) {
+    let scratch = super::Scratch::new(&format!("abandoned-{server}"));
+    let (target, port) = super::start_rust_server(server, &scratch);
+    let recording = scratch.path("abandoned.tlsprof");
+    let (client, summary, r) = record_while(&target, &recording, || {
+        super::python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
+    });
+    let left = client["abandoned"].as_u64().unwrap();
+    assert_eq!(handshakes_of(&r, "abandoned"), left, "{summary}");
+    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
+    assert_eq!(calls_of(&r, sign), left, "{summary}");
+}
+
 /// Records `server` in exact mode, every hello read, while `client` runs to its end (its counts); the summary
 /// and the JSON report.
 pub fn record_while(
@@ -298,14 +326,7 @@ pub fn record_while(
     recording: &Path,
     client: impl FnOnce() -> Value,
 ) -> (Value, String, Value) {
-    let rec = Recorder::start(&[
-        "--pid",
-        &server.pid().to_string(),
-        "--hello-capture",
-        "always",
-        "-o",
-        recording.to_str().unwrap(),
-    ]);
+    let rec = record_with_hellos(server.pid(), recording);
     let counts = client();
     // A server drops each connection after its response: give the last one time to go.
     std::thread::sleep(Duration::from_millis(300));
