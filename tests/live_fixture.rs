@@ -25,22 +25,22 @@ fn build_fixture(scratch: &Scratch) -> std::path::PathBuf {
     bin
 }
 
-/// Runs the fixture with `fixture_args` under tlsprof (optionally pinned to CPU 0; `budget`: --max-overhead,
-/// exact if None); returns (fixture's JSON, tlsprof's report, its summary).
+/// Runs the fixture `bin` with `fixture_args` under tlsprof (optionally pinned to CPU 0; `budget`:
+/// --max-overhead, exact if None); returns (fixture's JSON, tlsprof's report, its summary).
 fn profile_fixture(
+    bin: &std::path::Path,
     scratch: &Scratch,
     pin: Option<&str>,
     fixture_args: &[&str],
     budget: Option<&str>,
 ) -> (serde_json::Value, serde_json::Value, String) {
-    let bin = build_fixture(scratch);
     let mut cmd = match pin {
         Some(cpu) => {
             let mut c = Command::new("taskset");
-            c.args(["-c", cpu]).arg(&bin);
+            c.args(["-c", cpu]).arg(bin);
             c
         }
-        None => Command::new(&bin),
+        None => Command::new(bin),
     };
     let mut fixture = cmd
         .args(fixture_args)
@@ -67,25 +67,39 @@ fn profile_fixture(
     assert!(fixture.wait().unwrap().success());
     // tlsprof stops by itself once its only target has exited.
     let summary = rec.finish();
-    assert!(summary.contains("crypto_ops"), "{summary}");
+    let name = bin.file_name().unwrap().to_str().unwrap();
+    assert!(summary.contains(name), "{summary}");
     (serde_json::from_str(&line).unwrap(), report_json(&recording), summary)
 }
 
-/// `signer`: the probed function each signature enters.
-fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summary: &str, signer: &str) {
+/// The probed function each operation enters (`derive`, `sign`), and the probe hits each makes inside the
+/// fixture's clock window.
+struct Probed<'a> {
+    derive: &'a str,
+    sign: &'a str,
+    hits: [f64; 2],
+}
+
+/// libcrypto's functions as the C fixture calls them: one entry and one return in each window.
+const LIBCRYPTO: Probed = Probed {
+    derive: "EVP_PKEY_derive",
+    sign: "EVP_DigestSign",
+    hits: [2.0, 2.0],
+};
+
+fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summary: &str, probed: &Probed) {
     let derive = stage(r, "derive");
     let sign = stage(r, "sign");
     // Exactly the operations: the length queries (NULL output buffer) are not counted.
     assert_eq!(derive["calls"], DERIVES, "{summary}");
     assert_eq!(sign["calls"], SIGNS, "{summary}");
-    assert_eq!(function(r, "EVP_PKEY_derive").unwrap()["calls"], DERIVES);
-    assert_eq!(function(r, signer).unwrap()["calls"], SIGNS, "{summary}");
-    // The fixture times each operation with the probe hits on its own entry and return inside its clock
-    // window; tlsprof removes those (measured: probe_cost_us_per_hit), so compare like with like.
-    let hits_in_window = 2.0 * f(&r["probe_cost_us_per_hit"]);
-    for (name, stage) in [("derive", derive), ("sign", sign)] {
+    assert_eq!(function(r, probed.derive).unwrap()["calls"], DERIVES, "{summary}");
+    assert_eq!(function(r, probed.sign).unwrap()["calls"], SIGNS, "{summary}");
+    // The fixture times each operation with the probe hits inside its clock window; tlsprof removes those
+    // (measured: probe_cost_us_per_hit), so compare like with like.
+    for ((name, stage), hits) in [("derive", derive), ("sign", sign)].into_iter().zip(probed.hits) {
         let ours = f(&stage["cpu_us_per_call"]);
-        let theirs = f(&truth[format!("{name}_cpu_us").as_str()]) - hits_in_window;
+        let theirs = f(&truth[format!("{name}_cpu_us").as_str()]) - hits * f(&r["probe_cost_us_per_hit"]);
         let unprobed = &truth[format!("unprobed_{name}_cpu_us").as_str()];
         assert!(
             within(ours, theirs, 0.10),
@@ -100,8 +114,27 @@ fn fixture_operations_counted_exactly_with_fixture_cpu() {
         return;
     }
     let scratch = Scratch::new("fixture");
-    let (truth, r, summary) = profile_fixture(&scratch, None, &[], None);
-    check_against_fixture(&truth, &r, &summary, "EVP_DigestSign");
+    let (truth, r, summary) = profile_fixture(&build_fixture(&scratch), &scratch, None, &[], None);
+    check_against_fixture(&truth, &r, &summary, &LIBCRYPTO);
+}
+
+/// rustls' fixture (examples/rust/rustls-ops): the key exchange and signature a rustls server makes, through its
+/// default provider. The exchange is the provider's `complete` (aws-lc-rs's C derive is not probed); aws-lc-rs
+/// signs with two EVP_DigestSign calls, the length query first: four hits in the signature's window.
+#[test]
+fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
+    if !require_root("rustls_fixture_operations_counted_exactly_with_fixture_cpu") {
+        return;
+    }
+    let scratch = Scratch::new("fixture-rustls");
+    let (truth, r, summary) = profile_fixture(&build_rust_example("rustls-ops"), &scratch, None, &[], None);
+    assert_eq!(truth["library"], "rustls");
+    let rustls = Probed {
+        derive: "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
+        sign: "EVP_DigestSign",
+        hits: [2.0, 4.0],
+    };
+    check_against_fixture(&truth, &r, &summary, &rustls);
 }
 
 /// The operations `openssl speed` times (a ready digest signed on a reused context): what the benchmark
@@ -113,13 +146,18 @@ fn fixture_signing_as_openssl_speed_does() {
     }
     let scratch = Scratch::new("fixture-speed");
     let (truth, r, summary) = profile_fixture(
+        &build_fixture(&scratch),
         &scratch,
         None,
         &["--derive", "p256", "--sign", "p256", "--as-speed"],
         None,
     );
     assert_eq!(truth["as_speed"], true);
-    check_against_fixture(&truth, &r, &summary, "EVP_PKEY_sign");
+    let as_speed = Probed {
+        sign: "EVP_PKEY_sign",
+        ..LIBCRYPTO
+    };
+    check_against_fixture(&truth, &r, &summary, &as_speed);
 }
 
 #[test]
@@ -135,13 +173,13 @@ fn fixture_cpu_excludes_time_waiting_for_a_shared_cpu() {
             .unwrap(),
     );
     // Back to back: waiting for a twin's turn, the fixture would get the CPU back as it wakes each time.
-    let (truth, r, summary) = profile_fixture(&scratch, Some("0"), &["--no-twin"], None);
+    let (truth, r, summary) = profile_fixture(&build_fixture(&scratch), &scratch, Some("0"), &["--no-twin"], None);
     drop(busy);
     // A precondition, not the property under test: the signatures waited for the CPU a good part of the
     // time (1.55–1.76 measured with derivations interleaved; 2 would be an even share).
     let ratio = f(&truth["sign_wall_us"]) / f(&truth["sign_cpu_us"]);
     assert!(ratio > 1.3, "the busy loop did not share the CPU (wall/CPU {ratio:.2})");
-    check_against_fixture(&truth, &r, &summary, "EVP_DigestSign");
+    check_against_fixture(&truth, &r, &summary, &LIBCRYPTO);
 }
 
 /// One line of the fixture's --op-log: (kind, start in ns since the Unix epoch, thread CPU µs).
@@ -167,7 +205,13 @@ fn default_mode_windows_are_dated_and_their_figures_match_the_operations_made_in
     }
     let scratch = Scratch::new("fixture-windows");
     let log = scratch.path("ops");
-    let (_truth, r, summary) = profile_fixture(&scratch, None, &["--op-log", log.to_str().unwrap()], Some("0.3"));
+    let (_truth, r, summary) = profile_fixture(
+        &build_fixture(&scratch),
+        &scratch,
+        None,
+        &["--op-log", log.to_str().unwrap()],
+        Some("0.3"),
+    );
     let spans: Vec<(u64, u64)> = r["probing"]["window_spans"]
         .as_array()
         .unwrap()
