@@ -24,10 +24,10 @@ fuzz:
 demo: build
 	scripts/demo.sh
 
-# Overhead and accuracy against bpftrace and perf in interleaved rounds (nginx, Go and rustls servers), a
+# Overhead and accuracy against bpftrace and perf in interleaved rounds (nginx, Go, rustls and BoringSSL servers), a
 # 10-minute recording and a 30-minute serve run; writes BENCHMARKS.md.
 bench: build
-	python3 scripts/bench.py --go --rustls
+	python3 scripts/bench.py --go --rustls --boring
 
 lint:
 	$(CARGO) fmt --check

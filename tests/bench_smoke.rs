@@ -20,6 +20,7 @@ fn bench_smoke_run_writes_the_tables() {
         .arg(repo().join("scripts/bench.py"))
         .arg("--smoke")
         .arg("--rustls")
+        .arg("--boring")
         .arg("--output")
         .arg(&output)
         .arg("--tlsprof")
@@ -36,6 +37,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Overhead: full handshakes",
         "## Overhead: keep-alive requests",
         "## Overhead: full handshakes on a rustls server",
+        "## Overhead: full handshakes on a BoringSSL server",
         "## Accuracy: CPU per operation",
         "## Attach and report time",
         "## Connection counter (accept/accept4/connect tracepoints)",
@@ -43,9 +45,10 @@ fn bench_smoke_run_writes_the_tables() {
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
-    // The three workloads measured with and without tlsprof, and every operation compared with its ground truth.
+    // The four workloads measured with and without tlsprof, and every operation compared with its ground truth,
+    // OpenSSL's and rustls'.
     let overhead: Vec<&str> = md.split("\n## ").filter(|s| s.starts_with("Overhead: ")).collect();
-    assert_eq!(overhead.len(), 3, "{md}");
+    assert_eq!(overhead.len(), 4, "{md}");
     for section in overhead {
         for row in ["| no profiler |", "| tlsprof (defaults"] {
             assert!(section.contains(row), "no {row} row in:\n{section}");
@@ -53,6 +56,8 @@ fn bench_smoke_run_writes_the_tables() {
     }
     for op in ["RSA-2048 sign", "ECDSA P-256 sign", "X25519 derive", "P-256 derive"] {
         assert!(md.contains(&format!("| {op} |")), "no accuracy row for {op}:\n{md}");
+        let rustls = format!("| Accuracy: rustls {op} within ±10% of its fixture (unprobed twin)");
+        assert!(md.contains(&rustls), "no budget row {rustls:?}:\n{md}");
     }
     // The connection counter's cost, timed by the kernel's BPF statistics: its own budget-table row with a figure,
     // and a row for each of its programs.

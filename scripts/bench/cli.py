@@ -49,7 +49,11 @@ def parse_args(argv):
                         "from examples/go/client: the go_full workload")
     p.add_argument("--rustls", action="store_true",
                    help="also measure two rustls servers (examples/rust/rustls-server, built with cargo) under full "
-                        "handshakes from `openssl s_time -new`: the rustls_full workload")
+                        "handshakes from `openssl s_time -new`: the rustls_full workload; and rustls' ground-truth "
+                        "fixture (examples/rust/rustls-ops) beside crypto_ops.c")
+    p.add_argument("--boring", action="store_true",
+                   help="also measure two BoringSSL servers (examples/rust/boring-server, the boring crate, built with "
+                        "cargo) under full handshakes from `openssl s_time -new`: the boring_full workload")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, no long recording, "
                         f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")

@@ -54,7 +54,7 @@ def unwrap(text):
 
 
 def overhead_table(data, workload):
-    unit = "handshake" if workload in ("full", "go_full", "rustls_full") else "request"
+    unit = "handshake" if workload in ("full", "go_full", "rustls_full", "boring_full") else "request"
     rows = []
     for c in data["settings"]["conditions"]:
         rs = runs_of(data, workload, c)
@@ -156,14 +156,18 @@ def counter_values(data):
             "counter_keepalive_us": fnum(c["keepalive_ns"] / 1e3 if c["keepalive_ns"] else None, 1)}
 
 
+def fixture_table(rows):
+    return table(["Operation", "tlsprof", "fixture unprobed", "fixture probed", "hits in its window",
+                  "fixture probed − hits", "tlsprof vs unprobed (runs' median)", "vs probed − hits (runs' median)",
+                  "calls exact"],
+                 [[r["name"], fmed(r["ours"]), fmed(r["unprobed"]), fmed(r["probed"]), fnum(r["hits"], 0),
+                   fmed(r["probed_corr"]), fpct(r["err_fixture"]), fpct(r["err_probed"]),
+                   "yes" if r["calls_ok"] else "no"] for r in rows])
+
+
 def accuracy_tables(data):
     rows = accuracy_rows(data)
-    libssl = table(["Operation", "tlsprof", "fixture unprobed", "fixture probed", "hits in its window",
-                    "fixture probed − hits", "tlsprof vs unprobed (runs' median)", "vs probed − hits (runs' median)",
-                    "calls exact"],
-                   [[r["name"], fmed(r["ours"]), fmed(r["unprobed"]), fmed(r["probed"]), fnum(r["hits"], 0),
-                     fmed(r["probed_corr"]), fpct(r["err_fixture"]), fpct(r["err_probed"]),
-                     "yes" if r["calls_ok"] else "no"] for r in rows])
+    libssl = fixture_table(rows)
     speed = table(["Operation", "tlsprof (fixture --as-speed)", "fixture --as-speed unprobed", "openssl speed",
                    "tlsprof vs speed", "tlsprof vs fixture --as-speed (runs' median)",
                    "libssl's way vs speed (fixture unprobed)"],
@@ -315,6 +319,7 @@ def render(data, template=None):
     clk_tck = mach.get("clk_tck", CLK_TCK)
     bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
+    rustls_rows = accuracy_rows(data, "rustls")
     values = {
         "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
         "started": data.get("started", "?"), "finished": data.get("finished", "?"),
@@ -342,6 +347,10 @@ def render(data, template=None):
         "overhead_go_table": overhead_table(data, "go_full"),
         "rustls": bool(runs_of(data, "rustls_full", "none")),
         "overhead_rustls_table": overhead_table(data, "rustls_full"),
+        "boring": bool(runs_of(data, "boring_full", "none")),
+        "overhead_boring_table": overhead_table(data, "boring_full"),
+        "accuracy_rustls": any(r["ours"] for r in rustls_rows),
+        "accuracy_rustls_table": fixture_table(rustls_rows),
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),

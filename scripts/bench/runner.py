@@ -24,9 +24,10 @@ from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
 from .serve import serve_run
 from .settings import settings_of
-from .twins import (GoServer, Nginx, RustlsServer, build_go, build_rustls, go_tool, paired_overhead, pin_twins,
+from .twins import (GoServer, Nginx, RustServer, build_go, build_rust_example, go_tool, paired_overhead, pin_twins,
                     twin_figures, worker_counters)
-from .workloads import GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full, wait_clients
+from .workloads import (BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full,
+                        wait_clients)
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
 # ECDSA): the ops/s column is exact, so that is the one read.
@@ -66,7 +67,9 @@ class Bench:
         # --go: two Go servers, the twins of the Go workloads.
         self.go_twins = []
         self.rustls_twins = []
-        self.fixture = None
+        self.boring_twins = []
+        # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops.
+        self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
                      "report_times_short": [], "long": None, "serve": None, "skipped": []}
@@ -87,8 +90,9 @@ class Bench:
         for tool in ("openssl", "wrk", "cc", "/usr/sbin/nginx"):
             if not shutil.which(tool):
                 raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
-        if self.args.rustls and not shutil.which("cargo"):
-            raise BenchError("cargo is not installed (scripts/install-deps.sh installs it), and --rustls needs it")
+        for flag in ("rustls", "boring"):
+            if getattr(self.args, flag) and not shutil.which("cargo"):
+                raise BenchError(f"cargo is not installed (scripts/install-deps.sh installs it), and --{flag} needs it")
         if self.args.go and not go_tool():
             raise BenchError("go is not installed (scripts/install-deps.sh installs it), and --go needs it")
         conds = []
@@ -102,19 +106,22 @@ class Bench:
         self.conditions = conds
         self.data["settings"]["conditions"] = conds
 
-    def build_fixture(self):
-        self.fixture = os.path.join(self.scratch, "crypto_ops")
-        out = run_text(["cc", "-O2", "-Wall", "-o", self.fixture, os.path.join(REPO, "tests/fixtures/crypto_ops.c"),
-                        "-lcrypto"], timeout=120)
+    def build_fixtures(self):
+        self.fixtures["openssl"] = os.path.join(self.scratch, "crypto_ops")
+        out = run_text(["cc", "-O2", "-Wall", "-o", self.fixtures["openssl"],
+                        os.path.join(REPO, "tests/fixtures/crypto_ops.c"), "-lcrypto"], timeout=120)
         if out.returncode != 0:
             raise BenchError(f"building the fixture failed: {out.stderr.strip()[-300:]}")
+        if self.args.rustls:
+            self.fixtures["rustls"] = build_rust_example("rustls-ops")
 
     # -- one overhead run
     def overhead_run(self, rnd, workload, condition, profiled):
         """The profiler on twin `profiled`, the same load on both twins at once; the other twin is the control."""
         a = self.args
         twins = (self.go_twins if workload in GO_WORKLOADS else
-                 self.rustls_twins if workload in RUSTLS_WORKLOADS else self.twins)
+                 self.rustls_twins if workload in RUSTLS_WORKLOADS else
+                 self.boring_twins if workload in BORING_WORKLOADS else self.twins)
         for twin in twins:
             twin.check_worker()
         target = twins[profiled]
@@ -180,18 +187,20 @@ class Bench:
             f"{rec['paired_overhead'] * 100:+.2f}%{extra}")
 
     # -- accuracy
-    def fixture_run(self, rnd, derive_alg, sign_alg, as_speed):
-        """tlsprof on the ground-truth fixture; it times each operation itself, probed and in its unprobed twin in turn."""
+    def fixture_run(self, rnd, library, derive_alg, sign_alg, as_speed):
+        """tlsprof on the ground-truth fixture of `library`; it times each operation itself, probed and in its
+        unprobed twin in turn."""
         n, m = self.args.fixture_ops[(derive_alg, sign_alg)]
-        op_log = os.path.join(self.scratch, f"ops-r{rnd}-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}")
-        fx = Child([self.fixture, "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
+        tag = f"{library}-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}"
+        op_log = os.path.join(self.scratch, f"ops-r{rnd}-{tag}")
+        fx = Child([self.fixtures[library], "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
                     "--op-log", op_log, n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out = LineWatcher(fx.popen.stdout)
         err = LineWatcher(fx.popen.stderr)
         if out.wait_for(lambda l: l == "ready", timeout=300) is None:
             fx.stop(signal.SIGKILL)
             raise BenchError(f"fixture did not get ready: {err.text().strip()[-200:]}")
-        sess = self.session("tlsprof", f"r{rnd}-fixture-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}")
+        sess = self.session("tlsprof", f"r{rnd}-fixture-{tag}")
         try:
             sess.start(fx.pid, bound_s=600)
             fx.popen.stdin.write("go\n")
@@ -234,7 +243,7 @@ class Bench:
             figures.append(f"{stage} tlsprof {'–' if ours is None else f'{ours:.1f}'} vs "
                            f"{'–' if truth_in_windows is None else f'{truth_in_windows:.1f}'} µs "
                            f"({window['ops']} ops in the windows; {truth[f'unprobed_{stage}_cpu_us']:.1f} over the run)")
-        log(f"round {rnd} fixture {derive_alg}/{sign_alg}{mode}: {', '.join(figures)} (unprobed)")
+        log(f"round {rnd} fixture {library} {derive_alg}/{sign_alg}{mode}: {', '.join(figures)} (unprobed)")
 
     def speed_run(self, rnd):
         argv = ["openssl", "speed", "-seconds", str(self.args.speed_seconds), "rsa2048", "ecdsap256", "ecdhx25519",
@@ -321,7 +330,7 @@ class Bench:
         self.data["started"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_start"] = loadavg()
         steal0, all0 = cpu_times()
-        self.build_fixture()
+        self.build_fixtures()
         self.twins = [Nginx(self.scratch, "A"), Nginx(self.scratch, "B")]
         try:
             for twin in self.twins:
@@ -333,22 +342,25 @@ class Bench:
                 for twin in self.go_twins:
                     twin.start()
                 pin_twins(self.go_twins)
-            if a.rustls:
-                server = build_rustls()
-                self.rustls_twins = [RustlsServer(self.scratch, "A", server), RustlsServer(self.scratch, "B", server)]
-                for twin in self.rustls_twins:
-                    twin.start()
-                pin_twins(self.rustls_twins)
+            for flag, example in (("rustls", "rustls-server"), ("boring", "boring-server")):
+                if getattr(a, flag):
+                    server = build_rust_example(example)
+                    twins = [RustServer(self.scratch, "A", server), RustServer(self.scratch, "B", server)]
+                    setattr(self, f"{flag}_twins", twins)
+                    for twin in twins:
+                        twin.start()
+                    pin_twins(twins)
             workloads = [w for w in WORKLOADS
-                         if (a.go or w not in GO_WORKLOADS) and (a.rustls or w not in RUSTLS_WORKLOADS)]
+                         if (a.go or w not in GO_WORKLOADS) and (a.rustls or w not in RUSTLS_WORKLOADS)
+                         and (a.boring or w not in BORING_WORKLOADS)]
             for rnd in range(1, a.rounds + 1):
                 # Each round starts one condition later: no condition always runs first or after the same one.
                 shift = (rnd - 1) % len(self.conditions)
                 order = self.conditions[shift:] + self.conditions[:shift]
                 for w, workload in enumerate(workloads):
                     for cond in order:
-                        # bench-bpftrace.bt probes libssl: a Go or rustls server has none.
-                        if workload in GO_WORKLOADS + RUSTLS_WORKLOADS and cond == "bpftrace":
+                        # bench-bpftrace.bt probes libssl: a Go, rustls or boring server has none.
+                        if workload in GO_WORKLOADS + RUSTLS_WORKLOADS + BORING_WORKLOADS and cond == "bpftrace":
                             continue
                         # The profiled twin alternates from round to round (and between neighbouring runs), so that
                         # every condition runs about as often on each twin and a difference between them cancels.
@@ -359,7 +371,9 @@ class Bench:
                 for _ in range(a.accuracy_repeats):
                     for derive_alg, sign_alg in a.fixture_ops:
                         for as_speed in (False, True):
-                            self.fixture_run(rnd, derive_alg, sign_alg, as_speed)
+                            self.fixture_run(rnd, "openssl", derive_alg, sign_alg, as_speed)
+                        if "rustls" in self.fixtures:
+                            self.fixture_run(rnd, "rustls", derive_alg, sign_alg, False)
                     self.speed_run(rnd)
                 self.save_raw()
             if a.long_minutes > 0:
@@ -368,7 +382,7 @@ class Bench:
             if a.serve_minutes > 0:
                 serve_run(self)
         finally:
-            for twin in self.twins + self.go_twins + self.rustls_twins:
+            for twin in self.twins + self.go_twins + self.rustls_twins + self.boring_twins:
                 twin.stop()
         self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()

@@ -23,13 +23,14 @@ def settings_of(args):
         **{key: getattr(args, key) for key in DEFAULTS}, "conditions": list(args.conditions), "smoke": args.smoke,
         "go": args.go,
         "rustls": args.rustls,
+        "boring": args.boring,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
     }
 
 
 def reproduce_command(s):
     """The command that repeats this run: `python3 scripts/bench.py` plus whatever differs from the defaults."""
-    go = (" --go" if s.get("go") else "") + (" --rustls" if s.get("rustls") else "")
+    go = "".join(f" --{flag}" for flag in ("go", "rustls", "boring") if s.get(flag))
     if s["smoke"]:
         return "sudo python3 scripts/bench.py --smoke" + go
     parts = ["sudo python3 scripts/bench.py" + go]

@@ -137,33 +137,34 @@ class GoServer:
             self.child.stop(grace=10)
 
 
-def build_rustls():
-    """examples/rust/rustls-server as cargo's release profile builds it (the tests' build directory, kept)."""
+def build_rust_example(name):
+    """examples/rust/NAME as cargo's release profile builds it (the tests' build directory, kept)."""
     target = os.path.join(REPO, "target/examples")
     built = run_text(["cargo", "build", "--release", "--locked", "--quiet", "--manifest-path",
-                      os.path.join(REPO, "examples/rust/rustls-server/Cargo.toml"), "--target-dir", target],
+                      os.path.join(REPO, f"examples/rust/{name}/Cargo.toml"), "--target-dir", target],
                      timeout=900)
     if built.returncode != 0:
-        raise BenchError(f"cargo build rustls-server: {built.stderr.strip()[-300:]}")
-    return os.path.join(target, "release/rustls-server")
+        raise BenchError(f"cargo build {name}: {built.stderr.strip()[-300:]}")
+    return os.path.join(target, "release", name)
 
 
-class RustlsServer:
-    """A rustls twin: examples/rust/rustls-server (rustls 0.23, aws-lc-rs), loopback, RSA-2048, one connection at
-    a time on its one thread (`worker`, as nginx's worker). Its default session store stays unused: `s_time
-    -new` never resumes."""
+class RustServer:
+    """A Rust twin: examples/rust/rustls-server (rustls 0.23, aws-lc-rs) or boring-server (BoringSSL through the
+    boring crate), loopback, RSA-2048, one connection at a time on its one thread (`worker`, as nginx's worker).
+    Its default session store stays unused: `s_time -new` never resumes."""
 
     def __init__(self, scratch, name, binary):
         self.name = name
         self.binary = binary
         self.scratch = scratch
-        self.log = os.path.join(scratch, f"rustls-server-{name}.out")
+        self.kind = os.path.basename(binary)
+        self.log = os.path.join(scratch, f"{self.kind}-{name}.out")
         self.child = None
         self.port = None
         self.master = self.worker = None
 
     def start(self):
-        key, cert = os.path.join(self.scratch, "rustls-key.pem"), os.path.join(self.scratch, "rustls-cert.pem")
+        key, cert = os.path.join(self.scratch, "rust-key.pem"), os.path.join(self.scratch, "rust-cert.pem")
         if not os.path.exists(cert):
             made = run_text(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                              "/CN=localhost", "-keyout", key, "-out", cert])
@@ -180,13 +181,13 @@ class RustlsServer:
                 break
             time.sleep(0.05)
         if self.port is None:
-            raise BenchError(f"the rustls server {self.name} did not start (see {self.log})")
+            raise BenchError(f"{self.kind} {self.name} did not start (see {self.log})")
         self.master = self.worker = self.child.pid
-        log(f"rustls server {self.name}: pid {self.worker} on 127.0.0.1:{self.port}")
+        log(f"{self.kind} {self.name}: pid {self.worker} on 127.0.0.1:{self.port}")
 
     def check_worker(self):
         if self.child.poll() is not None:
-            raise BenchError(f"the rustls server {self.name} is gone (exit {self.child.status}, see {self.log})")
+            raise BenchError(f"{self.kind} {self.name} is gone (exit {self.child.status}, see {self.log})")
 
     def stop(self):
         if self.child:
