@@ -79,3 +79,18 @@ fn boringssl_abandoned_handshakes_are_counted() {
     }
     assert_abandoned_counted("boring-server", "bssl::ssl_private_key_sign");
 }
+
+/// BoringSSL with Cloudflare's post-quantum patch (the boring crate's pq-experimental, as its users build it),
+/// X25519MLKEM768 preferred: Node.js 24's clients negotiate it, and the key share's Encap is the server's side
+/// of each exchange.
+#[test]
+fn boringssl_with_node24_clients_negotiates_the_hybrid_group() {
+    if !require_root("boringssl_with_node24_clients_negotiates_the_hybrid_group") {
+        return;
+    }
+    assert_node24_hybrid_handshakes(
+        "boring-server",
+        &["X25519MLKEM768:X25519"],
+        "bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Encap",
+    );
+}

@@ -230,3 +230,17 @@ fn rustls_client_handshakes_are_counted_with_their_first_flight() {
     assert!(kinds.iter().all(|k| k["version"] == "TLSv1.3"), "{summary}");
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
 }
+
+/// Node.js 24's client (OpenSSL 3.5) offers X25519MLKEM768 first and resumes its sessions: rustls' hybrid
+/// exchange once per handshake, full and resumed alike (TLS 1.3 resumption with a fresh exchange).
+#[test]
+fn rustls_with_node24_clients_negotiates_the_hybrid_group() {
+    if !require_root("rustls_with_node24_clients_negotiates_the_hybrid_group") {
+        return;
+    }
+    assert_node24_hybrid_handshakes(
+        "rustls-server",
+        &[],
+        "<rustls::crypto::aws_lc_rs::pq::hybrid::Hybrid as rustls::crypto::SupportedKxGroup>::start_and_complete",
+    );
+}

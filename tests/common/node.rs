@@ -118,3 +118,24 @@ pub fn profile_node_client(recording: &Path, port: u16, node_flags: &[&str], cli
     let summary = rec.finish();
     (serde_json::from_str(&line).unwrap_or(Value::Null), summary)
 }
+
+/// The Node.js 24 release the hybrid-group tests use: its OpenSSL 3.5 offers X25519MLKEM768 first.
+pub const NODE_24: &str = "24.21.0";
+
+/// examples/node/https-client.js run by `node` for `count` sequential requests (a new connection each; Node.js
+/// resumes its sessions) against 127.0.0.1:`port`, from `cwd` (Node.js may leave isolate logs there); its JSON
+/// report.
+pub fn node_https_client(node: &Path, cwd: &Path, port: u16, count: u32) -> Value {
+    let out = Command::new(node)
+        .current_dir(cwd)
+        .arg(repo().join("examples/node/https-client.js"))
+        .args(["--port", &port.to_string(), "--count", &count.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "node https-client.js: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("https-client.js's report: {e}"))
+}

@@ -319,6 +319,28 @@ pub fn assert_abandoned_counted(server: &str, sign: &str) {
     assert_eq!(calls_of(&r, sign), left, "{summary}");
 }
 
+/// Node.js 24 (OpenSSL 3.5, X25519MLKEM768 first) against examples/rust/`server` started with `args`: every
+/// handshake counted as the client saw it, the hybrid group read off the wire, and the server's side of the
+/// exchange (`derive`) called once per handshake.
+pub fn assert_node24_hybrid_handshakes(server: &str, args: &[&str], derive: &str) {
+    let scratch = super::Scratch::new(&format!("node24-{server}"));
+    let (target, port) = super::start_rust_server_with(server, &scratch, args);
+    let node = super::node_release(super::NODE_24);
+    let recording = scratch.path("hybrid.tlsprof");
+    let (client, summary, r) = record_while(&target, &recording, || {
+        super::node_https_client(&node, &scratch.0, port, 40)
+    });
+    let (connections, _) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
+    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+    assert!(
+        kinds
+            .iter()
+            .all(|k| k["key_exchange"] == "X25519MLKEM768" && k["version"] == "TLSv1.3"),
+        "{summary}"
+    );
+    assert_eq!(calls_of(&r, derive), connections, "{summary}");
+}
+
 /// Records `server` in exact mode, every hello read, while `client` runs to its end (its counts); the summary
 /// and the JSON report.
 pub fn record_while(
