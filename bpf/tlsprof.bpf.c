@@ -686,7 +686,11 @@ int stage_enter(struct pt_regs *ctx)
 		}
 		if (flags & FF_FATAL_ALERT)
 			ts->alerted = 1;
-		note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
+		/* A function that takes no SSL * tells its role to the connection whose handshake runs here. */
+		if (!(flags & FF_SSL_ARG) && (flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT)))
+			note_conn_fact(ts->ssl, tgid, FF_SSL_ARG | (flags & (FF_ROLE_SERVER | FF_ROLE_CLIENT)));
+		else
+			note_conn_fact(PT_REGS_PARM1(ctx), tgid, flags);
 		/* A connection starts or ends between handshake calls, never inside one. */
 		if (flags & (FF_CONN_START | FF_CONN_END))
 			ts->settled_epoch = probe_epoch;

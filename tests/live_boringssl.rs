@@ -94,3 +94,29 @@ fn boringssl_with_node24_clients_negotiates_the_hybrid_group() {
         "bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Encap",
     );
 }
+
+/// A BoringSSL client (examples/rust/boring-client) resuming its sessions against the BoringSSL server: every
+/// handshake counted once, as a client (told by its ClientHello: SSL_set_connect_state is not probed), none
+/// single-stepped; the server's certificate key named from the signature the client checked.
+#[test]
+fn boringssl_client_handshakes_are_counted_as_the_client_saw() {
+    if !require_root("boringssl_client_handshakes_are_counted_as_the_client_saw") {
+        return;
+    }
+    let scratch = Scratch::new("live_boringssl_client");
+    let (_server, port) = start_rust_server("boring-server", &scratch);
+    let (counts, summary, r) = record_rust_client("boring-client", port, 100, &scratch);
+    let (connections, resumed) = assert_counts_as_clients_saw(&counts, &r, "client", &summary);
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+    let full: Vec<_> = kinds.iter().filter(|k| k["resumed"] == false).collect();
+    assert!(
+        !full.is_empty() && full.iter().all(|k| k["certificate_key"] == "ECDSA P-256"),
+        "{summary}"
+    );
+    assert_eq!(
+        calls_of(&r, "bssl::ssl_public_key_verify"),
+        connections - resumed,
+        "{summary}"
+    );
+}

@@ -195,21 +195,7 @@ fn rustls_client_handshakes_are_counted_with_their_first_flight() {
     }
     let scratch = Scratch::new("live_rustls_client");
     let (_server, port) = start_rust_server("boring-server", &scratch);
-    let go = scratch.path("go");
-    let client = Command::new(build_rust_example("rustls-client"))
-        .args([&port.to_string(), "100", "--wait-for"])
-        .arg(&go)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let recording = scratch.path("client.tlsprof");
-    let rec = record_with_hellos(client.id(), &recording);
-    std::fs::write(&go, b"").unwrap();
-    let out = client.wait_with_output().unwrap();
-    assert!(out.status.success(), "rustls-client failed");
-    let counts: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    let summary = rec.finish();
-    let r = report_json(&recording);
+    let (counts, summary, r) = record_rust_client("rustls-client", port, 100, &scratch);
     let (connections, _) = assert_counts_as_clients_saw(&counts, &r, "client", &summary);
     assert_eq!(
         calls_of(&r, "rustls::client::hs::ClientHelloInput::start_handshake"),
@@ -217,8 +203,8 @@ fn rustls_client_handshakes_are_counted_with_their_first_flight() {
         "{summary}"
     );
     // Every key share made inside a handshake's steps, none left outside one: one per connection, and one
-    // more where the server asked for another group (the first connection offers X25519MLKEM768, which this
-    // BoringSSL does not have; rustls then remembers the server's group).
+    // more where the server asks for another group than the first connection's share (rustls then remembers
+    // the server's group).
     let keygens = calls_of(&r, "EVP_PKEY_keygen");
     assert!(
         (connections..=connections + 1).contains(&keygens),

@@ -5,8 +5,11 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use serde_json::Value;
+
 use super::fixture::self_signed_cert;
 use super::process::{repo, run, Running, Scratch};
+use super::profiler::{record_with_hellos, report_json};
 
 /// examples/rust/NAME built in release mode, as its users would build it; returns the executable.
 pub fn build_rust_example(name: &str) -> PathBuf {
@@ -51,4 +54,25 @@ pub fn start_rust_server_with(name: &str, scratch: &Scratch, args: &[&str]) -> (
         .parse()
         .unwrap_or_else(|_| panic!("{name} prints its port, not {port:?}"));
     (server, port)
+}
+
+/// The TLS client examples/rust/NAME (rustls-client, boring-client) making `count` connections to `port`,
+/// recorded with every hello read from its first connection to its exit: its counts (connections, resumed),
+/// tlsprof's summary and its JSON report.
+pub fn record_rust_client(name: &str, port: u16, count: u32, scratch: &Scratch) -> (Value, String, Value) {
+    let go = scratch.path("go");
+    let client = Command::new(build_rust_example(name))
+        .args([&port.to_string(), &count.to_string(), "--wait-for"])
+        .arg(&go)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recording = scratch.path(&format!("{name}.tlsprof"));
+    let rec = record_with_hellos(client.id(), &recording);
+    std::fs::write(&go, b"").unwrap();
+    let out = client.wait_with_output().unwrap();
+    assert!(out.status.success(), "{name} failed");
+    let counts: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    let summary = rec.finish();
+    (counts, summary, report_json(&recording))
 }

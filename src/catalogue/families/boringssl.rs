@@ -12,7 +12,7 @@ use crate::catalogue::causes::{user, CauseRow};
 use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    fact, frequent, row, Row, CLIENT, CONN_END, CONN_START, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
+    fact, frequent, row, Row, CLIENT, CONN_END, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_ARG,
     SIG_LEN_PTR, SSL_ARG,
 };
 
@@ -80,9 +80,13 @@ pub const ROWS: &[Row] = &[
     row("SSL_do_handshake", Handshake, Public, SSL_ARG),
     row("SSL_accept", Handshake, Public, SSL_ARG | SERVER),
     row("SSL_connect", Handshake, Public, SSL_ARG | CLIENT),
-    // SSL_set_accept_state is not probed: its code has no instruction the kernel emulates, so every probe hit
-    // on it would be single-stepped. A server is told by work only servers do (SERVER below).
-    fact("SSL_set_connect_state", SSL_ARG | CLIENT | CONN_START),
+    // SSL_set_accept_state and SSL_set_connect_state are not probed: their code has no instruction the kernel
+    // emulates, so every probe hit on them would be single-stepped. A connection starts with its first
+    // handshake call; a server is told by work only servers do (SERVER below), a client by its ClientHello.
+    Row {
+        origin: Internal,
+        ..fact("bssl::ssl_add_client_hello", CLIENT)
+    },
     fact("SSL_free", SSL_ARG | CONN_END),
     // Key shares: the TLS 1.3 server's Encap makes its key and the shared secret at once (X25519's key pair and
     // exchange, or a curve's Generate and Decap, inside it; for the hybrid groups the KEM's encapsulation too).
@@ -127,7 +131,8 @@ pub const ROWS: &[Row] = &[
     // The peer's certificate chain and handshake signature.
     bssl("bssl::ssl_verify_peer_cert", Verify, PEER_CERT_CHECK),
     bssl("bssl::tls13_process_certificate_verify", Verify, 0),
-    bssl("bssl::ssl_public_key_verify", Verify, PEER_CERT_CHECK),
+    // (SSL *, Span signature, ...): the span's length is argument 3, the certificate key's signature length.
+    bssl("bssl::ssl_public_key_verify", Verify, PEER_CERT_CHECK | SIG_LEN_ARG),
     // Key schedule.
     bssl("bssl::tls13_init_key_schedule", KeySchedule, 0),
     bssl("bssl::tls13_derive_handshake_secrets", KeySchedule, 0),
