@@ -25,9 +25,27 @@ fn build_fixture(scratch: &Scratch) -> std::path::PathBuf {
     bin
 }
 
-/// Runs the fixture `bin` with `fixture_args` under tlsprof (optionally pinned to CPU 0; `budget`:
-/// --max-overhead, exact if None); returns (fixture's JSON, tlsprof's report, its summary).
+/// Runs the fixture `bin` with `fixture_args` and DERIVES and SIGNS under tlsprof (optionally pinned to CPU 0;
+/// `budget`: --max-overhead, exact if None); returns (fixture's JSON, tlsprof's report, its summary).
 fn profile_fixture(
+    bin: &std::path::Path,
+    scratch: &Scratch,
+    pin: Option<&str>,
+    fixture_args: &[&str],
+    budget: Option<&str>,
+) -> (serde_json::Value, serde_json::Value, String) {
+    let counts = [DERIVES.to_string(), SIGNS.to_string()];
+    profile_fixture_with(
+        bin,
+        scratch,
+        pin,
+        &[fixture_args, &[&counts[0], &counts[1]]].concat(),
+        budget,
+    )
+}
+
+/// The same with the fixture's arguments all given.
+fn profile_fixture_with(
     bin: &std::path::Path,
     scratch: &Scratch,
     pin: Option<&str>,
@@ -44,7 +62,6 @@ fn profile_fixture(
     };
     let mut fixture = cmd
         .args(fixture_args)
-        .args([DERIVES.to_string(), SIGNS.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -135,6 +152,36 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
         hits: [2.0, 4.0],
     };
     check_against_fixture(&truth, &r, &summary, &rustls);
+}
+
+/// BoringSSL's fixture (examples/rust/boring-ops): whole TLS 1.3 handshakes in memory, the server signing through
+/// a private-key method the fixture times. Every server handshake and signature counted; the signature's CPU is
+/// bssl::ssl_private_key_sign's, which encloses the fixture's window and its clock's reads (`clock_cost_us`),
+/// and no probe hit lies inside that window.
+#[test]
+fn boringssl_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu() {
+    if !require_root("boringssl_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu") {
+        return;
+    }
+    let scratch = Scratch::new("fixture-boringssl");
+    let n = SIGNS.to_string();
+    let bin = build_rust_example("boring-ops");
+    let (truth, r, summary) = profile_fixture_with(&bin, &scratch, None, &[&n], None);
+    assert_eq!(truth["library"], "boringssl");
+    assert_eq!(truth["handshakes"], SIGNS);
+    assert_eq!(handshakes_of(&r, "server"), SIGNS, "{summary}");
+    assert_eq!(handshakes_of(&r, "client"), SIGNS, "{summary}");
+    assert_eq!(handshakes_of(&r, "full"), 2 * SIGNS, "{summary}");
+    assert_eq!(stage(&r, "sign")["calls"], SIGNS, "{summary}");
+    assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), SIGNS, "{summary}");
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+    let ours = f(&stage(&r, "sign")["cpu_us_per_call"]);
+    let theirs = f(&truth["sign_cpu_us"]) + f(&truth["clock_cost_us"]);
+    assert!(
+        within(ours, theirs, 0.10),
+        "sign: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({} µs in its unprobed twin)\n{summary}",
+        truth["unprobed_sign_cpu_us"]
+    );
 }
 
 /// The operations `openssl speed` times (a ready digest signed on a reused context): what the benchmark
