@@ -46,7 +46,7 @@ fn bench_smoke_run_writes_the_tables() {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
     // The four workloads measured with and without tlsprof, and every operation compared with its ground truth,
-    // OpenSSL's and rustls'.
+    // OpenSSL's, rustls' and BoringSSL's.
     let overhead: Vec<&str> = md.split("\n## ").filter(|s| s.starts_with("Overhead: ")).collect();
     assert_eq!(overhead.len(), 4, "{md}");
     for section in overhead {
@@ -58,6 +58,15 @@ fn bench_smoke_run_writes_the_tables() {
         assert!(md.contains(&format!("| {op} |")), "no accuracy row for {op}:\n{md}");
         let rustls = format!("| Accuracy: rustls {op} within ±10% of its fixture (unprobed twin)");
         assert!(md.contains(&rustls), "no budget row {rustls:?}:\n{md}");
+    }
+    // BoringSSL's fixture: its signatures judged, its server handshakes shown.
+    for row in [
+        "| Accuracy: BoringSSL RSA-2048 sign within ±10% of its fixture (unprobed twin)",
+        "| Accuracy: BoringSSL ECDSA P-256 sign within ±10% of its fixture (unprobed twin)",
+        "| Accuracy: BoringSSL server handshake, X25519 + RSA-2048, CPU per handshake",
+        "| Accuracy: BoringSSL server handshake, P-256 + ECDSA P-256, CPU per handshake",
+    ] {
+        assert!(md.contains(row), "no budget row {row:?}:\n{md}");
     }
     // The connection counter's cost, timed by the kernel's BPF statistics: its own budget-table row with a figure,
     // and a row for each of its programs.

@@ -53,7 +53,8 @@ def parse_args(argv):
                         "fixture (examples/rust/rustls-ops) beside crypto_ops.c")
     p.add_argument("--boring", action="store_true",
                    help="also measure two BoringSSL servers (examples/rust/boring-server, the boring crate, built with "
-                        "cargo) under full handshakes from `openssl s_time -new`: the boring_full workload")
+                        "cargo) under full handshakes from `openssl s_time -new`: the boring_full workload; and "
+                        "BoringSSL's ground-truth fixture (examples/rust/boring-ops)")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, no long recording, "
                         f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")
@@ -77,6 +78,8 @@ def parse_args(argv):
     scale = 10 if args.smoke else 1
     args.fixture_ops = {("x25519", "rsa2048"): (10000 // scale, 1000 // scale),
                         ("p256", "p256"): (10000 // scale, 20000 // scale)}
+    # BoringSSL's fixture: whole handshakes (server and client in one process), about a second of CPU each run.
+    args.fixture_handshakes = {("x25519", "rsa2048"): 1000 // scale, ("p256", "p256"): 4000 // scale}
     return args
 
 

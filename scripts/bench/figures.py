@@ -14,9 +14,21 @@ OPERATIONS = [
 ]
 
 
+# BoringSSL's fixture makes whole handshakes, the others operations: (operation, fixture run, kind).
+BORING_OPERATIONS = [
+    ("RSA-2048 sign", ("x25519", "rsa2048"), "sign", None),
+    ("ECDSA P-256 sign", ("p256", "p256"), "sign", None),
+    ("server handshake, X25519 + RSA-2048", ("x25519", "rsa2048"), "handshake", None),
+    ("server handshake, P-256 + ECDSA P-256", ("p256", "p256"), "handshake", None),
+]
+# The two kinds of operation each library's fixture times (their initials in its op log).
+FIXTURE_KINDS = {"openssl": ("derive", "sign"), "rustls": ("derive", "sign"), "boringssl": ("handshake", "sign")}
 # Probed calls inside a fixture's clock window that tlsprof's function table leaves out: aws-lc-rs queries a
 # signature's length with a first EVP_DigestSign call inside the `Signer::sign` the rustls fixture times.
 UNCOUNTED_CALLS = {("rustls", "sign"): 1}
+# Where the probed function encloses the fixture's window (bssl::ssl_private_key_sign around the private-key
+# method the BoringSSL fixture times), its clock's reads outside the window (`clock_cost_us`) are the function's.
+ENCLOSING = {("boringssl", "sign")}
 
 
 def fixture_library(run):
@@ -76,13 +88,13 @@ def own_cpu_projection(data, rate_to):
     return linear, fixed + (frac_full - fixed) * rate_to / rate
 
 
-def ops_in_windows(probed, twin, spans):
+def ops_in_windows(probed, twin, spans, kinds=("derive", "sign")):
     """Per stage: the mean thread CPU (µs) of the probed fixture's operations that began inside tlsprof's probe
     windows (`spans`, ns since the Unix epoch), of its twin's same operations (the i-th of a kind in each, made in
     turn with it), and how many. tlsprof's per-operation figures come from those windows only, and the machine's
     speed drifts from one second to the next: the whole run's means are not their ground truth."""
     out = {}
-    for kind, stage in (("d", "derive"), ("s", "sign")):
+    for kind, stage in ((k[0], k) for k in kinds):
         mine = [op for op in probed if op[0] == kind]
         theirs = [op for op in twin if op[0] == kind]
         picked = [i for i, op in enumerate(mine) if i < len(theirs) and any(a <= op[1] < b for a, b in spans)]
@@ -97,8 +109,12 @@ def _truth(run, stage, field):
     run's in raw data from before the windows were dated."""
     window = (run.get("in_windows") or {}).get(stage) or {}
     if window.get(f"{field}_cpu_us") is not None:
-        return window[f"{field}_cpu_us"]
-    return run["truth"][f"unprobed_{stage}_cpu_us" if field == "unprobed" else f"{stage}_cpu_us"]
+        figure = window[f"{field}_cpu_us"]
+    else:
+        figure = run["truth"][f"unprobed_{stage}_cpu_us" if field == "unprobed" else f"{stage}_cpu_us"]
+    if (fixture_library(run), stage) in ENCLOSING:
+        figure += run["truth"]["clock_cost_us"]
+    return figure
 
 
 def accuracy_rows(data, library="openssl"):
@@ -106,7 +122,7 @@ def accuracy_rows(data, library="openssl"):
     (OpenSSL) as `openssl speed` does (each run against its own twin, interleaved), and against `openssl speed`
     itself, which runs apart from the fixture's calls."""
     rows = []
-    for name, (d, s), stage, speed_key in OPERATIONS:
+    for name, (d, s), stage, speed_key in (BORING_OPERATIONS if library == "boringssl" else OPERATIONS):
         runs = [r for r in data["accuracy"]
                 if (r["derive_alg"], r["sign_alg"]) == (d, s) and fixture_library(r) == library]
         recs = [r for r in runs if not r.get("as_speed")]
@@ -114,16 +130,19 @@ def accuracy_rows(data, library="openssl"):
         ours = [r[f"tlsprof_{stage}_us"] for r in recs]
         unprobed = [_truth(r, stage, "unprobed") for r in recs]
         probed = [_truth(r, stage, "probed") for r in recs]
-        # What the fixture's clock saw minus the probe hits inside its window, at tlsprof's calibrated cost.
-        hits = [2 * ((r.get(f"{stage}_functions_per_op") or 1) + UNCOUNTED_CALLS.get((library, stage), 0))
+        # What the fixture's clock saw minus the probe hits inside its window, at tlsprof's calibrated cost: none
+        # inside an enclosing function's window; a handshake's not known (the fixture's client shares its frames).
+        hits = [None if stage == "handshake" else 0 if (library, stage) in ENCLOSING else
+                2 * ((r.get(f"{stage}_functions_per_op") or 1) + UNCOUNTED_CALLS.get((library, stage), 0))
                 for r in recs]
-        probed_corr = [p - h * (r["probe_cost_us_per_hit"] or 0) for r, p, h in zip(recs, probed, hits)]
+        probed_corr = [None if h is None else p - h * (r["probe_cost_us_per_hit"] or 0)
+                       for r, p, h in zip(recs, probed, hits)]
         speed = [r[speed_key] for r in data["speed"]] if library == "openssl" else []
         ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]
         fixture_as_speed = [_truth(r, stage, "unprobed") for r in speed_recs]
         # Counted in the probe windows (raw data from before the report kept them: the one count it had).
         calls = [r.get(f"tlsprof_{stage}_observed_calls", r[f"tlsprof_{stage}_calls"]) for r in runs]
-        expected = [r["truth"]["derives" if stage == "derive" else "signs"] for r in runs]
+        expected = [r["truth"][f"{stage}s"] for r in runs]
         m_unp, m_speed, m_ours_sp = med(unprobed), med(speed), med(ours_as_speed)
         rows.append({
             "name": name, "ours": ours, "unprobed": unprobed, "probed": probed, "probed_corr": probed_corr,

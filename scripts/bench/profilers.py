@@ -44,7 +44,9 @@ def report_summary(tlsprof, recording):
         "functions": [{k: f.get(k) for k in ("name", "stage", "calls")} for f in r.get("functions", [])],
         # total: the whole recording's (estimated, with its interval, or exact); observed.total: in the windows.
         "handshakes": {"estimated": h.get("estimated"), "total": h.get("total"), "total_ci95": h.get("total_ci95"),
-                       "observed": (h.get("observed") or {}).get("total")},
+                       "observed": (h.get("observed") or {}).get("total"),
+                       "kinds": [{"role": k.get("role"), "count": k.get("count"),
+                                  "cpu_ms_mean": (k.get("cpu_ms") or {}).get("mean")} for k in h.get("kinds", [])]},
         **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
                                  "probe_overhead_calibrated_ms", "probe_traps", "process_cpu_ms", "samples",
                                  "lost", "all_probes", "duration_s")},

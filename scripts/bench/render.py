@@ -319,7 +319,7 @@ def render(data, template=None):
     clk_tck = mach.get("clk_tck", CLK_TCK)
     bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
-    rustls_rows = accuracy_rows(data, "rustls")
+    rustls_rows, boring_rows = accuracy_rows(data, "rustls"), accuracy_rows(data, "boringssl")
     values = {
         "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
         "started": data.get("started", "?"), "finished": data.get("finished", "?"),
@@ -351,6 +351,8 @@ def render(data, template=None):
         "overhead_boring_table": overhead_table(data, "boring_full"),
         "accuracy_rustls": any(r["ours"] for r in rustls_rows),
         "accuracy_rustls_table": fixture_table(rustls_rows),
+        "accuracy_boringssl": any(r["ours"] for r in boring_rows),
+        "accuracy_boringssl_table": fixture_table(boring_rows),
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),

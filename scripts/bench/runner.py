@@ -17,7 +17,7 @@ import time
 
 from . import bpfstats
 from .common import CLK_TCK, REPO, BenchError, log, med
-from .figures import ops_in_windows
+from .figures import FIXTURE_KINDS, ops_in_windows
 from .machine import facts
 from .processes import Child, LineWatcher, run_text
 from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
@@ -68,7 +68,8 @@ class Bench:
         self.go_twins = []
         self.rustls_twins = []
         self.boring_twins = []
-        # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops.
+        # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops,
+        # with --boring boring-ops.
         self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
@@ -114,6 +115,8 @@ class Bench:
             raise BenchError(f"building the fixture failed: {out.stderr.strip()[-300:]}")
         if self.args.rustls:
             self.fixtures["rustls"] = build_rust_example("rustls-ops")
+        if self.args.boring:
+            self.fixtures["boringssl"] = build_rust_example("boring-ops")
 
     # -- one overhead run
     def overhead_run(self, rnd, workload, condition, profiled):
@@ -190,11 +193,14 @@ class Bench:
     def fixture_run(self, rnd, library, derive_alg, sign_alg, as_speed):
         """tlsprof on the ground-truth fixture of `library`; it times each operation itself, probed and in its
         unprobed twin in turn."""
-        n, m = self.args.fixture_ops[(derive_alg, sign_alg)]
+        # BoringSSL's fixture makes whole handshakes (one signature each); the others, operations.
+        counts = ([self.args.fixture_handshakes[(derive_alg, sign_alg)]] if library == "boringssl" else
+                  self.args.fixture_ops[(derive_alg, sign_alg)])
+        kinds = FIXTURE_KINDS[library]
         tag = f"{library}-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}"
         op_log = os.path.join(self.scratch, f"ops-r{rnd}-{tag}")
         fx = Child([self.fixtures[library], "--derive", derive_alg, "--sign", sign_alg, *(["--as-speed"] if as_speed else []),
-                    "--op-log", op_log, n, m], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    "--op-log", op_log, *counts], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out = LineWatcher(fx.popen.stdout)
         err = LineWatcher(fx.popen.stderr)
         if out.wait_for(lambda l: l == "ready", timeout=300) is None:
@@ -223,8 +229,15 @@ class Bench:
         rec = {"round": rnd, "derive_alg": derive_alg, "sign_alg": sign_alg, "as_speed": as_speed, "truth": truth,
                "live_s": prof["live_s"], "live_own_ms": prof["live_own_ms"],
                "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"],
-               "in_windows": ops_in_windows(read_op_log(op_log), read_op_log(op_log + ".twin"), spans)}
-        for stage in ("derive", "sign"):
+               "in_windows": ops_in_windows(read_op_log(op_log), read_op_log(op_log + ".twin"), spans, kinds)}
+        for stage in kinds:
+            if stage == "handshake":
+                # The server's handshakes (the client's are the fixture's own doing, in the same process).
+                server = [k for k in rep["handshakes"]["kinds"] if k["role"] == "server"]
+                n = sum(k["count"] for k in server)
+                rec["tlsprof_handshake_us"] = sum(k["count"] * k["cpu_ms_mean"] for k in server) * 1e3 / n if n else None
+                rec["tlsprof_handshake_calls"] = rec["tlsprof_handshake_observed_calls"] = n
+                continue
             s = rep["stages"].get(stage) or {}
             seen = (s.get("observed") or {}).get("calls")
             rec[f"tlsprof_{stage}_us"] = s.get("cpu_us_per_call")
@@ -237,7 +250,7 @@ class Bench:
         self.data["accuracy"].append(rec)
         mode = " as speed" if as_speed else ""
         figures = []
-        for stage in ("derive", "sign"):
+        for stage in kinds:
             ours, window = rec[f"tlsprof_{stage}_us"], rec["in_windows"][stage]
             truth_in_windows = window["unprobed_cpu_us"]
             figures.append(f"{stage} tlsprof {'–' if ours is None else f'{ours:.1f}'} vs "
@@ -372,8 +385,9 @@ class Bench:
                     for derive_alg, sign_alg in a.fixture_ops:
                         for as_speed in (False, True):
                             self.fixture_run(rnd, "openssl", derive_alg, sign_alg, as_speed)
-                        if "rustls" in self.fixtures:
-                            self.fixture_run(rnd, "rustls", derive_alg, sign_alg, False)
+                        for library in ("rustls", "boringssl"):
+                            if library in self.fixtures:
+                                self.fixture_run(rnd, library, derive_alg, sign_alg, False)
                     self.speed_run(rnd)
                 self.save_raw()
             if a.long_minutes > 0:

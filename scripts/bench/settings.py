@@ -25,6 +25,7 @@ def settings_of(args):
         "rustls": args.rustls,
         "boring": args.boring,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
+        "fixture_handshakes": {f"{d}/{s}": v for (d, s), v in args.fixture_handshakes.items()},
     }
 
 
