@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what building, testing and the demo need on a fresh Debian 12 machine (chromium: the HTML
 # report's browser test, tests/html.rs; cmake and g++: the boring crate's build of BoringSSL, for
-# examples/rust/boring-server). Idempotent.
+# examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
+# scripts/build-nginx-aws-lc.sh). Idempotent.
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus
-          chromium cmake g++)
+          chromium cmake g++ libpcre2-dev)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)

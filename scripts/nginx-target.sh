@@ -131,7 +131,7 @@ http {
 EOF
 
   # With -e nginx also logs its startup errors to error.log, so its stderr holds nothing extra.
-  /usr/sbin/nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/error.log" 2>/dev/null \
+  "${NGINX_BIN:-/usr/sbin/nginx}" -c "$dir/nginx.conf" -p "$dir" -e "$dir/error.log" 2>/dev/null \
     || die "nginx failed to start: $(log_cause "$dir")"
   local n=50
   until pid=$(running_pid "$dir") && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do

@@ -173,7 +173,7 @@ fn process_on_stripped_rustls_is_named_not_profiled() {
     one_line_error(&out, "runs rustls 0.23.");
     one_line_error(
         &out,
-        "which tlsprof does not profile yet: it profiles Go crypto/tls, rustls, BoringSSL or OpenSSL",
+        "which tlsprof does not profile yet: it profiles Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL",
     );
 }
 
@@ -186,7 +186,7 @@ fn process_without_tls() {
     }
     let sleeper = Running(Command::new("sleep").arg("30").spawn().unwrap());
     let out = run(tlsprof().args(["record", "--pid", &sleeper.pid().to_string()]));
-    one_line_error(&out, "has no Go crypto/tls, rustls, BoringSSL or OpenSSL code");
+    one_line_error(&out, "has no Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL code");
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn boringssl_full_and_resumed_handshakes_are_counted_exactly() {
     let (server, port) = start_rust_server("boring-server", &scratch);
     for tls in ["1.3", "1.2"] {
         let recording = scratch.path(&format!("tls{tls}.tlsprof"));
-        let (client, summary, r) = record_while(&server, &recording, || {
+        let (client, summary, r) = record_while(server.pid(), &recording, || {
             python_client(
                 "resume_client.py",
                 &[
@@ -77,7 +77,9 @@ fn boringssl_abandoned_handshakes_are_counted() {
     if !require_root("boringssl_abandoned_handshakes_are_counted") {
         return;
     }
-    assert_abandoned_counted("boring-server", "bssl::ssl_private_key_sign");
+    let scratch = Scratch::new("live_boringssl_abandoned");
+    let (server, port) = start_rust_server("boring-server", &scratch);
+    assert_abandoned_counted(server.pid(), port, &scratch, "bssl::ssl_private_key_sign");
 }
 
 /// BoringSSL with Cloudflare's post-quantum patch (the boring crate's pq-experimental, as its users build it),
@@ -88,9 +90,12 @@ fn boringssl_with_node24_clients_negotiates_the_hybrid_group() {
     if !require_root("boringssl_with_node24_clients_negotiates_the_hybrid_group") {
         return;
     }
+    let scratch = Scratch::new("live_boringssl_node24");
+    let (server, port) = start_rust_server_with("boring-server", &scratch, &["X25519MLKEM768:X25519"]);
     assert_node24_hybrid_handshakes(
-        "boring-server",
-        &["X25519MLKEM768:X25519"],
+        server.pid(),
+        port,
+        &scratch,
         "bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Encap",
     );
 }

@@ -18,7 +18,7 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
     let (server, port) = start_rust_server("rustls-server", &scratch);
     for (tls, count) in [("1.3", "120"), ("1.2", "60")] {
         let recording = scratch.path(&format!("tls{tls}.tlsprof"));
-        let (client, summary, r) = record_while(&server, &recording, || {
+        let (client, summary, r) = record_while(server.pid(), &recording, || {
             python_client(
                 "resume_client.py",
                 &[
@@ -94,7 +94,9 @@ fn rustls_abandoned_handshakes_are_counted() {
     if !require_root("rustls_abandoned_handshakes_are_counted") {
         return;
     }
-    assert_abandoned_counted("rustls-server", "EVP_DigestSign");
+    let scratch = Scratch::new("live_rustls_abandoned");
+    let (server, port) = start_rust_server("rustls-server", &scratch);
+    assert_abandoned_counted(server.pid(), port, &scratch, "EVP_DigestSign");
 }
 
 /// Go 1.26's client offers X25519MLKEM768 (GODEBUG=tlsmlkem=1: the example module declares go 1.21), which
@@ -110,7 +112,7 @@ fn rustls_hybrid_key_exchange_is_named_and_timed() {
     let go_client_bin = go_build("client", None, false);
     let recording = scratch.path("hybrid.tlsprof");
     let addr = format!("127.0.0.1:{port}");
-    let (client, summary, r) = record_while(&server, &recording, || {
+    let (client, summary, r) = record_while(server.pid(), &recording, || {
         let out = run(Command::new(&go_client_bin)
             .env("GODEBUG", "tlsmlkem=1")
             .args(["-addr", &addr, "-n", "150", "-workers", "1"]));
@@ -147,7 +149,7 @@ fn rustls_on_ring_is_counted_and_staged() {
     let scratch = Scratch::new("live_rustls_ring");
     let (server, port) = start_rust_server_with("rustls-server", &scratch, &["ring"]);
     let recording = scratch.path("ring.tlsprof");
-    let (client, summary, r) = record_while(&server, &recording, || {
+    let (client, summary, r) = record_while(server.pid(), &recording, || {
         python_client(
             "resume_client.py",
             &[
@@ -224,9 +226,12 @@ fn rustls_with_node24_clients_negotiates_the_hybrid_group() {
     if !require_root("rustls_with_node24_clients_negotiates_the_hybrid_group") {
         return;
     }
+    let scratch = Scratch::new("live_rustls_node24");
+    let (server, port) = start_rust_server("rustls-server", &scratch);
     assert_node24_hybrid_handshakes(
-        "rustls-server",
-        &[],
+        server.pid(),
+        port,
+        &scratch,
         "<rustls::crypto::aws_lc_rs::pq::hybrid::Hybrid as rustls::crypto::SupportedKxGroup>::start_and_complete",
     );
 }

@@ -320,17 +320,19 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// Every row, first match wins: the built-in families' own, in their order, then the common ones. Families'
-/// names do not overlap each other's, and none is a libc, kernel or application name.
+/// Every row, first match wins: the built-in families' own, in their order (once for families that share
+/// them, as AWS-LC and BoringSSL do), then the common ones. Families' names do not overlap each other's, and
+/// none is a libc, kernel or application name.
 fn rows() -> &'static [CauseRow] {
     static ROWS: OnceLock<Vec<CauseRow>> = OnceLock::new();
     ROWS.get_or_init(|| {
-        families::BUILT_IN
-            .iter()
-            .flat_map(|f| f.cause_rows())
-            .chain(COMMON_ROWS)
-            .copied()
-            .collect()
+        let mut lists: Vec<&'static [CauseRow]> = Vec::new();
+        for f in families::BUILT_IN {
+            if !lists.iter().any(|l| std::ptr::eq(*l, f.cause_rows())) {
+                lists.push(f.cause_rows());
+            }
+        }
+        lists.into_iter().flatten().chain(COMMON_ROWS).copied().collect()
     })
 }
 

@@ -122,6 +122,14 @@ pub(crate) const fn fact(symbol: &'static str, flags: u32) -> Row {
     }
 }
 
+/// A library's own function (Origin::Internal) that only tells a fact: no stage, entry only.
+pub(crate) const fn internal_fact(symbol: &'static str, flags: u32) -> Row {
+    Row {
+        origin: Origin::Internal,
+        ..fact(symbol, flags)
+    }
+}
+
 pub(crate) const fn frequent(symbol: &'static str, stage: Stage, flags: u32) -> Row {
     Row {
         symbol,

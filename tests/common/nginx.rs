@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-use super::{free_port, repo};
+use super::{free_port, repo, run};
 
 /// An nginx from scripts/nginx-target.sh, stopped on drop.
 pub struct Nginx {
@@ -14,9 +15,16 @@ pub struct Nginx {
 }
 
 impl Nginx {
+    /// Debian's nginx.
     pub fn start(dir: &Path, args: &[&str]) -> Nginx {
+        Nginx::start_binary(Path::new("/usr/sbin/nginx"), dir, args)
+    }
+
+    /// The nginx executable `binary`.
+    pub fn start_binary(binary: &Path, dir: &Path, args: &[&str]) -> Nginx {
         let port = free_port();
         let out = Command::new(repo().join("scripts/nginx-target.sh"))
+            .env("NGINX_BIN", binary)
             .args(["start", dir.to_str().unwrap(), &port.to_string()])
             .args(args)
             .output()
@@ -53,4 +61,19 @@ impl Drop for Nginx {
             .args(["stop", self.dir.to_str().unwrap()])
             .status();
     }
+}
+
+/// nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh), once per test run; kept in target/ between runs.
+pub fn nginx_aws_lc() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out =
+            run(Command::new(repo().join("scripts/build-nginx-aws-lc.sh")).arg(repo().join("target/nginx-aws-lc")));
+        assert!(
+            out.status.success(),
+            "build-nginx-aws-lc.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
 }

@@ -303,14 +303,12 @@ pub fn record_with_hellos(pid: u32, recording: &Path) -> Recorder {
     ])
 }
 
-/// Clients that leave after the server's flight (examples/abandon_client.py, 80 connections) against
-/// examples/rust/`server`: each handshake did its work, signing once with `sign`, and is counted once,
+/// Clients that leave after the server's flight (examples/abandon_client.py, 80 connections) against the
+/// server `pid` on `port`: each handshake did its work, signing once with `sign`, and is counted once,
 /// abandoned.
-pub fn assert_abandoned_counted(server: &str, sign: &str) {
-    let scratch = super::Scratch::new(&format!("abandoned-{server}"));
-    let (target, port) = super::start_rust_server(server, &scratch);
+pub fn assert_abandoned_counted(pid: u32, port: u16, scratch: &super::Scratch, sign: &str) {
     let recording = scratch.path("abandoned.tlsprof");
-    let (client, summary, r) = record_while(&target, &recording, || {
+    let (client, summary, r) = record_while(pid, &recording, || {
         super::python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "80"])
     });
     let left = client["abandoned"].as_u64().unwrap();
@@ -319,15 +317,13 @@ pub fn assert_abandoned_counted(server: &str, sign: &str) {
     assert_eq!(calls_of(&r, sign), left, "{summary}");
 }
 
-/// Node.js 24 (OpenSSL 3.5, X25519MLKEM768 first) against examples/rust/`server` started with `args`: every
-/// handshake counted as the client saw it, the hybrid group read off the wire, and the server's side of the
-/// exchange (`derive`) called once per handshake.
-pub fn assert_node24_hybrid_handshakes(server: &str, args: &[&str], derive: &str) {
-    let scratch = super::Scratch::new(&format!("node24-{server}"));
-    let (target, port) = super::start_rust_server_with(server, &scratch, args);
+/// Node.js 24 (OpenSSL 3.5, X25519MLKEM768 first) against the server `pid` on `port`, which prefers the hybrid
+/// group: every handshake counted as the client saw it, the hybrid group read off the wire, and the server's
+/// side of the exchange (`derive`) called once per handshake.
+pub fn assert_node24_hybrid_handshakes(pid: u32, port: u16, scratch: &super::Scratch, derive: &str) {
     let node = super::node_release(super::NODE_24);
     let recording = scratch.path("hybrid.tlsprof");
-    let (client, summary, r) = record_while(&target, &recording, || {
+    let (client, summary, r) = record_while(pid, &recording, || {
         super::node_https_client(&node, &scratch.0, port, 40)
     });
     let (connections, _) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
@@ -341,14 +337,10 @@ pub fn assert_node24_hybrid_handshakes(server: &str, args: &[&str], derive: &str
     assert_eq!(calls_of(&r, derive), connections, "{summary}");
 }
 
-/// Records `server` in exact mode, every hello read, while `client` runs to its end (its counts); the summary
-/// and the JSON report.
-pub fn record_while(
-    server: &super::Running,
-    recording: &Path,
-    client: impl FnOnce() -> Value,
-) -> (Value, String, Value) {
-    let rec = record_with_hellos(server.pid(), recording);
+/// Records the server `pid` in exact mode, every hello read, while `client` runs to its end (its counts); the
+/// summary and the JSON report.
+pub fn record_while(pid: u32, recording: &Path, client: impl FnOnce() -> Value) -> (Value, String, Value) {
+    let rec = record_with_hellos(pid, recording);
     let counts = client();
     // A server drops each connection after its response: give the last one time to go.
     std::thread::sleep(Duration::from_millis(300));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! BoringSSL with its symbols (the boring crate's build; AWS-LC's libssl shares its `bssl::` internals): the
+//! BoringSSL with its symbols (the boring crate's build), and AWS-LC, whose libssl keeps BoringSSL's `bssl::`
+//! internals under a name and version of its own: one module, two families (BORINGSSL, AWS_LC). The
 //! public API is OpenSSL's (SSL_do_handshake returns 1 on completion, SSL_free ends a connection), the stages
 //! are its C++ internals, matched by their names demangled without parameters (Naming::Demangled):
 //! `bssl::ssl_private_key_sign` signs, the key shares' `Generate`/`Encap`/`Decap` make the key exchange,
@@ -12,18 +13,59 @@ use crate::catalogue::causes::{user, CauseRow};
 use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    fact, frequent, row, Row, CLIENT, CONN_END, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_ARG,
-    SIG_LEN_PTR, SSL_ARG,
+    fact, frequent, internal_fact, row, Row, CLIENT, CONN_END, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
+    SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
 };
 
-pub struct BoringSsl;
+/// BoringSSL or a library built from it: the rows and causes are one, the name and version its own.
+pub struct BoringSsl {
+    id: &'static str,
+    name: &'static str,
+    own_code: &'static str,
+    /// The version a file of this family says; a file without it is not this family's (AWS-LC's string
+    /// tells its libssl from BoringSSL's), unless the family has no version string of its own.
+    version: fn(&[u8]) -> Option<String>,
+    version_required: bool,
+}
+
+pub static BORINGSSL: BoringSsl = BoringSsl {
+    id: "boringssl",
+    name: "BoringSSL",
+    own_code: "BoringSSL's",
+    // BoringSSL has no version of its own; the boring crate that built it has.
+    version: |bytes| super::unsupported::crate_version(bytes, "boring").map(|v| format!("BoringSSL (the {v} crate)")),
+    version_required: false,
+};
+
+pub static AWS_LC: BoringSsl = BoringSsl {
+    id: "aws-lc",
+    name: "AWS-LC",
+    own_code: "AWS-LC's",
+    version: aws_lc_version,
+    version_required: true,
+};
+
+/// "AWS-LC 5.12.0", as its version string (`OpenSSL_version`) writes it.
+fn aws_lc_version(bytes: &[u8]) -> Option<String> {
+    const MARKER: &[u8] = b"AWS-LC ";
+    memchr::memmem::find_iter(bytes, MARKER).find_map(|at| {
+        let rest = &bytes[at + MARKER.len()..];
+        let len = rest
+            .iter()
+            .take(super::unsupported::MARKER_LEN)
+            .position(|&b| !(b.is_ascii_digit() || b == b'.'))?;
+        let version = std::str::from_utf8(&rest[..len]).ok()?;
+        let parts: Vec<&str> = version.split('.').collect();
+        (parts.len() == 3 && parts.iter().all(|p| !p.is_empty())).then(|| format!("AWS-LC {version}"))
+    })
+}
 
 impl Family for BoringSsl {
     fn id(&self) -> &'static str {
-        "boringssl"
+        self.id
     }
     fn name(&self) -> &'static str {
-        "BoringSSL"
+        self.name
     }
     fn rows(&self) -> &'static [Row] {
         ROWS
@@ -37,12 +79,14 @@ impl Family for BoringSsl {
     fn calls(&self) -> Calls {
         Calls::Native
     }
-    /// BoringSSL has no version of its own; the boring crate that built it has.
     fn version_in(&self, bytes: &[u8]) -> Option<String> {
-        super::unsupported::crate_version(bytes, "boring").map(|v| format!("BoringSSL (the {v} crate)"))
+        (self.version)(bytes)
     }
     fn version_len(&self) -> usize {
         super::unsupported::MARKER_LEN
+    }
+    fn version_required(&self) -> bool {
+        self.version_required
     }
     fn describe(&self, flavor: Flavor) -> &'static str {
         match flavor {
@@ -55,11 +99,11 @@ impl Family for BoringSsl {
         match symbols {
             Symbols::Internal => "its bssl:: internals visible",
             Symbols::Exported => "public API only",
-            Symbols::None => "no BoringSSL functions",
+            Symbols::None => "none of its functions",
         }
     }
     fn own_code(&self) -> &'static str {
-        "BoringSSL's"
+        self.own_code
     }
     fn cause_rows(&self) -> &'static [CauseRow] {
         CAUSE_ROWS
@@ -83,10 +127,7 @@ pub const ROWS: &[Row] = &[
     // SSL_set_accept_state and SSL_set_connect_state are not probed: their code has no instruction the kernel
     // emulates, so every probe hit on them would be single-stepped. A connection starts with its first
     // handshake call; a server is told by work only servers do (SERVER below), a client by its ClientHello.
-    Row {
-        origin: Internal,
-        ..fact("bssl::ssl_add_client_hello", CLIENT)
-    },
+    internal_fact("bssl::ssl_add_client_hello", CLIENT),
     fact("SSL_free", SSL_ARG | CONN_END),
     // Key shares: the TLS 1.3 server's Encap makes its key and the shared secret at once (X25519's key pair and
     // exchange, or a curve's Generate and Decap, inside it; for the hybrid groups the KEM's encapsulation too).
@@ -120,6 +161,17 @@ pub const ROWS: &[Row] = &[
     bssl("bssl::(anonymous namespace)::ECKeyShare::Decap", Derive, 0),
     bssl("bssl::(anonymous namespace)::X25519Kyber768KeyShare::Decap", Derive, 0),
     bssl("bssl::(anonymous namespace)::X25519MLKEM768KeyShare::Decap", Derive, 0),
+    // AWS-LC keeps BoringSSL's older key-share interface: Offer makes the key (X25519's is X25519_keypair,
+    // above), Finish the shared secret; a server's Accept is Offer then Finish (the base class', which tells
+    // the role: AWS-LC has no Encap), a KEM's own Accept encapsulates. The hybrid group's methods only call
+    // its parts'.
+    internal_fact("bssl::SSLKeyShare::Accept", SERVER),
+    bssl("bssl::(anonymous namespace)::ECKeyShare::Offer", Keygen, 0),
+    bssl("bssl::(anonymous namespace)::KEMKeyShare::Offer", Keygen, 0),
+    bssl("bssl::(anonymous namespace)::X25519KeyShare::Finish", Derive, 0),
+    bssl("bssl::(anonymous namespace)::ECKeyShare::Finish", Derive, 0),
+    bssl("bssl::(anonymous namespace)::KEMKeyShare::Finish", Derive, 0),
+    bssl("bssl::(anonymous namespace)::KEMKeyShare::Accept", Derive, SERVER),
     row("MLKEM768_encap", Derive, Public, 0),
     row("MLKEM768_decap", Derive, Public, 0),
     row("KYBER_encap", Derive, Public, 0),
@@ -172,6 +224,7 @@ const CAUSE_ROWS: &[CauseRow] = &[
     user("bssl::tls13_finished_mac*", MacHash),
     user("CRYPTO_tls13_hkdf_*", KeyDerivation),
     user("CRYPTO_tls1_prf", KeyDerivation),
+    user("tls1_P_hash", KeyDerivation),
     user("bssl::tls13_derive_*", KeyDerivation),
     user("bssl::tls13_advance_key_schedule*", KeyDerivation),
     user("bssl::tls13_init_key_schedule*", KeyDerivation),
@@ -195,3 +248,21 @@ const CAUSE_ROWS: &[CauseRow] = &[
     // BoringSSL's own code: the state machine, messages, extensions, records.
     user("bssl::*", TlsMessages),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_lc_is_known_by_its_version_string() {
+        let found = |bytes: &[u8]| AWS_LC.version_in(bytes);
+        assert_eq!(
+            found(b"\0OpenSSL 1.1.1 (compatible; AWS-LC 5.12.0)\0").as_deref(),
+            Some("AWS-LC 5.12.0")
+        );
+        // Its other strings, and versions that are not three numbers.
+        assert_eq!(found(b"AWS-LC KEM method\0AWS-LC 5.12\0AWS-LC 1..2\0"), None);
+        assert!(AWS_LC.version_required() && !BORINGSSL.version_required());
+        assert_eq!(BORINGSSL.version_in(b"AWS-LC 5.12.0"), None);
+    }
+}

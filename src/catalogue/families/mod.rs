@@ -44,6 +44,11 @@ pub trait Family: Sync {
     fn version_in(&self, _bytes: &[u8]) -> Option<String> {
         None
     }
+    /// A file is this family's only if `version_in` finds its version string there: its functions alone are
+    /// another family's too (AWS-LC's libssl keeps BoringSSL's).
+    fn version_required(&self) -> bool {
+        false
+    }
     /// The longest version string `version_in` reads: how much of a file a scan keeps between stretches.
     fn version_len(&self) -> usize {
         0
@@ -135,10 +140,17 @@ pub enum Symbols {
 
 /// The families tlsprof knows, in the order detection tries them: a Go executable is Go's before any
 /// symbol in it is looked up; BoringSSL's and rustls' files (found by their own internals) before OpenSSL's
-/// public names, which BoringSSL and AWS-LC share.
-pub static BUILT_IN: &[&dyn Family] = &[&go::Go, &rustls::Rustls, &boringssl::BoringSsl, &openssl::OpenSsl];
+/// public names, which BoringSSL and AWS-LC share; AWS-LC (known by its version string) before the
+/// BoringSSL whose internals it keeps.
+pub static BUILT_IN: &[&dyn Family] = &[
+    &go::Go,
+    &rustls::Rustls,
+    &boringssl::AWS_LC,
+    &boringssl::BORINGSSL,
+    &openssl::OpenSsl,
+];
 
-/// The names of `families` for a message: "Go crypto/tls, rustls, BoringSSL or OpenSSL".
+/// The names of `families` for a message: "Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL".
 pub fn names(families: &[&dyn Family]) -> String {
     let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
     match names.split_last() {
@@ -201,7 +213,7 @@ mod tests {
 
     #[test]
     fn families_are_named_in_a_list() {
-        assert_eq!(names(BUILT_IN), "Go crypto/tls, rustls, BoringSSL or OpenSSL");
+        assert_eq!(names(BUILT_IN), "Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL");
         assert_eq!(names(&BUILT_IN[..1]), "Go crypto/tls");
         assert_eq!(names(&[]), "");
     }

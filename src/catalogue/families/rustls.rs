@@ -21,8 +21,8 @@ use crate::catalogue::servers::Server;
 use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    frequent, op, row, Row, CLIENT, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, FIRST_FLIGHT, HS_FINISH, HS_STEP,
-    PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_PTR, SSL_ARG,
+    frequent, internal_fact, op, row, Row, CLIENT, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, FIRST_FLIGHT,
+    HS_FINISH, HS_STEP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_PTR, SSL_ARG,
 };
 
 pub struct Rustls;
@@ -76,18 +76,6 @@ impl Family for Rustls {
     }
 }
 
-/// A function of rustls' own that only tells a fact (FF_CONN_CURRENT, ...): no stage, entry only.
-const fn fact(symbol: &'static str, flags: u32) -> Row {
-    Row {
-        symbol,
-        stage: None,
-        origin: Internal,
-        length_query_arg: 0,
-        flags,
-        frequent: false,
-    }
-}
-
 /// A step of the server's handshake state machine.
 const fn step(symbol: &'static str, flags: u32) -> Row {
     row(symbol, Handshake, Internal, HS_STEP | SERVER | flags)
@@ -100,10 +88,10 @@ const fn client_step(symbol: &'static str, flags: u32) -> Row {
 
 pub const ROWS: &[Row] = &[
     // Whose connection the next steps are: every message of every connection passes here.
-    fact("rustls::common_state::CommonState::process_main_protocol", CONN_CURRENT),
-    fact("rustls::common_state::CommonState::send_fatal_alert", FATAL_ALERT),
+    internal_fact("rustls::common_state::CommonState::process_main_protocol", CONN_CURRENT),
+    internal_fact("rustls::common_state::CommonState::send_fatal_alert", FATAL_ALERT),
     // The connection's state goes: a handshake that did work and never completed was abandoned.
-    fact("core::ptr::drop_in_place<rustls::common_state::CommonState>", SSL_ARG | CONN_END),
+    internal_fact("core::ptr::drop_in_place<rustls::common_state::CommonState>", SSL_ARG | CONN_END),
     // The server's handshake, one step per message from the client. The ClientHello's step does most of a
     // TLS 1.3 handshake: key exchange, the certificate's signature, the key schedule up to the server's
     // Finished.

@@ -215,6 +215,9 @@ fn tls_object(
     } else {
         version(family, path)
     };
+    if family.version_required() && version.is_none() {
+        return Ok(None);
+    }
     Ok(Some(TlsObject {
         family,
         flavor,
