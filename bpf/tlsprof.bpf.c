@@ -773,6 +773,17 @@ static __always_inline void note_lengths(__u32 tgid, __u64 ssl, __u32 flags, __u
 	}
 }
 
+/* The length of the Vec<u8> in the Rust Result at `slot` (FF_SIG_RESULT), or 0 where its capacity and length
+ * differ: an error, or another layout. */
+static __always_inline __u64 rust_vec_result_len(__u64 slot)
+{
+	__u64 words[4];
+
+	if (bpf_probe_read_user(words, sizeof(words), (void *)slot) || words[1] != words[3])
+		return 0;
+	return words[3];
+}
+
 /* Closes the stage frame a return (or a Go exit site) ends: the one opened at entry_sp by the same function.
  * ok: the function succeeded (what a handshake's completion is judged by). */
 static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie,
@@ -832,8 +843,9 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	/* A derive that took another stage (DERIVE_ABSORBED_BY) made no key-exchange secret. */
 	if (ts->ssl && (flags & (FF_SIG_LEN_PTR | FF_SIG_LEN_ARG | FF_GO_SIG_STACK_ARG)))
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, 0);
-	if (ts->ssl && (flags & FF_GO_SIG_RESULT))
-		note_lengths(tgid, ts->ssl, flags, ctx->bx, 0);
+	if (ts->ssl && (flags & FF_SIG_RESULT))
+		note_lengths(tgid, ts->ssl, flags, (flags & FF_GO_ABI) ? ctx->bx : rust_vec_result_len(PT_REGS_RC(ctx)),
+			     0);
 	if (ts->ssl && (flags & (FF_SECRET_LEN_PTR | FF_SECRET_LEN_RET)) && ts->frames[found].stage == STAGE_DERIVE)
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&

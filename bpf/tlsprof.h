@@ -64,8 +64,10 @@ enum tlsprof_func_flags {
 	FF_G_RUN = 1 << 14,
 	FF_G_STOP = 1 << 15,
 	FF_G_END = 1 << 16,
-	/* Go: the signature made is the function's []byte result, its length in RBX at an exit site. */
-	FF_GO_SIG_RESULT = 1 << 17,
+	/* The signature made is the function's result. Go: a []byte, its length in RBX at an exit site. Rust: a
+	 * Result<Vec<u8>, _> written through the return slot (argument 1, returned in RAX), its words 1 and 3
+	 * the Vec's capacity and length, equal for a signature copied out of a buffer. */
+	FF_SIG_RESULT = 1 << 17,
 	/* Go: the signature checked is the first argument passed on the stack (a []byte past the nine integer
 	 * registers of the register ABI): its length is at 16(SP) at entry. */
 	FF_GO_SIG_STACK_ARG = 1 << 18,

@@ -140,7 +140,8 @@ fn rustls_hybrid_key_exchange_is_named_and_timed() {
     assert!(f(&stage(&r, "derive")["cpu_ms"]) > 0.0, "{summary}");
 }
 
-/// rustls on ring: the provider's key exchange and signatures are its trait methods; counts as on aws-lc-rs.
+/// rustls on ring: the provider's key exchange and signatures are its trait methods; counts as on aws-lc-rs,
+/// and the certificate key named from the signature the signer returns.
 #[test]
 fn rustls_on_ring_is_counted_and_staged() {
     if !require_root("rustls_on_ring_is_counted_and_staged") {
@@ -182,6 +183,14 @@ fn rustls_on_ring_is_counted_and_staged() {
     // No AWS-LC call in this process's handshakes.
     assert!(
         function(&r, "EVP_DigestSign").is_none_or(|f| f["calls"] == 0),
+        "{summary}"
+    );
+    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+    assert!(
+        kinds
+            .iter()
+            .filter(|k| k["resumed"] == false)
+            .all(|k| k["certificate_key"] == "ECDSA P-256"),
         "{summary}"
     );
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");

@@ -45,7 +45,7 @@ pub const GO_ABI: u32 = ff::FF_GO_ABI as u32;
 pub const G_RUN: u32 = ff::FF_G_RUN as u32;
 pub const G_STOP: u32 = ff::FF_G_STOP as u32;
 pub const G_END: u32 = ff::FF_G_END as u32;
-pub const GO_SIG_RESULT: u32 = ff::FF_GO_SIG_RESULT as u32;
+pub const SIG_RESULT: u32 = ff::FF_SIG_RESULT as u32;
 pub const GO_SIG_STACK_ARG: u32 = ff::FF_GO_SIG_STACK_ARG as u32;
 pub const CONN_CURRENT: u32 = ff::FF_CONN_CURRENT as u32;
 pub const HS_STEP: u32 = ff::FF_HS_STEP as u32;
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(exit >> 56, 1);
         assert_eq!(
             (exit >> 32) & 0xff_ffff,
-            u64::from(PRIVATE_KEY_OP | GO_SIG_RESULT | GO_ABI)
+            u64::from(PRIVATE_KEY_OP | SIG_RESULT | GO_ABI)
         );
         let end = cookie(
             8,
@@ -245,7 +245,7 @@ mod tests {
             G_RUN,
             G_STOP,
             G_END,
-            GO_SIG_RESULT,
+            SIG_RESULT,
             GO_SIG_STACK_ARG,
             CONN_CURRENT,
             HS_STEP,

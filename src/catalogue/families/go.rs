@@ -10,8 +10,8 @@ use crate::catalogue::servers::Server;
 use crate::catalogue::Origin::Go as GoCode;
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    Row, CLIENT, CONN_START, GO_SIG_RESULT, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP,
-    SERVER, SSL_ARG,
+    Row, CLIENT, CONN_START, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
+    SIG_RESULT, SSL_ARG,
 };
 
 pub struct Go;
@@ -148,9 +148,9 @@ pub const ROWS: &[Row] = &[
     go("crypto/rsa.DecryptPKCS1v15SessionKey", Derive, PRIVATE_KEY_OP),
     // Signatures through crypto.Signer: ServerKeyExchange (TLS 1.2) and CertificateVerify. The signature's
     // length names the certificate key.
-    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
-    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
-    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP | GO_SIG_RESULT),
+    go("crypto/ecdsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | SIG_RESULT),
+    go("crypto/rsa.(*PrivateKey).Sign", Sign, PRIVATE_KEY_OP | SIG_RESULT),
+    go("crypto/ed25519.PrivateKey.Sign", Sign, PRIVATE_KEY_OP | SIG_RESULT),
     // The peer's certificate chain and handshake signature.
     go("crypto/tls.(*Conn).verifyServerCertificate", Verify, PEER_CERT_CHECK),
     go("crypto/tls.(*Conn).processCertsFromClient", Verify, PEER_CERT_CHECK),

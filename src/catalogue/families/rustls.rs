@@ -22,7 +22,7 @@ use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
     frequent, internal_fact, op, row, Row, CLIENT, CONN_CURRENT, CONN_END, CONN_START, FATAL_ALERT, FIRST_FLIGHT,
-    HS_FINISH, HS_STEP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_PTR, SSL_ARG,
+    HS_FINISH, HS_STEP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER, SIG_LEN_PTR, SIG_RESULT, SSL_ARG,
 };
 
 pub struct Rustls;
@@ -291,7 +291,8 @@ pub const ROWS: &[Row] = &[
         0,
     ),
     op("EVP_DigestSign", Sign, PRIVATE_KEY_OP | SIG_LEN_PTR),
-    // The ring provider's key exchange (the TLS 1.3 server starts and completes it at once) and signatures.
+    // The ring provider's key exchange (the TLS 1.3 server starts and completes it at once) and signatures
+    // (returned as a Vec, whose length names the certificate key).
     row(
         "<rustls::crypto::ring::kx::KxGroup as rustls::crypto::SupportedKxGroup>::start",
         Keygen,
@@ -308,19 +309,19 @@ pub const ROWS: &[Row] = &[
         "<rustls::crypto::ring::sign::EcdsaSigner as rustls::crypto::signer::Signer>::sign",
         Sign,
         Internal,
-        PRIVATE_KEY_OP,
+        PRIVATE_KEY_OP | SIG_RESULT,
     ),
     row(
         "<rustls::crypto::ring::sign::RsaSigner as rustls::crypto::signer::Signer>::sign",
         Sign,
         Internal,
-        PRIVATE_KEY_OP,
+        PRIVATE_KEY_OP | SIG_RESULT,
     ),
     row(
         "<rustls::crypto::ring::sign::Ed25519Signer as rustls::crypto::signer::Signer>::sign",
         Sign,
         Internal,
-        PRIVATE_KEY_OP,
+        PRIVATE_KEY_OP | SIG_RESULT,
     ),
     // The TLS 1.3 key schedule's steps (each a few HKDF calls): the two that make the handshake and the
     // traffic secrets; the rest (Finished MACs, the early secret) with --all-probes.
