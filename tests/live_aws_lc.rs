@@ -82,7 +82,8 @@ fn aws_lc_nginx_full_and_resumed_handshakes_are_counted_exactly() {
 }
 
 /// AWS-LC prefers X25519MLKEM768 by default and nginx leaves its groups alone: Node.js 24's clients
-/// negotiate it, and the ML-KEM key share's Accept (its encapsulation) is the server's side of each exchange.
+/// negotiate it, and the ML-KEM key share's Accept (its encapsulation) is the server's side of each exchange,
+/// which the hybrid group's advice weighs in nginx's terms.
 #[test]
 fn aws_lc_nginx_with_node24_clients_negotiates_the_hybrid_group() {
     if !require_root("aws_lc_nginx_with_node24_clients_negotiates_the_hybrid_group") {
@@ -90,11 +91,24 @@ fn aws_lc_nginx_with_node24_clients_negotiates_the_hybrid_group() {
     }
     let scratch = Scratch::new("live_aws_lc_node24");
     let (nginx, worker) = start(&scratch);
-    assert_node24_hybrid_handshakes(
+    let (summary, r) = assert_node24_hybrid_handshakes(
         worker,
         nginx.port,
         &scratch,
         "bssl::(anonymous namespace)::KEMKeyShare::Accept",
+    );
+    let hybrid = advice(&r, "hybrid_key_exchange");
+    assert!(
+        hybrid["change"]
+            .as_str()
+            .unwrap()
+            .contains("ssl_ecdh_curve X25519:prime256v1"),
+        "{summary}"
+    );
+    let evidence = hybrid["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("of which ML-KEM ") && !evidence.contains("of which ML-KEM 0 µs"),
+        "{summary}"
     );
 }
 

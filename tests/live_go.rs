@@ -18,15 +18,6 @@ const OLDEST_GO: &str = "go1.21.13";
 const RECURSE: &str = "3000";
 
 /// The advice of this id, with its text.
-fn advice<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    r["advice"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["id"] == id)
-        .unwrap_or_else(|| panic!("no {id} advice: {:#}", r["advice"]))
-}
-
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }

@@ -317,10 +317,20 @@ pub fn assert_abandoned_counted(pid: u32, port: u16, scratch: &super::Scratch, s
     assert_eq!(calls_of(&r, sign), left, "{summary}");
 }
 
+/// The report's advice `id`.
+pub fn advice<'a>(r: &'a Value, id: &str) -> &'a Value {
+    r["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} advice: {:#}", r["advice"]))
+}
+
 /// Node.js 24 (OpenSSL 3.5, X25519MLKEM768 first) against the server `pid` on `port`, which prefers the hybrid
 /// group: every handshake counted as the client saw it, the hybrid group read off the wire, and the server's
-/// side of the exchange (`derive`) called once per handshake.
-pub fn assert_node24_hybrid_handshakes(pid: u32, port: u16, scratch: &super::Scratch, derive: &str) {
+/// side of the exchange (`derive`) called once per handshake. Returns the summary and the JSON report.
+pub fn assert_node24_hybrid_handshakes(pid: u32, port: u16, scratch: &super::Scratch, derive: &str) -> (String, Value) {
     let node = super::node_release(super::NODE_24);
     let recording = scratch.path("hybrid.tlsprof");
     let (client, summary, r) = record_while(pid, &recording, || {
@@ -335,6 +345,7 @@ pub fn assert_node24_hybrid_handshakes(pid: u32, port: u16, scratch: &super::Scr
         "{summary}"
     );
     assert_eq!(calls_of(&r, derive), connections, "{summary}");
+    (summary, r)
 }
 
 /// Records the server `pid` in exact mode, every hello read, while `client` runs to its end (its counts); the

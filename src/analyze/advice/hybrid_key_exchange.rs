@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Go's hybrid post-quantum key exchange, and what its ML-KEM half costs.
+//! The hybrid post-quantum key exchange, and what its ML-KEM half costs where a family's functions tell it
+//! apart (Go's, AWS-LC's).
 
 use super::wording::Phrase;
 use super::{Advice, Context, Saving};
-use crate::catalogue::servers::Server;
+use crate::catalogue::families;
 use crate::catalogue::Stage;
 use crate::model::{Function, Recording};
 
-/// Go's hybrid post-quantum group, the default from Go 1.24.
-pub(super) const GO_HYBRID_GROUP: &str = "X25519MLKEM768";
+/// The hybrid post-quantum group: Go's default from 1.24, AWS-LC's, OpenSSL 3.5's.
+pub(super) const HYBRID_GROUP: &str = "X25519MLKEM768";
 
 /// Self CPU of the call-tree nodes whose innermost function `leaf` accepts, in ns as the probes saw it.
 fn tree_self_ns(rec: &Recording, leaf: impl Fn(&Function) -> bool) -> u64 {
@@ -29,13 +30,17 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let hybrid: u64 = rec
         .handshakes
         .iter()
-        .filter(|g| g.kind.key_exchange.as_deref() == Some(GO_HYBRID_GROUP))
+        .filter(|g| g.kind.key_exchange.as_deref() == Some(HYBRID_GROUP))
         .map(|g| g.cpu.count)
         .sum();
     let kx_seen = tree_self_ns(rec, |f| matches!(f.stage, Some(Stage::Keygen | Stage::Derive)));
-    let mlkem_seen = tree_self_ns(rec, |f| f.name.contains("/mlkem."));
-    let measured = hybrid > 0 && kx_seen > 0 && mlkem_seen > 0 && tls_ns > 0.0;
-    if !(cx.kinds.contains(&Server::Go) && measured) {
+    let mlkem_seen = tree_self_ns(rec, |f| {
+        rec.libraries
+            .get(f.library)
+            .and_then(|l| families::named(&l.family))
+            .is_some_and(|family| family.ml_kem_alone(&f.name))
+    });
+    if !(hybrid > 0 && kx_seen > 0 && mlkem_seen > 0 && tls_ns > 0.0) {
         return None;
     }
     let kx_ns = cx.stage_self_ns(Stage::Keygen) + cx.stage_self_ns(Stage::Derive);
@@ -45,13 +50,16 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
         id: "hybrid_key_exchange",
         title: "Weigh the hybrid post-quantum key exchange",
         evidence: format!(
-            "the key exchange is {GO_HYBRID_GROUP} (Go's default from 1.24) in {hybrid} handshakes: key generation and derivation cost {:.0} µs per handshake, of which ML-KEM {:.0} µs and X25519 {:.0} µs; ML-KEM is {:.0}% of TLS CPU",
+            "the key exchange is {HYBRID_GROUP} in {hybrid} handshakes: key generation and derivation cost {:.0} µs per handshake, of which ML-KEM {:.0} µs and X25519 {:.0} µs; ML-KEM is {:.0}% of TLS CPU",
             per(kx_ns),
             per(mlkem_ns),
             per(kx_ns - mlkem_ns),
             100.0 * mlkem_ns / tls_ns
         ),
-        change: cx.wording(Phrase::HybridKeyExchange),
+        change: format!(
+            "The hybrid group protects recorded traffic against a future quantum computer, at the cost measured here. Where that is not needed, make the exchange X25519 alone: {}. A client that sent only a hybrid key share then pays a round trip (HelloRetryRequest); Go's, Chrome's and OpenSSL 3.5's send an X25519 share beside it.",
+            cx.wording(Phrase::HybridKeyExchange)
+        ),
         estimated_saving: format!(
             "about -{:.0}% TLS CPU ({:.0} µs per handshake: the ML-KEM functions' share of key generation and derivation in this recording)",
             100.0 * mlkem_ns / tls_ns,

@@ -225,7 +225,7 @@ pub fn references_needed(handshakes: &[HandshakeGroup]) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::hybrid_key_exchange::GO_HYBRID_GROUP;
+    use super::hybrid_key_exchange::HYBRID_GROUP;
     use super::*;
     use crate::model::tests::{sample_recording, two_process_recording};
     use crate::model::Function;
@@ -332,7 +332,7 @@ mod tests {
             cpu_ns: 300_000,
             self_ns: 300_000,
         });
-        rec.handshakes[0].kind.key_exchange = Some(GO_HYBRID_GROUP.into());
+        rec.handshakes[0].kind.key_exchange = Some(HYBRID_GROUP.into());
         rec
     }
 

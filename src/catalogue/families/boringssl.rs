@@ -108,6 +108,10 @@ impl Family for BoringSsl {
     fn cause_rows(&self) -> &'static [CauseRow] {
         CAUSE_ROWS
     }
+    /// AWS-LC's ML-KEM key share (a hybrid group's second half); BoringSSL's hybrid shares do both halves.
+    fn ml_kem_alone(&self, name: &str) -> bool {
+        name.contains("::KEMKeyShare::")
+    }
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[("SSL_read", Read), ("SSL_write", Write)]
     }

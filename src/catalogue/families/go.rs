@@ -51,6 +51,9 @@ impl Family for Go {
     fn server(&self) -> Option<Server> {
         Some(Server::Go)
     }
+    fn ml_kem_alone(&self, name: &str) -> bool {
+        name.contains("/mlkem.")
+    }
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[("crypto/tls.(*Conn).Read", Read), ("crypto/tls.(*Conn).Write", Write)]
     }

@@ -73,6 +73,11 @@ pub trait Family: Sync {
     /// The record layer's functions: they place CPU samples in the read and write stages when those are not
     /// probed.
     fn record_layer(&self) -> &'static [(&'static str, Stage)];
+    /// Whether its function `name` is ML-KEM's work alone, apart from the classical half of a hybrid group:
+    /// what the hybrid group's advice weighs.
+    fn ml_kem_alone(&self, _name: &str) -> bool {
+        false
+    }
     /// Its session tickets open with the name of the key that encrypted them, so a refused ticket tells
     /// whether the server held its key.
     fn ticket_key_names(&self) -> bool {
