@@ -21,6 +21,7 @@ fn bench_smoke_run_writes_the_tables() {
         .arg("--smoke")
         .arg("--rustls")
         .arg("--boring")
+        .arg("--aws-lc")
         .arg("--output")
         .arg(&output)
         .arg("--tlsprof")
@@ -38,6 +39,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Overhead: keep-alive requests",
         "## Overhead: full handshakes on a rustls server",
         "## Overhead: full handshakes on a BoringSSL server",
+        "## Overhead: full handshakes on nginx built against AWS-LC",
         "## Accuracy: CPU per operation",
         "## Attach and report time",
         "## Connection counter (accept/accept4/connect tracepoints)",
@@ -45,10 +47,10 @@ fn bench_smoke_run_writes_the_tables() {
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
-    // The four workloads measured with and without tlsprof, and every operation compared with its ground truth,
+    // The five workloads measured with and without tlsprof, and every operation compared with its ground truth,
     // OpenSSL's, rustls' and BoringSSL's.
     let overhead: Vec<&str> = md.split("\n## ").filter(|s| s.starts_with("Overhead: ")).collect();
-    assert_eq!(overhead.len(), 4, "{md}");
+    assert_eq!(overhead.len(), 5, "{md}");
     for section in overhead {
         for row in ["| no profiler |", "| tlsprof (defaults"] {
             assert!(section.contains(row), "no {row} row in:\n{section}");

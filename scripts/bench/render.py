@@ -54,7 +54,7 @@ def unwrap(text):
 
 
 def overhead_table(data, workload):
-    unit = "handshake" if workload in ("full", "go_full", "rustls_full", "boring_full") else "request"
+    unit = "handshake" if workload in ("full", "go_full", "rustls_full", "boring_full", "aws_lc_full") else "request"
     rows = []
     for c in data["settings"]["conditions"]:
         rs = runs_of(data, workload, c)
@@ -349,6 +349,8 @@ def render(data, template=None):
         "overhead_rustls_table": overhead_table(data, "rustls_full"),
         "boring": bool(runs_of(data, "boring_full", "none")),
         "overhead_boring_table": overhead_table(data, "boring_full"),
+        "aws_lc": bool(runs_of(data, "aws_lc_full", "none")),
+        "overhead_aws_lc_table": overhead_table(data, "aws_lc_full"),
         "accuracy_rustls": any(r["ours"] for r in rustls_rows),
         "accuracy_rustls_table": fixture_table(rustls_rows),
         "accuracy_boringssl": any(r["ours"] for r in boring_rows),

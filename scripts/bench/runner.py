@@ -24,10 +24,10 @@ from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
 from .serve import serve_run
 from .settings import settings_of
-from .twins import (GoServer, Nginx, RustServer, build_go, build_rust_example, go_tool, paired_overhead, pin_twins,
-                    twin_figures, worker_counters)
-from .workloads import (BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads, run_load, start_full,
-                        wait_clients)
+from .twins import (GoServer, Nginx, RustServer, build_go, build_nginx_aws_lc, build_rust_example, go_tool,
+                    paired_overhead, pin_twins, twin_figures, worker_counters)
+from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
+                        run_load, start_full, wait_clients)
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
 # ECDSA): the ops/s column is exact, so that is the one read.
@@ -68,6 +68,7 @@ class Bench:
         self.go_twins = []
         self.rustls_twins = []
         self.boring_twins = []
+        self.aws_lc_twins = []
         # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops,
         # with --boring boring-ops.
         self.fixtures = {}
@@ -91,7 +92,7 @@ class Bench:
         for tool in ("openssl", "wrk", "cc", "/usr/sbin/nginx"):
             if not shutil.which(tool):
                 raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
-        for flag in ("rustls", "boring"):
+        for flag in ("rustls", "boring", "aws_lc"):
             if getattr(self.args, flag) and not shutil.which("cargo"):
                 raise BenchError(f"cargo is not installed (scripts/install-deps.sh installs it), and --{flag} needs it")
         if self.args.go and not go_tool():
@@ -124,7 +125,8 @@ class Bench:
         a = self.args
         twins = (self.go_twins if workload in GO_WORKLOADS else
                  self.rustls_twins if workload in RUSTLS_WORKLOADS else
-                 self.boring_twins if workload in BORING_WORKLOADS else self.twins)
+                 self.boring_twins if workload in BORING_WORKLOADS else
+                 self.aws_lc_twins if workload in AWS_LC_WORKLOADS else self.twins)
         for twin in twins:
             twin.check_worker()
         target = twins[profiled]
@@ -363,17 +365,24 @@ class Bench:
                     for twin in twins:
                         twin.start()
                     pin_twins(twins)
+            if a.aws_lc:
+                executable = build_nginx_aws_lc()
+                self.aws_lc_twins = [Nginx(self.scratch, "A", executable), Nginx(self.scratch, "B", executable)]
+                for twin in self.aws_lc_twins:
+                    twin.start()
+                pin_twins(self.aws_lc_twins)
             workloads = [w for w in WORKLOADS
                          if (a.go or w not in GO_WORKLOADS) and (a.rustls or w not in RUSTLS_WORKLOADS)
-                         and (a.boring or w not in BORING_WORKLOADS)]
+                         and (a.boring or w not in BORING_WORKLOADS) and (a.aws_lc or w not in AWS_LC_WORKLOADS)]
             for rnd in range(1, a.rounds + 1):
                 # Each round starts one condition later: no condition always runs first or after the same one.
                 shift = (rnd - 1) % len(self.conditions)
                 order = self.conditions[shift:] + self.conditions[:shift]
                 for w, workload in enumerate(workloads):
                     for cond in order:
-                        # bench-bpftrace.bt probes libssl: a Go, rustls or boring server has none.
-                        if workload in GO_WORKLOADS + RUSTLS_WORKLOADS + BORING_WORKLOADS and cond == "bpftrace":
+                        # bench-bpftrace.bt probes libssl: a Go, rustls, boring or AWS-LC nginx server has none.
+                        if (workload in GO_WORKLOADS + RUSTLS_WORKLOADS + BORING_WORKLOADS + AWS_LC_WORKLOADS
+                                and cond == "bpftrace"):
                             continue
                         # The profiled twin alternates from round to round (and between neighbouring runs), so that
                         # every condition runs about as often on each twin and a difference between them cancels.
@@ -396,7 +405,7 @@ class Bench:
             if a.serve_minutes > 0:
                 serve_run(self)
         finally:
-            for twin in self.twins + self.go_twins + self.rustls_twins + self.boring_twins:
+            for twin in self.twins + self.go_twins + self.rustls_twins + self.boring_twins + self.aws_lc_twins:
                 twin.stop()
         self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()

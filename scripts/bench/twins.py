@@ -31,27 +31,43 @@ def nginx_libraries():
     return libs
 
 
-class Nginx:
-    """One of the two identical targets (the twins): one worker, loopback, RSA-2048, TLS 1.3."""
+def build_nginx_aws_lc():
+    """nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh, kept in target/ as the tests keep it)."""
+    out = run_text([os.path.join(REPO, "scripts/build-nginx-aws-lc.sh"), os.path.join(REPO, "target/nginx-aws-lc")],
+                   timeout=1200)
+    if out.returncode != 0:
+        raise BenchError(f"build-nginx-aws-lc.sh: {out.stderr.strip()[-300:]}")
+    return out.stdout.strip()
 
-    def __init__(self, scratch, name):
+
+class Nginx:
+    """One of the two identical targets (the twins): one worker, loopback, RSA-2048, TLS 1.3. Debian's nginx, or
+    `executable` with its TLS library linked in (nginx built against AWS-LC)."""
+
+    def __init__(self, scratch, name, executable=None):
         self.name = name
-        self.dir = os.path.join(scratch, f"nginx-{name}")
+        self.dir = os.path.join(scratch, f"nginx-{name}" if executable is None else f"nginx-static-{name}")
+        self.executable = executable
         self.port = free_port()
         self.master = None
         self.worker = None
 
     def start(self):
-        # Each twin loads its own copy of libssl and libcrypto: uprobes belong to a file, and bpftrace 0.17 attaches
-        # its uprobes to every process that maps the file (-p does not restrict them). With a copy each, a
-        # profiler's uprobes trap in the profiled twin only, not in the control twin or in the load clients.
+        # Each twin runs its own copy of the TLS library's file (libssl and libcrypto, or the executable they are
+        # linked into): uprobes belong to a file, and bpftrace 0.17 attaches its uprobes to every process that
+        # maps the file (-p does not restrict them). With a copy each, a profiler's uprobes trap in the profiled
+        # twin only, not in the control twin or in the load clients.
         libdir = os.path.join(self.dir, "lib")
         os.makedirs(libdir, exist_ok=True)
-        for soname, path in nginx_libraries():
-            shutil.copy2(path, os.path.join(libdir, soname))
+        env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        if self.executable is None:
+            for soname, path in nginx_libraries():
+                shutil.copy2(path, os.path.join(libdir, soname))
+        else:
+            env["NGINX_BIN"] = os.path.join(libdir, "nginx")
+            shutil.copy2(self.executable, env["NGINX_BIN"])
         out = run_text([NGINX_TARGET, "start", self.dir, self.port,
-                        "--protocols", "TLSv1.3", "--cert", "rsa2048", "--workers", "1"],
-                       env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+                        "--protocols", "TLSv1.3", "--cert", "rsa2048", "--workers", "1"], env=env)
         if out.returncode != 0:
             raise BenchError(f"nginx-target.sh start: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
         self.master = int(out.stdout.strip())
@@ -64,7 +80,11 @@ class Nginx:
         if len(workers) != 1:
             raise BenchError(f"nginx master {self.master} has {len(workers)} workers, expected 1")
         self.worker = workers[0]
-        for name in ("libssl", "libcrypto"):
+        if self.executable is not None:
+            exe = os.readlink(f"/proc/{self.worker}/exe")
+            if exe != env["NGINX_BIN"]:
+                raise BenchError(f"nginx {self.name} runs {exe}, not its copy {env['NGINX_BIN']}")
+        for name in ("libssl", "libcrypto") if self.executable is None else ():
             path = mapped_library(self.worker, name)
             if not path or os.path.dirname(path) != libdir:
                 raise BenchError(f"nginx {self.name} maps {path or 'no shared ' + name}, not its copy in {libdir}")

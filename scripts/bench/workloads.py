@@ -3,8 +3,9 @@
 
 full: `openssl s_time -new` (full handshakes only: no tickets, no cache); keepalive: `wrk -t1 -c4` (GET / over
 four kept-alive connections); go_full (--go, on the Go twins): examples/go/client, a new connection and a full
-handshake per request, from 2 goroutines per `--full-clients`; rustls_full (--rustls, on the rustls twins) and boring_full
-(--boring, on the BoringSSL twins): `openssl s_time -new`, as full. A load's result counts only if its clients finished
+handshake per request, from 2 goroutines per `--full-clients`; rustls_full (--rustls, on the rustls twins), boring_full
+(--boring, on the BoringSSL twins) and aws_lc_full (--aws-lc, on the twins of nginx built against AWS-LC): `openssl
+s_time -new`, as full. A load's result counts only if its clients finished
 cleanly: a wrk run with socket errors or non-2xx responses, or a Go client's errors, is an error, not a figure.
 """
 
@@ -24,11 +25,14 @@ WORKLOADS = {
     "go_full": "full handshakes, Go server",
     "rustls_full": "full handshakes, rustls server",
     "boring_full": "full handshakes, BoringSSL server",
+    "aws_lc_full": "full handshakes, nginx on AWS-LC",
 }
-# The workloads that run on the Go twins (--go), the rustls twins (--rustls) and the BoringSSL twins (--boring).
+# The workloads that run on the Go twins (--go), the rustls twins (--rustls), the BoringSSL twins (--boring) and
+# the twins of nginx on AWS-LC (--aws-lc).
 GO_WORKLOADS = ("go_full",)
 RUSTLS_WORKLOADS = ("rustls_full",)
 BORING_WORKLOADS = ("boring_full",)
+AWS_LC_WORKLOADS = ("aws_lc_full",)
 
 
 def start_full(scratch, port, seconds, tag, clients):
@@ -131,7 +135,7 @@ def parse_go_full(clients):
 
 WORKLOAD_RUN = {"full": (start_full, parse_full), "keepalive": (start_keepalive, parse_keepalive),
                 "go_full": (start_go_full, parse_go_full), "rustls_full": (start_full, parse_full),
-                "boring_full": (start_full, parse_full)}
+                "boring_full": (start_full, parse_full), "aws_lc_full": (start_full, parse_full)}
 
 
 def wait_clients(started, deadline, workload):
