@@ -125,3 +125,30 @@ fn boringssl_client_handshakes_are_counted_as_the_client_saw() {
         "{summary}"
     );
 }
+
+/// A BoringSSL client whose server reads its ClientHello and hangs up: the client made its key share, its
+/// handshake never completed, and freeing the connection counts it once, abandoned.
+#[test]
+fn boringssl_client_handshakes_the_server_hangs_up_on_are_abandoned() {
+    if !require_root("boringssl_client_handshakes_the_server_hangs_up_on_are_abandoned") {
+        return;
+    }
+    const CONNECTIONS: u32 = 30;
+    let scratch = Scratch::new("live_boringssl_client_abandoned");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hang_up = std::thread::spawn(move || {
+        for _ in 0..CONNECTIONS {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut hello = [0u8; 512];
+            let _ = std::io::Read::read(&mut sock, &mut hello);
+        }
+    });
+    let (counts, summary, r) = record_rust_client("boring-client", port, CONNECTIONS, &scratch);
+    hang_up.join().unwrap();
+    assert_eq!(counts["connections"], 0, "{counts}");
+    assert_eq!(handshakes_of(&r, "abandoned"), u64::from(CONNECTIONS), "{summary}");
+    assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
+    assert_eq!(calls_of(&r, "X25519_keypair"), u64::from(CONNECTIONS), "{summary}");
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+}
