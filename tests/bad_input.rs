@@ -152,13 +152,27 @@ fn process_on_stripped_rustls_is_named_not_profiled() {
     if !require_root("process_on_stripped_rustls_is_named_not_profiled") {
         return;
     }
-    let scratch = Scratch::new("bad_input_rustls");
+    assert_stripped_server_named("rustls-server", "runs rustls 0.23.");
+}
+
+#[test]
+fn process_on_stripped_boringssl_is_named_not_profiled() {
+    if !require_root("process_on_stripped_boringssl_is_named_not_profiled") {
+        return;
+    }
+    assert_stripped_server_named("boring-server", "BoringSSL");
+}
+
+/// examples/rust/`server` stripped of its symbols: one line naming what it runs (`runs`), and why it is not
+/// profiled.
+fn assert_stripped_server_named(server: &str, runs: &str) {
+    let scratch = Scratch::new(&format!("bad_input_stripped_{server}"));
     let (cert, key) = self_signed_cert(&scratch);
-    let stripped = scratch.path("rustls-server-stripped");
+    let stripped = scratch.path(&format!("{server}-stripped"));
     let out = run(Command::new("strip")
         .arg("-o")
         .arg(&stripped)
-        .arg(build_rust_example("rustls-server")));
+        .arg(build_rust_example(server)));
     assert!(out.status.success(), "strip: {}", String::from_utf8_lossy(&out.stderr));
     let mut server = Command::new(&stripped)
         .arg(cert)
@@ -170,10 +184,11 @@ fn process_on_stripped_rustls_is_named_not_profiled() {
     std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut port).unwrap();
     let server = Running(server);
     let out = run(tlsprof().args(["record", "--pid", &server.pid().to_string()]));
-    one_line_error(&out, "runs rustls 0.23.");
+    one_line_error(&out, runs);
     one_line_error(
         &out,
-        "which tlsprof does not profile yet: it profiles Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL",
+        "without the function names tlsprof finds it by (a stripped build): not supported yet (tlsprof profiles Go \
+         crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL by their functions' names",
     );
 }
 

@@ -167,7 +167,9 @@ impl TargetSet {
             let p = without_tls.first().expect("at least one target");
             match unsupported_in(p) {
                 Some(found) => bail!(
-                    "process {} ({}) runs {found} (in its executable), which tlsprof does not profile yet: it profiles {known}",
+                    "process {} ({}) runs {found} (in its executable) without the function names tlsprof finds it by \
+                     (a stripped build): not supported yet (tlsprof profiles {known} by their functions' names, Go's \
+                     from its function table)",
                     p.pid,
                     Printable(&p.comm)
                 ),
@@ -180,7 +182,7 @@ impl TargetSet {
         }
         for p in without_tls {
             let runs = unsupported_in(p).map_or(String::new(), |found| {
-                format!(": it runs {found}, which tlsprof does not profile yet")
+                format!(": it runs {found} without the function names tlsprof finds it by (a stripped build)")
             });
             eprintln!(
                 "tlsprof: skipping process {} ({}): no {known} code{runs}",
