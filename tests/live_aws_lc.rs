@@ -27,58 +27,10 @@ fn aws_lc_nginx_full_and_resumed_handshakes_are_counted_exactly() {
     }
     let scratch = Scratch::new("live_aws_lc");
     let (nginx, worker) = start(&scratch);
-    for tls in ["1.3", "1.2"] {
-        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
-        let (client, summary, r) = record_while(worker, &recording, || {
-            python_client(
-                "resume_client.py",
-                &[
-                    "--port",
-                    &nginx.port.to_string(),
-                    "--count",
-                    "100",
-                    "--clients",
-                    "10",
-                    "--tls",
-                    tls,
-                ],
-            )
-        });
-        eprintln!("TLS {tls}: client {client}\n{summary}");
-        // The role from work only servers do: the key share's Accept (TLS 1.3), the session lookup (TLS 1.2).
-        let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
-        let full = connections - reused;
-        assert!(full > 0 && reused > 0, "{summary}");
-        assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), full, "{summary}");
-        // A key pair and a shared secret for every handshake that exchanges keys: every TLS 1.3 one (PSK with
-        // ECDHE), the full TLS 1.2 ones.
-        let exchanges = if tls == "1.3" { connections } else { full };
-        assert_eq!(calls_of(&r, "X25519_keypair"), exchanges, "{summary}");
-        assert_eq!(
-            calls_of(&r, "bssl::(anonymous namespace)::X25519KeyShare::Finish"),
-            exchanges,
-            "{summary}"
-        );
-        let kinds = r["handshakes"]["kinds"].as_array().unwrap();
-        let version = format!("TLSv{tls}");
-        assert!(kinds.iter().all(|k| k["version"] == version.as_str()), "{summary}");
-        assert!(
-            kinds
-                .iter()
-                .filter(|k| k["resumed"] == false)
-                .all(|k| k["certificate_key"] == "ECDSA P-256" && k["key_exchange"] == "x25519"),
-            "{summary}"
-        );
-        let resumption = &r["resumption"][0];
-        assert_eq!(resumption["accepted"], reused, "{summary}");
-        assert_eq!(resumption["refused"], 0, "{summary}");
-        let lib = &r["libraries"][0];
-        assert_eq!(lib["family"], "aws-lc", "{summary}");
-        assert!(lib["version"].as_str().unwrap().starts_with("AWS-LC "), "{summary}");
-        assert!(summary.contains("AWS-LC "), "{summary}");
-        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
-        assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
-    }
+    // The role from work only servers do: the key share's Accept (TLS 1.3), the session lookup (TLS 1.2).
+    assert_bssl_server_handshakes(worker, nginx.port, &scratch, "aws-lc", "AWS-LC ", |_| {
+        "bssl::(anonymous namespace)::X25519KeyShare::Finish"
+    });
 }
 
 /// AWS-LC prefers X25519MLKEM768 by default and nginx leaves its groups alone: Node.js 24's clients

@@ -14,61 +14,21 @@ fn boringssl_full_and_resumed_handshakes_are_counted_exactly() {
     }
     let scratch = Scratch::new("live_boringssl");
     let (server, port) = start_rust_server("boring-server", &scratch);
-    for tls in ["1.3", "1.2"] {
-        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
-        let (client, summary, r) = record_while(server.pid(), &recording, || {
-            python_client(
-                "resume_client.py",
-                &[
-                    "--port",
-                    &port.to_string(),
-                    "--count",
-                    "100",
-                    "--clients",
-                    "10",
-                    "--tls",
-                    tls,
-                ],
-            )
-        });
-        eprintln!("TLS {tls}: client {client}\n{summary}");
-        // Each as a server: the role comes from work only servers do (SSL_set_accept_state is not probed).
-        let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
-        let full = connections - reused;
-        assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), full, "{summary}");
-        // An X25519 key pair for every handshake that exchanges keys: every TLS 1.3 one (PSK with ECDHE, inside
-        // the server's Encap), the full TLS 1.2 ones.
-        let exchanges = if tls == "1.3" { connections } else { full };
-        assert_eq!(calls_of(&r, "X25519_keypair"), exchanges, "{summary}");
-        let exchange = if tls == "1.3" {
-            "bssl::(anonymous namespace)::X25519KeyShare::Encap"
-        } else {
-            "bssl::(anonymous namespace)::X25519KeyShare::Decap"
-        };
-        assert_eq!(calls_of(&r, exchange), exchanges, "{summary}");
-        let kinds = r["handshakes"]["kinds"].as_array().unwrap();
-        let version = format!("TLSv{tls}");
-        assert!(kinds.iter().all(|k| k["version"] == version.as_str()), "{summary}");
-        assert!(
-            kinds
-                .iter()
-                .filter(|k| k["resumed"] == false)
-                .all(|k| k["certificate_key"] == "ECDSA P-256" && k["key_exchange"] == "x25519"),
-            "{summary}"
-        );
-        // Reads inside SSL_do_handshake: every ClientHello read whole, every offer seen.
-        let resumption = &r["resumption"][0];
-        assert_eq!(resumption["accepted"], reused, "{summary}");
-        assert_eq!(resumption["refused"], 0, "{summary}");
-        let lib = &r["libraries"][0];
-        assert_eq!(lib["family"], "boringssl", "{summary}");
-        assert!(
-            lib["version"].as_str().unwrap().starts_with("BoringSSL (the boring 4."),
-            "{summary}"
-        );
-        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
-        assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
-    }
+    // The server's Encap makes its key share and the secret (TLS 1.3); TLS 1.2's ECDHE decapsulates.
+    assert_bssl_server_handshakes(
+        server.pid(),
+        port,
+        &scratch,
+        "boringssl",
+        "BoringSSL (the boring 4.",
+        |tls| {
+            if tls == "1.3" {
+                "bssl::(anonymous namespace)::X25519KeyShare::Encap"
+            } else {
+                "bssl::(anonymous namespace)::X25519KeyShare::Decap"
+            }
+        },
+    );
 }
 
 /// Clients that leave after the server's flight: SSL_free ends each connection with its handshake abandoned.

@@ -16,23 +16,9 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
     }
     let scratch = Scratch::new("live_rustls");
     let (server, port) = start_rust_server("rustls-server", &scratch);
-    for (tls, count) in [("1.3", "120"), ("1.2", "60")] {
+    for (tls, count) in [("1.3", 120), ("1.2", 60)] {
         let recording = scratch.path(&format!("tls{tls}.tlsprof"));
-        let (client, summary, r) = record_while(server.pid(), &recording, || {
-            python_client(
-                "resume_client.py",
-                &[
-                    "--port",
-                    &port.to_string(),
-                    "--count",
-                    count,
-                    "--clients",
-                    "10",
-                    "--tls",
-                    tls,
-                ],
-            )
-        });
+        let (client, summary, r) = record_while(server.pid(), &recording, || resume_clients(port, count, tls));
         eprintln!("TLS {tls}: client {client}\n{summary}");
         let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
         // One signature per full handshake; a key exchange in every TLS 1.3 one (PSK with ECDHE), only in
@@ -150,21 +136,7 @@ fn rustls_on_ring_is_counted_and_staged() {
     let scratch = Scratch::new("live_rustls_ring");
     let (server, port) = start_rust_server_with("rustls-server", &scratch, &["ring"]);
     let recording = scratch.path("ring.tlsprof");
-    let (client, summary, r) = record_while(server.pid(), &recording, || {
-        python_client(
-            "resume_client.py",
-            &[
-                "--port",
-                &port.to_string(),
-                "--count",
-                "60",
-                "--clients",
-                "10",
-                "--tls",
-                "1.3",
-            ],
-        )
-    });
+    let (client, summary, r) = record_while(server.pid(), &recording, || resume_clients(port, 60, "1.3"));
     let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
     assert_eq!(
         calls_of(

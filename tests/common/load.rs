@@ -144,3 +144,21 @@ pub fn python_client(script: &str, args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("one JSON line")
 }
+
+/// examples/resume_client.py: `count` connections to `port` over TLS `tls` from 10 clients, each offering its
+/// last session; its counts.
+pub fn resume_clients(port: u16, count: u32, tls: &str) -> serde_json::Value {
+    python_client(
+        "resume_client.py",
+        &[
+            "--port",
+            &port.to_string(),
+            "--count",
+            &count.to_string(),
+            "--clients",
+            "10",
+            "--tls",
+            tls,
+        ],
+    )
+}

@@ -358,3 +358,50 @@ pub fn record_while(pid: u32, recording: &Path, client: impl FnOnce() -> Value) 
     let summary = rec.interrupt();
     (counts, summary, report_json(recording))
 }
+
+/// A server on BoringSSL's code (`family` "boringssl" or "aws-lc", its version starting with `version`) with an
+/// ECDSA P-256 certificate, under clients resuming their sessions over TLS 1.3 and then 1.2: every handshake
+/// counted as the clients saw it, as a server (told by work only servers do); one signature per full
+/// handshake; an X25519 key pair and `exchange(tls)` for every handshake that exchanges keys (every TLS 1.3
+/// one, PSK with ECDHE; the full TLS 1.2 ones); every offered session accepted; none single-stepped.
+pub fn assert_bssl_server_handshakes(
+    pid: u32,
+    port: u16,
+    scratch: &super::Scratch,
+    family: &str,
+    version: &str,
+    exchange: impl Fn(&str) -> &'static str,
+) {
+    for tls in ["1.3", "1.2"] {
+        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
+        let (client, summary, r) = record_while(pid, &recording, || super::resume_clients(port, 100, tls));
+        eprintln!("TLS {tls}: client {client}\n{summary}");
+        let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
+        let full = connections - reused;
+        assert!(full > 0 && reused > 0, "{summary}");
+        assert_eq!(calls_of(&r, "bssl::ssl_private_key_sign"), full, "{summary}");
+        let exchanges = if tls == "1.3" { connections } else { full };
+        assert_eq!(calls_of(&r, "X25519_keypair"), exchanges, "{summary}");
+        assert_eq!(calls_of(&r, exchange(tls)), exchanges, "{summary}");
+        let kinds = r["handshakes"]["kinds"].as_array().unwrap();
+        let tls_version = format!("TLSv{tls}");
+        assert!(kinds.iter().all(|k| k["version"] == tls_version.as_str()), "{summary}");
+        assert!(
+            kinds
+                .iter()
+                .filter(|k| k["resumed"] == false)
+                .all(|k| k["certificate_key"] == "ECDSA P-256" && k["key_exchange"] == "x25519"),
+            "{summary}"
+        );
+        // Reads inside SSL_do_handshake: every ClientHello read whole, every offer seen.
+        let resumption = &r["resumption"][0];
+        assert_eq!(resumption["accepted"], reused, "{summary}");
+        assert_eq!(resumption["refused"], 0, "{summary}");
+        let lib = &r["libraries"][0];
+        assert_eq!(lib["family"], family, "{summary}");
+        assert!(lib["version"].as_str().unwrap().starts_with(version), "{summary}");
+        assert!(summary.contains(version), "{summary}");
+        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+        assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
+    }
+}
