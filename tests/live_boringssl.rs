@@ -73,10 +73,8 @@ fn boringssl_client_handshakes_are_counted_as_the_client_saw() {
     let (counts, summary, r) = record_rust_client("boring-client", port, 100, &scratch);
     let (connections, resumed) = assert_counts_as_clients_saw(&counts, &r, "client", &summary);
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
-    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
-    let full: Vec<_> = kinds.iter().filter(|k| k["resumed"] == false).collect();
     assert!(
-        !full.is_empty() && full.iter().all(|k| k["certificate_key"] == "ECDSA P-256"),
+        every_full_kind(&r, |k| k["certificate_key"] == "ECDSA P-256"),
         "{summary}"
     );
     assert_eq!(

@@ -43,10 +43,7 @@ fn rustls_full_and_resumed_handshakes_are_counted_exactly() {
         let version = format!("TLSv{tls}");
         assert!(kinds.iter().all(|k| k["version"] == version.as_str()), "{summary}");
         assert!(
-            kinds
-                .iter()
-                .filter(|k| k["resumed"] == false)
-                .all(|k| k["certificate_key"] == "ECDSA P-256"),
+            every_full_kind(&r, |k| k["certificate_key"] == "ECDSA P-256"),
             "{summary}"
         );
         // The offers read from the ClientHellos: every accepted one is one the client reused.
@@ -157,12 +154,8 @@ fn rustls_on_ring_is_counted_and_staged() {
         function(&r, "EVP_DigestSign").is_none_or(|f| f["calls"] == 0),
         "{summary}"
     );
-    let kinds = r["handshakes"]["kinds"].as_array().unwrap();
     assert!(
-        kinds
-            .iter()
-            .filter(|k| k["resumed"] == false)
-            .all(|k| k["certificate_key"] == "ECDSA P-256"),
+        every_full_kind(&r, |k| k["certificate_key"] == "ECDSA P-256"),
         "{summary}"
     );
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
