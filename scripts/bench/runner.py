@@ -94,7 +94,8 @@ class Bench:
                 raise BenchError(f"{tool} is not installed (scripts/install-deps.sh installs it)")
         for flag in ("rustls", "boring", "aws_lc"):
             if getattr(self.args, flag) and not shutil.which("cargo"):
-                raise BenchError(f"cargo is not installed (scripts/install-deps.sh installs it), and --{flag} needs it")
+                raise BenchError(f"cargo is not installed (scripts/install-deps.sh installs it), and "
+                                 f"--{flag.replace('_', '-')} needs it")
         if self.args.go and not go_tool():
             raise BenchError("go is not installed (scripts/install-deps.sh installs it), and --go needs it")
         conds = []
