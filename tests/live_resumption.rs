@@ -436,7 +436,7 @@ fn go_servers_with_their_own_keys_refuse_for_a_reason_the_wire_does_not_show() {
     drop((a, b));
 }
 
-/// By default the hellos are read 1 s in 10 and the probes attached in windows: the refusals over the
+/// By default the hellos are read once every 10 s and the probes attached in windows: the refusals over the
 /// recording are estimated, and their interval holds the clients' count.
 #[test]
 fn default_mode_estimates_refusals_within_their_interval() {

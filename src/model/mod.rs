@@ -164,6 +164,18 @@ pub struct WindowPart {
     pub abandoned_weighted: Option<f64>,
     /// Self CPU per stage in the window, the probes' cost taken out, in ns.
     pub stage_self_ns: BTreeMap<Stage, u64>,
+    /// Its completed handshakes by role whose ClientHello was read, and how many of those refused a session:
+    /// the windows are the clusters resumption is sampled in. Empty in recordings made before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hellos: BTreeMap<Role, HelloCounts>,
+}
+
+/// Completed handshakes whose ClientHello was read whole, and those of them that refused the session it
+/// offered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloCounts {
+    pub read: u64,
+    pub refused: u64,
 }
 
 impl WindowPart {
@@ -182,6 +194,11 @@ impl WindowPart {
         self.handshakes.add_counts(&other.handshakes);
         for (stage, ns) in &other.stage_self_ns {
             *self.stage_self_ns.entry(*stage).or_default() += ns;
+        }
+        for (role, h) in &other.hellos {
+            let mine = self.hellos.entry(*role).or_default();
+            mine.read += h.read;
+            mine.refused += h.refused;
         }
     }
 }
@@ -780,8 +797,8 @@ pub(crate) mod tests {
                 server: n,
                 ..HandshakeCounts::default()
             },
-            abandoned_weighted: None,
             stage_self_ns: BTreeMap::from([(Stage::Sign, 1_000_000 * n)]),
+            ..WindowPart::default()
         };
         let window = ProbeWindow {
             start_unix_ns: None,

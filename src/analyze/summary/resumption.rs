@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::TargetSummary;
-use crate::analyze::estimate::{self, Estimate};
+use crate::analyze::estimate::{self, Estimate, Spread};
 use crate::catalogue::families;
-use crate::model::{CpuHistogram, Offer, Outcome, Recording, Refusal, Role, TicketKey};
+use crate::model::{CpuHistogram, HelloCounts, Offer, Outcome, Recording, Refusal, Role, TicketKey};
 
 /// Why offered sessions were refused, as the wire and the library's ticket format tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -179,7 +179,7 @@ fn summarize_one(
         })
         .collect();
     let refused: u64 = t.refusals.values().sum();
-    let (refused_total, scale) = whole_recording(targets, pid, &t, refused);
+    let (refused_total, scale) = whole_recording(rec, targets, (pid, role), &t, refused);
     let full_ms = mean_ms(&t.full, role_full);
     let resumed_ms = mean_ms(&t.resumed, role_resumed);
     let cost_ms = match (full_ms, resumed_ms) {
@@ -250,8 +250,16 @@ fn reasons(refusals: &BTreeMap<Refusal, u64>, keys: &[TicketKey]) -> Vec<ReasonC
 
 /// Refusals over the whole recording: their share among the ClientHellos read, of the process's handshakes
 /// in this role (exact when all of them were read and counted exactly); and what one ClientHello read
-/// stands for.
-fn whole_recording(targets: &[TargetSummary], pid: Option<u32>, t: &Tally, refused: u64) -> (Estimate, f64) {
+/// stands for. The ClientHellos are read in a few windows, and clients' offers change over time (a reload,
+/// a wave of new clients), so the share's interval comes from how the windows differ (each a cluster), where
+/// the recording kept them.
+fn whole_recording(
+    rec: &Recording,
+    targets: &[TargetSummary],
+    (pid, role): (Option<u32>, Role),
+    t: &Tally,
+    refused: u64,
+) -> (Estimate, f64) {
     let target = targets.iter().find(|ts| Some(ts.target.pid) == pid);
     let (total, total_ci) = match target.and_then(|ts| Some((ts.handshakes?, ts.handshakes_ci95?))) {
         Some((n, ci)) => (n as f64, ci.map(|c| c as f64)),
@@ -266,16 +274,37 @@ fn whole_recording(targets: &[TargetSummary], pid: Option<u32>, t: &Tally, refus
     if t.read == t.handshakes && total_ci[0] == total_ci[1] && total as u64 == observed {
         return (Estimate::exact(refused as f64), 1.0);
     }
-    let share = estimate::sampled_share(refused as f64, t.read as f64, 1.0);
+    let windows: Vec<HelloCounts> = rec
+        .probing
+        .window_figures
+        .iter()
+        .filter_map(|w| {
+            w.processes
+                .iter()
+                .find(|p| Some(p.pid) == pid)?
+                .hellos
+                .get(&role)
+                .copied()
+        })
+        .filter(|h| h.read > 0)
+        .collect();
+    let of_role = role_part * total.max(1.0);
+    let share = if windows.iter().map(|h| h.read).sum::<u64>() == t.read {
+        let (seen, read): (Vec<f64>, Vec<f64>) = windows.iter().map(|h| (h.refused as f64, h.read as f64)).unzip();
+        estimate::ratio(&seen, &read, of_role, Spread::PerUnit, 0.0).scaled(1.0 / of_role)
+    } else {
+        // Windows not kept (an older recording) or not all of them: as one random sample.
+        estimate::sampled_share(refused as f64, t.read as f64, 1.0)
+    };
     let estimate = Estimate {
-        value: share.value * role_part * total,
+        value: share.value * of_role,
         ci95: [
             share.ci95[0] * role_part * total_ci[0],
             share.ci95[1] * role_part * total_ci[1],
         ],
         exact: false,
     };
-    (estimate, role_part * total / t.read.max(1) as f64)
+    (estimate, of_role / t.read.max(1) as f64)
 }
 
 impl Reason {
@@ -318,6 +347,7 @@ mod tests {
     use super::*;
     use crate::analyze::summarize;
     use crate::model::tests::recording_with_refusals;
+    use crate::model::{ProbeWindow, WindowPart};
 
     #[test]
     fn offers_refusals_and_their_reasons_add_up_with_their_cost() {
@@ -381,5 +411,35 @@ mod tests {
             "{:?}",
             r.refused_total
         );
+    }
+
+    /// The same ClientHellos read in two windows: one where nothing was refused (clients that had no
+    /// session yet), one where most were. The windows disagree, so the interval is wider than if the
+    /// hellos had been a random sample; when the windows do not hold them all, they are taken as one.
+    #[test]
+    fn refusals_are_estimated_from_the_windows_the_hellos_were_read_in() {
+        let mut rec = recording_with_refusals();
+        let mut unseen = rec.handshakes[2].clone();
+        unseen.kind.offer = None;
+        rec.handshakes.push(unseen);
+        let as_one_sample = summarize(&rec).resumption[0].refused_total;
+        let window = |read, refused| ProbeWindow {
+            processes: vec![WindowPart {
+                pid: 10,
+                hellos: [(Role::Server, HelloCounts { read, refused })].into(),
+                ..WindowPart::default()
+            }],
+            ..ProbeWindow::default()
+        };
+        rec.probing.window_figures = vec![window(5, 0), window(5, 3)];
+        let by_window = summarize(&rec).resumption[0].refused_total;
+        assert_eq!(by_window.value, as_one_sample.value);
+        let width = |e: Estimate| e.ci95[1] - e.ci95[0];
+        assert!(
+            width(by_window) > width(as_one_sample),
+            "{by_window:?} {as_one_sample:?}"
+        );
+        rec.probing.window_figures.pop();
+        assert_eq!(summarize(&rec).resumption[0].refused_total, as_one_sample);
     }
 }

@@ -271,8 +271,8 @@ mod tests {
                     server: full,
                     ..HandshakeCounts::default()
                 },
-                abandoned_weighted: None,
                 stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
+                ..WindowPart::default()
             }],
         };
         rec.probing.window_figures = vec![window(2), window(2)];

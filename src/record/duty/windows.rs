@@ -171,6 +171,7 @@ impl WindowLog {
                         .map_or(0.0, |d| d.sum_over(|ns| seen_weight(ns, attached_ns))),
                 ),
                 stage_self_ns: stage_self_ns.remove(&pid).unwrap_or_default(),
+                hellos: seen.hellos.get(&pid).cloned().unwrap_or_default(),
             })
             .filter(|p| {
                 p.own_cpu_ms > 0.0

@@ -9,8 +9,8 @@ use std::time::Instant;
 use super::anatomy;
 use super::wire;
 use crate::model::{
-    CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, Hits, Offer, Outcome, ProbeCost, Refusal, Role,
-    TicketKey,
+    CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, HelloCounts, Hits, Offer, Outcome, ProbeCost,
+    Refusal, Role, TicketKey,
 };
 use crate::record::kernel::bpf::copy_head;
 use crate::record::kernel::bpf::types::{
@@ -47,6 +47,8 @@ pub struct WindowSeen {
     /// How long each abandoned handshake took to end after its work began (ns): one is seen only when both
     /// fall inside the attachment.
     pub abandoned_work_to_end: BTreeMap<u32, CpuHistogram>,
+    /// The completed handshakes whose ClientHello was read, by process and role.
+    pub hellos: BTreeMap<u32, BTreeMap<Role, HelloCounts>>,
 }
 
 pub struct Handshakes {
@@ -113,6 +115,18 @@ impl Handshakes {
                 Outcome::Abandoned => self.abandoned += 1,
             }
             self.window.counts.entry(e.tgid).or_default().add(&kind, 1);
+            let hello_read = matches!(kind.offer, Some(o) if o != Offer::Unparsed);
+            if kind.outcome == Outcome::Completed && kind.role != Role::Partial && hello_read {
+                let h = self
+                    .window
+                    .hellos
+                    .entry(e.tgid)
+                    .or_default()
+                    .entry(kind.role)
+                    .or_default();
+                h.read += 1;
+                h.refused += u64::from(kind.refusal.is_some());
+            }
             if kind.outcome == Outcome::Abandoned {
                 self.window
                     .abandoned_work_to_end
@@ -187,6 +201,11 @@ impl Handshakes {
     }
 
     /// The current window's handshakes; the next window starts from none.
+    /// Whether the current probe window has read ClientHellos.
+    pub fn window_read_hellos(&self) -> bool {
+        !self.window.hellos.is_empty()
+    }
+
     pub fn take_window(&mut self) -> WindowSeen {
         std::mem::take(&mut self.window)
     }

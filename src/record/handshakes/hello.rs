@@ -13,7 +13,8 @@ use crate::record::kernel::programs::Programs;
 /// of every process while attached, so by default only in short windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelloCapture {
-    /// 1 s in every 10 s: the handshake mix and resumption are sampled from the connections made then.
+    /// Once every 10 s while the probes are attached, for up to 1 s: the handshake mix and resumption are
+    /// sampled from the connections made then.
     Sampled,
     /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
     Always,
@@ -53,8 +54,8 @@ impl HelloWindows {
     }
 
     /// Opens or closes the window for this round: `probes_live`, the stage probes are attached; `completed`,
-    /// handshakes completed so far.
-    pub fn update(&mut self, programs: &Programs, probes_live: bool, completed: u64) -> Result<()> {
+    /// handshakes completed so far. True when a window opened.
+    pub fn update(&mut self, programs: &Programs, probes_live: bool, completed: u64) -> Result<bool> {
         let due = match self.mode {
             HelloCapture::Off => false,
             HelloCapture::Always => probes_live,
@@ -73,8 +74,9 @@ impl HelloWindows {
             self.links = Some(programs.attach_hello_capture()?);
             self.opened = Instant::now();
             self.completed_then = completed;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     pub fn close(&mut self) {

@@ -255,8 +255,16 @@ impl<'obj, 'o> Session<'obj, 'o> {
             Action::Resume => self.resume()?,
             Action::Stay => {}
         }
-        self.hello
+        let hello_opened = self
+            .hello
             .update(&self.programs, self.governor.live(), self.handshakes.completed)?;
+        // A probe window holds one hello window's ClientHellos at most: the hello windows are the clusters
+        // resumption is sampled in (a long window, as in exact mode, is cut where the next one opens).
+        if hello_opened && self.handshakes.window_read_hellos() {
+            let at = self.reading(Instant::now());
+            self.close_window(&at, read_tree(&self.programs)?);
+            self.windows.reopen(at);
+        }
         self.drive_from_io()?;
         if self.last_rescan.elapsed() >= RESCAN {
             self.last_rescan = Instant::now();
