@@ -3,7 +3,7 @@
 # Installs what building, testing and the demo need on a fresh Debian 12 machine (chromium: the HTML
 # report's browser test, tests/html.rs; cmake and g++: the boring crate's build of BoringSSL, for
 # examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
-# scripts/build-nginx-aws-lc.sh). Idempotent.
+# scripts/build-aws-lc.sh). Idempotent.
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Live: nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh: Debian's nginx source, AWS-LC's libssl
+//! Live: nginx built against AWS-LC (scripts/build-aws-lc.sh: Debian's nginx source, AWS-LC's libssl
 //! linked in with its symbols) profiled as the AWS-LC family, against its clients' own counts (needs root):
 //! full and resumed handshakes of TLS 1.3 and 1.2, the key exchange split into key generation and
 //! derivation, the hybrid group AWS-LC prefers, abandoned handshakes, no probe entry single-stepped.
@@ -10,7 +10,7 @@ use common::*;
 /// One nginx on AWS-LC with an ECDSA P-256 certificate and both kinds of resumption.
 fn start(scratch: &Scratch) -> (Nginx, u32) {
     let nginx = Nginx::start_binary(
-        nginx_aws_lc(),
+        &nginx_aws_lc(),
         &scratch.path("nginx"),
         &["--cert", "ecdsa-p256", "--session-cache", "on", "--tickets", "on"],
     );

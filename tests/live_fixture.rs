@@ -164,10 +164,28 @@ fn boringssl_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu(
         return;
     }
     let scratch = Scratch::new("fixture-boringssl");
+    check_handshake_fixture(&build_rust_example("boring-ops"), "boringssl", &scratch, &[]);
+}
+
+/// AWS-LC's fixture (tests/fixtures/bssl_handshakes.c built against AWS-LC's libssl): the same handshakes as
+/// BoringSSL's, through AWS-LC's bssl:: internals, with both certificate keys.
+#[test]
+fn aws_lc_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu() {
+    if !require_root("aws_lc_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu") {
+        return;
+    }
+    let scratch = Scratch::new("fixture-aws-lc");
+    let bin = aws_lc_fixture();
+    check_handshake_fixture(&bin, "aws-lc", &scratch, &[]);
+    check_handshake_fixture(&bin, "aws-lc", &scratch, &["--derive", "p256", "--sign", "p256"]);
+}
+
+/// A fixture of whole handshakes (`library`'s) in exact mode: every server and client handshake and every
+/// signature counted, none single-stepped, and the signature's CPU within ±10% of the fixture's own clock.
+fn check_handshake_fixture(bin: &std::path::Path, library: &str, scratch: &Scratch, args: &[&str]) {
     let n = SIGNS.to_string();
-    let bin = build_rust_example("boring-ops");
-    let (truth, r, summary) = profile_fixture_with(&bin, &scratch, None, &[&n], None);
-    assert_eq!(truth["library"], "boringssl");
+    let (truth, r, summary) = profile_fixture_with(bin, scratch, None, &[args, &[&n]].concat(), None);
+    assert_eq!(truth["library"], library);
     assert_eq!(truth["handshakes"], SIGNS);
     assert_eq!(handshakes_of(&r, "server"), SIGNS, "{summary}");
     assert_eq!(handshakes_of(&r, "client"), SIGNS, "{summary}");
@@ -177,6 +195,10 @@ fn boringssl_fixture_handshakes_and_signatures_counted_exactly_with_fixture_cpu(
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
     let ours = f(&stage(&r, "sign")["cpu_us_per_call"]);
     let theirs = f(&truth["sign_cpu_us"]) + f(&truth["clock_cost_us"]);
+    eprintln!(
+        "{library} {args:?}: sign tlsprof {ours:.1} µs vs fixture {theirs:.1} µs ({} µs unprobed)",
+        truth["unprobed_sign_cpu_us"]
+    );
     assert!(
         within(ours, theirs, 0.10),
         "sign: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({} µs in its unprobed twin)\n{summary}",

@@ -207,16 +207,18 @@ def accuracy_lines(data):
     lines += [twin_line(f"rustls {row['name']} within ±10% of its fixture (unprobed twin), made as a rustls "
                         f"handshake makes it", row["err_fixture"], row["ours"], row["unprobed"])
               for row in accuracy_rows(data, "rustls") if row["ours"]]
-    for row in accuracy_rows(data, "boringssl"):
-        if not row["ours"]:
-            continue
-        if row["name"].startswith("server handshake"):
-            # A handshake's probes cost it more than their calibrated hits (the README's Limits): shown.
-            lines.append((f"Accuracy: BoringSSL {row['name']}, CPU per handshake against its fixture (unprobed twin; "
-                          f"shown, not judged)", twin_text(row["err_fixture"], row["ours"], row["unprobed"]), "–"))
-        else:
-            lines.append(twin_line(f"BoringSSL {row['name']} within ±10% of its fixture (unprobed twin), in a "
-                                   f"handshake", row["err_fixture"], row["ours"], row["unprobed"]))
+    for library, name in (("boringssl", "BoringSSL"), ("aws-lc", "AWS-LC")):
+        for row in accuracy_rows(data, library):
+            if not row["ours"]:
+                continue
+            if row["name"].startswith("server handshake"):
+                # A handshake's probes cost it more than their calibrated hits (the README's Limits): shown.
+                lines.append((f"Accuracy: {name} {row['name']}, CPU per handshake against its fixture (unprobed "
+                              f"twin; shown, not judged)", twin_text(row["err_fixture"], row["ours"], row["unprobed"]),
+                              "–"))
+            else:
+                lines.append(twin_line(f"{name} {row['name']} within ±10% of its fixture (unprobed twin), in a "
+                                       f"handshake", row["err_fixture"], row["ours"], row["unprobed"]))
     return lines
 
 

@@ -56,8 +56,9 @@ def parse_args(argv):
                         "cargo) under full handshakes from `openssl s_time -new`: the boring_full workload; and "
                         "BoringSSL's ground-truth fixture (examples/rust/boring-ops)")
     p.add_argument("--aws-lc", action="store_true",
-                   help="also measure two nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh) under full "
-                        "handshakes from `openssl s_time -new`: the aws_lc_full workload")
+                   help="also measure two nginx built against AWS-LC (scripts/build-aws-lc.sh) under full "
+                        "handshakes from `openssl s_time -new`: the aws_lc_full workload; and AWS-LC's ground-truth "
+                        "fixture (tests/fixtures/bssl_handshakes.c, built against it)")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, no long recording, "
                         f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")

@@ -14,7 +14,7 @@ OPERATIONS = [
 ]
 
 
-# BoringSSL's fixture makes whole handshakes, the others operations: (operation, fixture run, kind).
+# BoringSSL's and AWS-LC's fixtures make whole handshakes, the others operations: (operation, fixture run, kind).
 BORING_OPERATIONS = [
     ("RSA-2048 sign", ("x25519", "rsa2048"), "sign", None),
     ("ECDSA P-256 sign", ("p256", "p256"), "sign", None),
@@ -22,13 +22,16 @@ BORING_OPERATIONS = [
     ("server handshake, P-256 + ECDSA P-256", ("p256", "p256"), "handshake", None),
 ]
 # The two kinds of operation each library's fixture times (their initials in its op log).
-FIXTURE_KINDS = {"openssl": ("derive", "sign"), "rustls": ("derive", "sign"), "boringssl": ("handshake", "sign")}
+FIXTURE_KINDS = {"openssl": ("derive", "sign"), "rustls": ("derive", "sign"), "boringssl": ("handshake", "sign"),
+                 "aws-lc": ("handshake", "sign")}
+HANDSHAKE_FIXTURES = ("boringssl", "aws-lc")
 # Probed calls inside a fixture's clock window that tlsprof's function table leaves out: aws-lc-rs queries a
 # signature's length with a first EVP_DigestSign call inside the `Signer::sign` the rustls fixture times.
 UNCOUNTED_CALLS = {("rustls", "sign"): 1}
 # Where the probed function encloses the fixture's window (bssl::ssl_private_key_sign around the private-key
-# method the BoringSSL fixture times), its clock's reads outside the window (`clock_cost_us`) are the function's.
-ENCLOSING = {("boringssl", "sign")}
+# method the BoringSSL and AWS-LC fixtures time), its clock's reads outside the window (`clock_cost_us`) are the
+# function's.
+ENCLOSING = {("boringssl", "sign"), ("aws-lc", "sign")}
 
 
 def fixture_library(run):
@@ -122,7 +125,7 @@ def accuracy_rows(data, library="openssl"):
     (OpenSSL) as `openssl speed` does (each run against its own twin, interleaved), and against `openssl speed`
     itself, which runs apart from the fixture's calls."""
     rows = []
-    for name, (d, s), stage, speed_key in (BORING_OPERATIONS if library == "boringssl" else OPERATIONS):
+    for name, (d, s), stage, speed_key in (BORING_OPERATIONS if library in HANDSHAKE_FIXTURES else OPERATIONS):
         runs = [r for r in data["accuracy"]
                 if (r["derive_alg"], r["sign_alg"]) == (d, s) and fixture_library(r) == library]
         recs = [r for r in runs if not r.get("as_speed")]

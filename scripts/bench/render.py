@@ -320,6 +320,7 @@ def render(data, template=None):
     bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
     rustls_rows, boring_rows = accuracy_rows(data, "rustls"), accuracy_rows(data, "boringssl")
+    aws_lc_rows = accuracy_rows(data, "aws-lc")
     values = {
         "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
         "started": data.get("started", "?"), "finished": data.get("finished", "?"),
@@ -355,6 +356,8 @@ def render(data, template=None):
         "accuracy_rustls_table": fixture_table(rustls_rows),
         "accuracy_boringssl": any(r["ours"] for r in boring_rows),
         "accuracy_boringssl_table": fixture_table(boring_rows),
+        "accuracy_aws_lc": any(r["ours"] for r in aws_lc_rows),
+        "accuracy_aws_lc_table": fixture_table(aws_lc_rows),
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),

@@ -17,14 +17,14 @@ import time
 
 from . import bpfstats
 from .common import CLK_TCK, REPO, BenchError, log, med
-from .figures import FIXTURE_KINDS, ops_in_windows
+from .figures import FIXTURE_KINDS, HANDSHAKE_FIXTURES, ops_in_windows
 from .machine import facts
 from .processes import Child, LineWatcher, run_text
 from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
 from .serve import serve_run
 from .settings import settings_of
-from .twins import (GoServer, Nginx, RustServer, build_go, build_nginx_aws_lc, build_rust_example, go_tool,
+from .twins import (GoServer, Nginx, RustServer, build_go, build_aws_lc, build_rust_example, go_tool,
                     paired_overhead, pin_twins, twin_figures, worker_counters)
 from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
                         run_load, start_full, wait_clients)
@@ -70,7 +70,7 @@ class Bench:
         self.boring_twins = []
         self.aws_lc_twins = []
         # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops,
-        # with --boring boring-ops.
+        # with --boring boring-ops, with --aws-lc tests/fixtures/bssl_handshakes.c built against AWS-LC.
         self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
@@ -119,6 +119,8 @@ class Bench:
             self.fixtures["rustls"] = build_rust_example("rustls-ops")
         if self.args.boring:
             self.fixtures["boringssl"] = build_rust_example("boring-ops")
+        if self.args.aws_lc:
+            self.fixtures["aws-lc"] = build_aws_lc()[1]
 
     # -- one overhead run
     def overhead_run(self, rnd, workload, condition, profiled):
@@ -196,8 +198,8 @@ class Bench:
     def fixture_run(self, rnd, library, derive_alg, sign_alg, as_speed):
         """tlsprof on the ground-truth fixture of `library`; it times each operation itself, probed and in its
         unprobed twin in turn."""
-        # BoringSSL's fixture makes whole handshakes (one signature each); the others, operations.
-        counts = ([self.args.fixture_handshakes[(derive_alg, sign_alg)]] if library == "boringssl" else
+        # BoringSSL's and AWS-LC's fixtures make whole handshakes (one signature each); the others, operations.
+        counts = ([self.args.fixture_handshakes[(derive_alg, sign_alg)]] if library in HANDSHAKE_FIXTURES else
                   self.args.fixture_ops[(derive_alg, sign_alg)])
         kinds = FIXTURE_KINDS[library]
         tag = f"{library}-{derive_alg}-{sign_alg}{'-as-speed' if as_speed else ''}"
@@ -367,7 +369,7 @@ class Bench:
                         twin.start()
                     pin_twins(twins)
             if a.aws_lc:
-                executable = build_nginx_aws_lc()
+                executable = build_aws_lc()[0]
                 self.aws_lc_twins = [Nginx(self.scratch, "A", executable), Nginx(self.scratch, "B", executable)]
                 for twin in self.aws_lc_twins:
                     twin.start()
@@ -395,7 +397,7 @@ class Bench:
                     for derive_alg, sign_alg in a.fixture_ops:
                         for as_speed in (False, True):
                             self.fixture_run(rnd, "openssl", derive_alg, sign_alg, as_speed)
-                        for library in ("rustls", "boringssl"):
+                        for library in ("rustls", "boringssl", "aws-lc"):
                             if library in self.fixtures:
                                 self.fixture_run(rnd, library, derive_alg, sign_alg, False)
                     self.speed_run(rnd)

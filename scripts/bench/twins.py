@@ -31,13 +31,15 @@ def nginx_libraries():
     return libs
 
 
-def build_nginx_aws_lc():
-    """nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh, kept in target/ as the tests keep it)."""
-    out = run_text([os.path.join(REPO, "scripts/build-nginx-aws-lc.sh"), os.path.join(REPO, "target/nginx-aws-lc")],
+def build_aws_lc():
+    """AWS-LC, nginx built against it and the AWS-LC fixture (scripts/build-aws-lc.sh, kept in target/ as the
+    tests keep them): (nginx, fixture)."""
+    out = run_text([os.path.join(REPO, "scripts/build-aws-lc.sh"), os.path.join(REPO, "target/nginx-aws-lc")],
                    timeout=1200)
     if out.returncode != 0:
-        raise BenchError(f"build-nginx-aws-lc.sh: {out.stderr.strip()[-300:]}")
-    return out.stdout.strip()
+        raise BenchError(f"build-aws-lc.sh: {out.stderr.strip()[-300:]}")
+    nginx, fixture = out.stdout.split()
+    return nginx, fixture
 
 
 class Nginx:

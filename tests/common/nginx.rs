@@ -63,17 +63,27 @@ impl Drop for Nginx {
     }
 }
 
-/// nginx built against AWS-LC (scripts/build-nginx-aws-lc.sh), once per test run; kept in target/ between runs.
-pub fn nginx_aws_lc() -> &'static Path {
+/// AWS-LC's build (scripts/build-aws-lc.sh), once per test run; kept in target/ between runs.
+fn aws_lc_build() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let out =
-            run(Command::new(repo().join("scripts/build-nginx-aws-lc.sh")).arg(repo().join("target/nginx-aws-lc")));
+        let dir = repo().join("target/nginx-aws-lc");
+        let out = run(Command::new(repo().join("scripts/build-aws-lc.sh")).arg(&dir));
         assert!(
             out.status.success(),
-            "build-nginx-aws-lc.sh: {}",
+            "build-aws-lc.sh: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        dir
     })
+}
+
+/// nginx built against AWS-LC.
+pub fn nginx_aws_lc() -> PathBuf {
+    aws_lc_build().join("nginx")
+}
+
+/// The AWS-LC ground-truth fixture (tests/fixtures/bssl_handshakes.c built against AWS-LC).
+pub fn aws_lc_fixture() -> PathBuf {
+    aws_lc_build().join("bssl_handshakes")
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds nginx against AWS-LC's libssl and libcrypto, linked in with their symbols, as nginx's AWS-LC users
-# build it: nginx's source from Debian's archive (the release Debian 12 ships, checked against the archive's
-# checksum), AWS-LC's from the aws-lc-sys crate that examples/rust/rustls-server locks (its vendored tree
-# holds libssl too). Prints the executable; a second run with the same sources reuses it.
+# Builds AWS-LC's libssl and libcrypto, then nginx against them, linked in with their symbols, as nginx's AWS-LC
+# users build it, and the AWS-LC ground-truth fixture (tests/fixtures/bssl_handshakes.c): nginx's source from
+# Debian's archive (the release Debian 12 ships, checked against the archive's checksum), AWS-LC's from the
+# aws-lc-sys crate that examples/rust/rustls-server locks (its vendored tree holds libssl too). Writes OUT_DIR/nginx
+# and OUT_DIR/bssl_handshakes and prints their paths; a second run with the same sources reuses AWS-LC and nginx.
 set -euo pipefail
 
-die() { echo "build-nginx-aws-lc: $*" >&2; exit 1; }
+die() { echo "build-aws-lc: $*" >&2; exit 1; }
 (($# == 1)) || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 
 nginx_version=1.22.1
@@ -24,9 +25,18 @@ manifest=$(cargo metadata --locked --format-version 1 \
 aws_lc=$(dirname "$manifest")/aws-lc
 [[ -f $aws_lc/ssl/CMakeLists.txt ]] || die "no AWS-LC libssl source in $aws_lc"
 
+# The fixture is one file, built each time: its source changes more often than the libraries.
+fixture() {
+  cc -O2 -Wall -Wextra -I"$aws_lc/include" -o "$out/bssl_handshakes" "$repo/tests/fixtures/bssl_handshakes.c" \
+    "$out/aws-lc/ssl/libssl.a" "$out/aws-lc/crypto/libcrypto.a" -lstdc++ -lpthread 2>"$out/fixture.log" \
+    || die "the fixture did not build: $(tail -n 5 "$out/fixture.log")"
+  echo "$out/nginx"
+  echo "$out/bssl_handshakes"
+}
+
 stamp="nginx $nginx_version with $(basename "$(dirname "$manifest")")"
 if [[ -x $out/nginx && $(cat "$out/stamp" 2>/dev/null) == "$stamp" ]]; then
-  echo "$out/nginx"
+  fixture
   exit 0
 fi
 rm -f "$out/nginx" "$out/stamp"
@@ -53,4 +63,4 @@ tar -xzf "$tarball" -C "$out"
 ) || die "nginx did not build against AWS-LC: $(grep -m3 -iE 'error' "$out/nginx.log" || tail -n 5 "$out/nginx.log")"
 cp "$out/nginx-$nginx_version/objs/nginx" "$out/nginx"
 echo "$stamp" >"$out/stamp"
-echo "$out/nginx"
+fixture
