@@ -873,6 +873,13 @@ int stage_exit(struct pt_regs *ctx)
 	if (probes_paused())
 		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (flags & FF_SSL_RET) {
+		note_conn_fact(PT_REGS_RC(ctx), tgid, FF_SSL_ARG | (flags & FF_CONN_START));
+		/* A connection starts between handshake calls, never inside one. */
+		if (ts)
+			ts->settled_epoch = probe_epoch;
+		return 0;
+	}
 	if (!ts)
 		return 0;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. A step of a

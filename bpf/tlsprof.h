@@ -86,6 +86,10 @@ enum tlsprof_func_flags {
 	 * address FF_CONN_CURRENT will give: its work is kept for the thread (under FIRST_FLIGHT_KEY | tid) and
 	 * joins the connection of the thread's next FF_CONN_CURRENT call that has done no work yet. */
 	FF_FIRST_FLIGHT = 1 << 23,
+	/* The connection is the function's result (SSL_new), read by its return probe, its only one: with
+	 * FF_CONN_START, a connection starts on the SSL * returned. Where a library's SSL_free cannot be found
+	 * (a build without symbols), a reused address still starts anew. */
+	FF_SSL_RET = 1 << 24,
 };
 
 /* The connection key a client's first flight is kept under until its connection is known: no address. */
@@ -123,13 +127,13 @@ enum tlsprof_stage_rules {
 };
 
 /* Attach cookie layout, low bits first: function id (16 bits) | stage (8) | 1-based argument that is NULL
- * for a length query (8) | flags (24) | site (8: enum tlsprof_site). User space packs cookies with these
+ * for a length query (8) | flags (28) | site (4: enum tlsprof_site). User space packs cookies with these
  * shifts (src/catalogue). */
 enum tlsprof_cookie_shift {
 	COOKIE_STAGE_SHIFT = 16,
 	COOKIE_NULL_ARG_SHIFT = 24,
 	COOKIE_FLAGS_SHIFT = 32,
-	COOKIE_SITE_SHIFT = 56,
+	COOKIE_SITE_SHIFT = 60,
 };
 
 /* Where in its function a probe sits. */
@@ -142,8 +146,8 @@ enum tlsprof_site {
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))
 #define COOKIE_NULL_ARG(c) ((__u8)(((c) >> COOKIE_NULL_ARG_SHIFT) & 0xff))
-#define COOKIE_FLAGS(c) ((__u32)(((c) >> COOKIE_FLAGS_SHIFT) & 0xffffff))
-#define COOKIE_SITE(c) ((__u8)(((c) >> COOKIE_SITE_SHIFT) & 0xff))
+#define COOKIE_FLAGS(c) ((__u32)(((c) >> COOKIE_FLAGS_SHIFT) & 0xfffffff))
+#define COOKIE_SITE(c) ((__u8)(((c) >> COOKIE_SITE_SHIFT) & 0xf))
 
 /* Call-tree node: the path of function ids from the outermost stage frame down. */
 struct tree_key {

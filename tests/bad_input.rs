@@ -155,25 +155,12 @@ fn process_on_stripped_rustls_is_named_not_profiled() {
     assert_stripped_server_named("rustls-server", "runs rustls 0.23.");
 }
 
-#[test]
-fn process_on_stripped_boringssl_is_named_not_profiled() {
-    if !require_root("process_on_stripped_boringssl_is_named_not_profiled") {
-        return;
-    }
-    assert_stripped_server_named("boring-server", "BoringSSL");
-}
-
 /// examples/rust/`server` stripped of its symbols: one line naming what it runs (`runs`), and why it is not
 /// profiled.
 fn assert_stripped_server_named(server: &str, runs: &str) {
     let scratch = Scratch::new(&format!("bad_input_stripped_{server}"));
     let (cert, key) = self_signed_cert(&scratch);
-    let stripped = scratch.path(&format!("{server}-stripped"));
-    let out = run(Command::new("strip")
-        .arg("-o")
-        .arg(&stripped)
-        .arg(build_rust_example(server)));
-    assert!(out.status.success(), "strip: {}", String::from_utf8_lossy(&out.stderr));
+    let stripped = stripped_copy(&build_rust_example(server), &scratch);
     let mut server = Command::new(&stripped)
         .arg(cert)
         .arg(key)

@@ -2,10 +2,16 @@
 //! Live: a server on BoringSSL with its symbols (examples/rust/boring-server, the boring crate's build)
 //! profiled as its own family, against its clients' own counts (needs root): full and resumed handshakes of
 //! TLS 1.3 and 1.2, the key exchange split into key generation and derivation, abandoned handshakes, no probe
-//! entry single-stepped.
+//! entry single-stepped. The same server stripped of its symbols, its functions located by their error sites.
 mod common;
 
+use std::collections::HashMap;
+
 use common::*;
+use object::{Object, ObjectSymbol};
+use tlsprof::catalogue::families::boringssl::{BORINGSSL, ROWS};
+use tlsprof::catalogue::families::Family;
+use tlsprof::record::error_sites::{locate, ErrorSites};
 
 #[test]
 fn boringssl_full_and_resumed_handshakes_are_counted_exactly() {
@@ -109,4 +115,95 @@ fn boringssl_client_handshakes_the_server_hangs_up_on_are_abandoned() {
     assert_eq!(handshakes_of(&r, "total"), 0, "{summary}");
     assert_eq!(calls_of(&r, "X25519_keypair"), u64::from(CONNECTIONS), "{summary}");
     assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+}
+
+/// boring-server stripped of its symbols, as Envoy and Bun ship BoringSSL: the catalogue's functions located by
+/// the source lines where they raise errors are those its symbols name, at the same addresses.
+#[test]
+fn stripped_boringssl_functions_are_located_where_their_symbols_say() {
+    let scratch = Scratch::new("live_boringssl_located");
+    let built = build_rust_example("boring-server");
+    let stripped = stripped_copy(&built, &scratch);
+    let sites = ErrorSites::read(&stripped).expect("the stripped copy has BoringSSL's error sites");
+    let wanted: Vec<&str> = ROWS.iter().map(|r| r.symbol).collect();
+    let located = locate(&BORINGSSL.site_tables()[0], &sites, &wanted).expect("the table is of its revision");
+    let data = std::fs::read(&built).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+    let by_symbol: HashMap<String, u64> = elf
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .filter_map(|s| {
+            let raw = s.name().ok()?;
+            let name = cpp_demangle::Symbol::new(raw)
+                .ok()
+                .and_then(|d| d.demangle_with_options(&options).ok())
+                .unwrap_or_else(|| raw.to_string());
+            Some((name, s.address()))
+        })
+        .collect();
+    for l in &located {
+        assert_eq!(
+            by_symbol.get(l.name),
+            Some(&l.addr),
+            "{} located at {:#x}",
+            l.name,
+            l.addr
+        );
+    }
+    let names: Vec<&str> = located.iter().map(|l| l.name).collect();
+    let missed: Vec<&str> = wanted
+        .iter()
+        .filter(|w| by_symbol.contains_key(**w) && !names.contains(w))
+        .copied()
+        .collect();
+    eprintln!(
+        "located {} of the catalogue's functions: {names:?}; not located: {missed:?}",
+        names.len()
+    );
+    // What counting and timing a server's handshakes takes: the handshake, a connection's start, the role,
+    // the signature.
+    for needed in [
+        "SSL_do_handshake",
+        "SSL_new",
+        "bssl::ssl_parse_clienthello_tlsext",
+        "bssl::ssl_private_key_sign",
+    ] {
+        assert!(names.contains(&needed), "{needed} not located: {names:?}");
+    }
+}
+
+/// The stripped server profiled: its handshakes, full and resumed, counted as its clients saw them, every
+/// signature counted, no probe entry single-stepped, and the library said to be located by its error sites.
+#[test]
+fn stripped_boringssl_handshakes_are_counted_as_its_clients_saw() {
+    if !require_root("stripped_boringssl_handshakes_are_counted_as_its_clients_saw") {
+        return;
+    }
+    let scratch = Scratch::new("live_boringssl_stripped");
+    let stripped = stripped_copy(&build_rust_example("boring-server"), &scratch);
+    let (server, port) = start_server_binary(&stripped, &scratch, &[]);
+    for tls in ["1.3", "1.2"] {
+        let recording = scratch.path(&format!("tls{tls}.tlsprof"));
+        let (client, summary, r) = record_while(server.pid(), &recording, || resume_clients(port, 100, tls));
+        eprintln!("TLS {tls}: client {client}\n{summary}");
+        let (connections, reused) = assert_counts_as_clients_saw(&client, &r, "server", &summary);
+        assert!(connections > reused && reused > 0, "{summary}");
+        assert_eq!(
+            calls_of(&r, "bssl::ssl_private_key_sign"),
+            connections - reused,
+            "{summary}"
+        );
+        let lib = &r["libraries"][0];
+        assert_eq!(
+            (&lib["family"], &lib["symbols"]),
+            (&"boringssl".into(), &"error_sites".into()),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("functions located by the source lines of their errors"),
+            "{summary}"
+        );
+        assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
+    }
 }

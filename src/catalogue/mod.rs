@@ -52,6 +52,7 @@ pub const HS_STEP: u32 = ff::FF_HS_STEP as u32;
 pub const HS_FINISH: u32 = ff::FF_HS_FINISH as u32;
 pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
+pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -196,10 +197,10 @@ mod tests {
         assert_eq!(c & 0xffff, 513);
         assert_eq!((c >> 16) & 0xff, u64::from(Stage::Derive.id()));
         assert_eq!((c >> 24) & 0xff, 2);
-        assert_eq!((c >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP));
-        assert_eq!(c >> 56, 0);
+        assert_eq!((c >> 32) & 0xfff_ffff, u64::from(PRIVATE_KEY_OP));
+        assert_eq!(c >> 60, 0);
         let stepped = cookie(513, r, Calls::Native, true, false, Site::Entry);
-        assert_eq!((stepped >> 32) & 0xff_ffff, u64::from(PRIVATE_KEY_OP | STEPPED));
+        assert_eq!((stepped >> 32) & 0xfff_ffff, u64::from(PRIVATE_KEY_OP | STEPPED));
         let exit = cookie(
             7,
             find(go::ROWS, "crypto/ecdsa.(*PrivateKey).Sign"),
@@ -208,9 +209,9 @@ mod tests {
             false,
             Site::Exit,
         );
-        assert_eq!(exit >> 56, 1);
+        assert_eq!(exit >> 60, 1);
         assert_eq!(
-            (exit >> 32) & 0xff_ffff,
+            (exit >> 32) & 0xfff_ffff,
             u64::from(PRIVATE_KEY_OP | SIG_RESULT | GO_ABI)
         );
         let end = cookie(
@@ -221,8 +222,8 @@ mod tests {
             false,
             Site::Entry,
         );
-        assert_eq!((end >> 32) & 0xff_ffff, u64::from(G_END | GO_ABI));
-        assert_eq!(end >> 56, 0);
+        assert_eq!((end >> 32) & 0xfff_ffff, u64::from(G_END | GO_ABI));
+        assert_eq!(end >> 60, 0);
     }
 
     #[test]
@@ -252,6 +253,7 @@ mod tests {
             HS_FINISH,
             FATAL_ALERT,
             FIRST_FLIGHT,
+            SSL_RET,
         ];
         let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
         let mut seen = 0;

@@ -13,7 +13,7 @@ mod status;
 
 use std::time::Duration;
 
-pub use discovery::targets;
+pub use discovery::{error_sites, targets};
 pub use handshakes::hello::HelloCapture;
 pub use session::{record, serve, Snapshots};
 pub use stacks::samples::MAX_STACK_BYTES;

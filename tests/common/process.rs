@@ -120,3 +120,12 @@ pub fn pin(pid: u32, cpu: usize) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A copy of `binary` stripped of its symbols (binutils' strip), in `scratch`.
+pub fn stripped_copy(binary: &std::path::Path, scratch: &Scratch) -> std::path::PathBuf {
+    let name = binary.file_name().unwrap().to_string_lossy();
+    let stripped = scratch.path(&format!("{name}-stripped"));
+    let out = run(Command::new("strip").arg("-o").arg(&stripped).arg(binary));
+    assert!(out.status.success(), "strip: {}", String::from_utf8_lossy(&out.stderr));
+    stripped
+}

@@ -2,7 +2,7 @@
 //! Rust targets: examples/rust/ built once into target/examples (cargo keeps the build between runs).
 
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -36,8 +36,15 @@ pub fn start_rust_server(name: &str, scratch: &Scratch) -> (Running, u16) {
 
 /// The same with `args` after the certificate and key (rustls-server's provider).
 pub fn start_rust_server_with(name: &str, scratch: &Scratch, args: &[&str]) -> (Running, u16) {
+    start_server_binary(&build_rust_example(name), scratch, args)
+}
+
+/// A TLS server of examples/rust (`binary`: its build, or a copy) on a fresh ECDSA P-256 certificate, and the
+/// port it prints.
+pub fn start_server_binary(binary: &Path, scratch: &Scratch, args: &[&str]) -> (Running, u16) {
+    let name = binary.display();
     let (cert, key) = self_signed_cert(scratch);
-    let mut child = Command::new(build_rust_example(name))
+    let mut child = Command::new(binary)
         .arg(cert)
         .arg(key)
         .args(args)

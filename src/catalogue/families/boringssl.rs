@@ -5,16 +5,18 @@
 //! are its C++ internals, matched by their names demangled without parameters (Naming::Demangled):
 //! `bssl::ssl_private_key_sign` signs, the key shares' `Generate`/`Encap`/`Decap` make the key exchange,
 //! `bssl::tls13_derive_*` the key schedule. A file counts as BoringSSL only with those internals: its public
-//! names alone are OpenSSL's, and a stripped BoringSSL is named, not profiled (families/unsupported.rs).
+//! names alone are OpenSSL's. A stripped BoringSSL of a revision with a table in bssl_sites/ has its functions
+//! located by their error sites (record/discovery/error_sites.rs); any other is named, not profiled
+//! (families/unsupported.rs).
 
-use super::{Calls, Family, Flavor, Naming, Symbols};
+use super::{Calls, Family, Flavor, Naming, SiteTable, Symbols};
 use crate::catalogue::causes::Cause::*;
 use crate::catalogue::causes::{user, CauseRow};
 use crate::catalogue::Origin::{Internal, Public};
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    fact, frequent, internal_fact, row, Row, CLIENT, CONN_END, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
-    SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG,
+    fact, frequent, internal_fact, row, Row, CLIENT, CONN_END, CONN_START, IO_DRIVER, PEER_CERT_CHECK, PRIVATE_KEY_OP,
+    SERVER, SIG_LEN_ARG, SIG_LEN_PTR, SSL_ARG, SSL_RET,
 };
 
 /// BoringSSL or a library built from it: the rows and causes are one, the name and version its own.
@@ -26,6 +28,8 @@ pub struct BoringSsl {
     /// tells its libssl from BoringSSL's), unless the family has no version string of its own.
     version: fn(&[u8]) -> Option<String>,
     version_required: bool,
+    /// Its error sites by revision, for builds without symbols.
+    site_tables: &'static [SiteTable],
 }
 
 pub static BORINGSSL: BoringSsl = BoringSsl {
@@ -35,6 +39,10 @@ pub static BORINGSSL: BoringSsl = BoringSsl {
     // BoringSSL has no version of its own; the boring crate that built it has.
     version: |bytes| super::unsupported::crate_version(bytes, "boring").map(|v| format!("BoringSSL (the {v} crate)")),
     version_required: false,
+    site_tables: &[SiteTable {
+        name: "the boring 4.22.0 crate's BoringSSL",
+        rows: include_str!("bssl_sites/boring-4.22.0.tsv"),
+    }],
 };
 
 pub static AWS_LC: BoringSsl = BoringSsl {
@@ -43,6 +51,7 @@ pub static AWS_LC: BoringSsl = BoringSsl {
     own_code: "AWS-LC's",
     version: aws_lc_version,
     version_required: true,
+    site_tables: &[],
 };
 
 /// "AWS-LC 5.12.0", as its version string (`OpenSSL_version`) writes it.
@@ -100,6 +109,7 @@ impl Family for BoringSsl {
             Symbols::Internal => "its bssl:: internals visible",
             Symbols::Exported => "public API only",
             Symbols::None => "none of its functions",
+            Symbols::ErrorSites => super::LOCATED_BY_ERROR_SITES,
         }
     }
     fn own_code(&self) -> &'static str {
@@ -115,7 +125,16 @@ impl Family for BoringSsl {
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[("SSL_read", Read), ("SSL_write", Write)]
     }
+    fn site_tables(&self) -> &'static [SiteTable] {
+        self.site_tables
+    }
+    fn located_only(&self) -> &'static [&'static str] {
+        LOCATED_ONLY
+    }
 }
+
+/// Rows for builds without symbols only (ROWS says why).
+const LOCATED_ONLY: &[&str] = &["SSL_new", "bssl::ssl_parse_clienthello_tlsext"];
 
 /// BoringSSL's own C++ function (the `bssl::` namespace).
 const fn bssl(symbol: &'static str, stage: Stage, flags: u32) -> Row {
@@ -133,6 +152,11 @@ pub const ROWS: &[Row] = &[
     // handshake call; a server is told by work only servers do (SERVER below), a client by its ClientHello.
     internal_fact("bssl::ssl_add_client_hello", CLIENT),
     fact("SSL_free", SSL_ARG | CONN_END),
+    // In a build without symbols (LOCATED_ONLY), where SSL_free and the key shares cannot be found: a
+    // connection starts on the SSL * SSL_new returns (an address reused after it was freed starts anew), and
+    // a server is told by its parsing the ClientHello's extensions.
+    fact("SSL_new", SSL_RET | CONN_START),
+    internal_fact("bssl::ssl_parse_clienthello_tlsext", SERVER),
     // Key shares: the TLS 1.3 server's Encap makes its key and the shared secret at once (X25519's key pair and
     // exchange, or a curve's Generate and Decap, inside it; for the hybrid groups the KEM's encapsulation too).
     // X25519_keypair is the X25519 key pair wherever a key share's code inlined its Generate.

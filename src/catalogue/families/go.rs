@@ -40,6 +40,7 @@ impl Family for Go {
             Symbols::Internal => "internal handshake functions visible",
             Symbols::Exported => "public API only",
             Symbols::None => "no crypto/tls functions",
+            Symbols::ErrorSites => super::LOCATED_BY_ERROR_SITES,
         }
     }
     fn own_code(&self) -> &'static str {

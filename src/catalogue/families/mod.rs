@@ -83,6 +83,52 @@ pub trait Family: Sync {
     fn ticket_key_names(&self) -> bool {
         false
     }
+    /// Tables of its error sites, one per revision, by which its functions are found in a build without
+    /// symbols (record/discovery/error_sites.rs).
+    fn site_tables(&self) -> &'static [SiteTable] {
+        &[]
+    }
+    /// Rows probed only in a build whose functions were located by their error sites: with its symbols,
+    /// other functions tell the same at less cost.
+    fn located_only(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// The revisions `families` have error-site tables of, for people.
+pub fn site_table_names(families: &[&dyn Family]) -> String {
+    let names: Vec<&str> = families
+        .iter()
+        .flat_map(|f| f.site_tables().iter().map(|t| t.name))
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// What the report says of a file whose functions were located by their error sites.
+pub const LOCATED_BY_ERROR_SITES: &str = "no symbols: functions located by the source lines of their errors";
+
+/// A table of a revision's error sites: each (file, line) its code raises an error at, and the function that
+/// line lies in, from a build of that revision with its symbols (scripts/bssl_sites.rs writes them). A line
+/// of an inlined function lies in each function it was inlined into.
+pub struct SiteTable {
+    /// Which revision, for people ("the boring 4.22.0 crate's BoringSSL").
+    pub name: &'static str,
+    /// `file<TAB>line<TAB>function` lines; `#` starts a comment.
+    pub rows: &'static str,
+}
+
+impl SiteTable {
+    pub fn rows(&self) -> impl Iterator<Item = (&'static str, u32, &'static str)> {
+        self.rows.lines().filter(|l| !l.starts_with('#')).filter_map(|l| {
+            let mut fields = l.split('\t');
+            let (file, line, function) = (fields.next()?, fields.next()?, fields.next()?);
+            Some((file, line.parse().ok()?, function))
+        })
+    }
 }
 
 /// How a file names a family's functions.
@@ -141,6 +187,8 @@ pub enum Symbols {
     Internal,
     /// None of the library's functions: application functions only.
     None,
+    /// No symbols: its functions located by their error sites (Family::site_tables).
+    ErrorSites,
 }
 
 /// The families tlsprof knows, in the order detection tries them: a Go executable is Go's before any

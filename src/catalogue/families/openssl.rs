@@ -51,6 +51,7 @@ impl Family for OpenSsl {
             Symbols::Internal => "internal handshake functions visible",
             Symbols::Exported => "public API only",
             Symbols::None => "no OpenSSL functions",
+            Symbols::ErrorSites => super::LOCATED_BY_ERROR_SITES,
         }
     }
     fn own_code(&self) -> &'static str {

@@ -60,6 +60,7 @@ impl Family for Rustls {
             Symbols::Internal => "its state machine and its crypto provider's functions visible",
             Symbols::Exported => "its crypto provider's functions only",
             Symbols::None => "no rustls functions",
+            Symbols::ErrorSites => super::LOCATED_BY_ERROR_SITES,
         }
     }
     fn own_code(&self) -> &'static str {

@@ -2,6 +2,7 @@
 //! Discovery: the target processes, the files they map, and the TLS code in those files (which family,
 //! which functions, where each probe goes).
 
+pub mod error_sites;
 pub(super) mod gobin;
 pub(super) mod names;
 pub(super) mod objects;

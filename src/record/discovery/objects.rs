@@ -6,6 +6,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::error_sites::{self, ErrorSites};
 use super::gobin::{self, GoBinary};
 use super::{names, prologue};
 use crate::catalogue::families::unsupported::{self, UNSUPPORTED};
@@ -62,7 +63,10 @@ pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family
                     demangled = Some(demangled_functions(path, families)?);
                 }
                 let functions = demangled.as_deref().unwrap_or_default();
-                inspect_demangled(family, path, is_executable, functions)?
+                match inspect_demangled(family, path, is_executable, functions)? {
+                    None => inspect_error_sites(family, path, is_executable)?,
+                    found => found,
+                }
             }
         };
         if found.is_some() {
@@ -152,8 +156,10 @@ fn inspect_demangled(
     functions: &[(&'static str, u64)],
 ) -> Result<Option<TlsObject>> {
     let rows: std::collections::HashMap<&str, &'static Row> = family.rows().iter().map(|r| (r.symbol, r)).collect();
+    let located_only = family.located_only();
     let found: Vec<(&'static Row, u64)> = functions
         .iter()
+        .filter(|(name, _)| !located_only.contains(name))
         .filter_map(|&(name, offset)| rows.get(name).map(|&row| (row, offset)))
         .collect();
     // The C library's names alone (EVP_PKEY_derive) are any OpenSSL's too: the file must define one of the
@@ -167,6 +173,38 @@ fn inspect_demangled(
         .filter_map(|(row, offset)| native_function(&file, row, offset))
         .collect();
     tls_object(family, path, is_executable, functions)
+}
+
+/// The family's functions in a file without their symbols, located by their error sites with one of the
+/// family's site tables (error_sites.rs). None when the file has no error sites of a revision it has a table
+/// of.
+fn inspect_error_sites(family: &'static dyn Family, path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
+    let tables = family.site_tables();
+    // Reading the code takes a while: only a file that names a source file only BoringSSL has is read.
+    if tables.is_empty() || !contains(path, error_sites::MARKER) {
+        return Ok(None);
+    }
+    let Some(sites) = ErrorSites::read(path) else {
+        return Ok(None);
+    };
+    let rows = family.rows();
+    let names: Vec<&str> = rows.iter().map(|r| r.symbol).collect();
+    let Some(located) = tables.iter().find_map(|t| error_sites::locate(t, &sites, &names)) else {
+        return Ok(None);
+    };
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let functions = located
+        .iter()
+        .filter_map(|l| {
+            let row = rows.iter().find(|r| r.symbol == l.name)?;
+            native_function(&file, row, l.file_offset)
+        })
+        .collect();
+    let found = tls_object(family, path, is_executable, functions)?;
+    Ok(found.map(|o| TlsObject {
+        symbols: Symbols::ErrorSites,
+        ..o
+    }))
 }
 
 /// A function of the platform's C convention at `offset` in `file`, probed where prologue.rs says; None when
@@ -288,6 +326,16 @@ pub fn version(family: &dyn Family, path: &Path) -> Option<String> {
     version
 }
 
+/// Whether the file holds `marker` anywhere.
+fn contains(path: &Path, marker: &[u8]) -> bool {
+    let mut found = false;
+    scan(path, marker.len(), |chunk| {
+        found = memchr::memmem::find(chunk, marker).is_some();
+        found
+    });
+    found
+}
+
 /// The TLS libraries tlsprof does not profile yet that the file carries, named with their versions where
 /// the file gives them ("rustls 0.23.46").
 pub fn unsupported_in(path: &Path) -> Vec<String> {
@@ -371,6 +419,8 @@ pub(crate) mod tests {
                 prop_assert!(obj.functions.iter().all(|f| f.file_offset < len));
             }
             version(&OpenSsl, &path);
+            // Its code and .eh_frame as a stripped BoringSSL's are read.
+            error_sites::ErrorSites::read(&path);
             fs::remove_file(&path).unwrap();
         }
     }

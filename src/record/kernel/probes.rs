@@ -169,9 +169,11 @@ impl TargetSet {
                 Some(found) => bail!(
                     "process {} ({}) runs {found} (in its executable) without the function names tlsprof finds it by \
                      (a stripped build): not supported yet (tlsprof profiles {known} by their functions' names, Go's \
-                     from its function table)",
+                     from its function table, and a stripped BoringSSL by the source lines of its errors where it \
+                     has them for its revision: {})",
                     p.pid,
-                    Printable(&p.comm)
+                    Printable(&p.comm),
+                    families::site_table_names(&opts.families)
                 ),
                 None => bail!(
                     "process {} ({}) has no {known} code (none mapped, none linked in): profile the process that terminates TLS",
@@ -391,8 +393,11 @@ impl TargetSet {
                     continue;
                 }
                 let cookie = cookie(f.stepped, Site::Entry);
-                entry.push(f.file_offset, cookie);
-                if f.row.stage.is_some() {
+                // A function whose result is the connection has nothing to tell at entry.
+                if f.row.flags & catalogue::SSL_RET == 0 {
+                    entry.push(f.file_offset, cookie);
+                }
+                if f.row.stage.is_some() || f.row.flags & catalogue::SSL_RET != 0 {
                     ret.push(f.file_offset, cookie);
                 }
             }
