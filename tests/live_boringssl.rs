@@ -174,7 +174,8 @@ fn stripped_boringssl_functions_are_located_where_their_symbols_say() {
 }
 
 /// The stripped server profiled: its handshakes, full and resumed, counted as its clients saw them, every
-/// signature counted, no probe entry single-stepped, and the library said to be located by its error sites.
+/// signature counted, no probe entry single-stepped, and the library said to be located by its error sites;
+/// and a stripped client's, as it saw them.
 #[test]
 fn stripped_boringssl_handshakes_are_counted_as_its_clients_saw() {
     if !require_root("stripped_boringssl_handshakes_are_counted_as_its_clients_saw") {
@@ -206,4 +207,10 @@ fn stripped_boringssl_handshakes_are_counted_as_its_clients_saw() {
         );
         assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
     }
+    // A stripped client of the same crate, resuming: every handshake counted once, as a client.
+    let client = stripped_copy(&build_rust_example("boring-client"), &scratch);
+    let (counts, summary, r) = record_client_binary(&client, port, 100, &scratch);
+    assert_counts_as_clients_saw(&counts, &r, "client", &summary);
+    assert_eq!(r["libraries"][0]["symbols"], "error_sites", "{summary}");
+    assert_eq!(r["probe_stepped_hits"], 0, "{summary}");
 }

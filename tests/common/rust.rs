@@ -67,8 +67,14 @@ pub fn start_server_binary(binary: &Path, scratch: &Scratch, args: &[&str]) -> (
 /// recorded with every hello read from its first connection to its exit: its counts (connections, resumed),
 /// tlsprof's summary and its JSON report.
 pub fn record_rust_client(name: &str, port: u16, count: u32, scratch: &Scratch) -> (Value, String, Value) {
+    record_client_binary(&build_rust_example(name), port, count, scratch)
+}
+
+/// The same with the client's build (or a copy) given.
+pub fn record_client_binary(binary: &Path, port: u16, count: u32, scratch: &Scratch) -> (Value, String, Value) {
+    let name = binary.file_name().unwrap().to_string_lossy();
     let go = scratch.path("go");
-    let client = Command::new(build_rust_example(name))
+    let client = Command::new(binary)
         .args([&port.to_string(), &count.to_string(), "--wait-for"])
         .arg(&go)
         .stdout(Stdio::piped())

@@ -134,7 +134,11 @@ impl Family for BoringSsl {
 }
 
 /// Rows for builds without symbols only (ROWS says why).
-const LOCATED_ONLY: &[&str] = &["SSL_new", "bssl::ssl_parse_clienthello_tlsext"];
+const LOCATED_ONLY: &[&str] = &[
+    "SSL_new",
+    "bssl::ssl_parse_clienthello_tlsext",
+    "bssl::ssl_add_clienthello_tlsext",
+];
 
 /// BoringSSL's own C++ function (the `bssl::` namespace).
 const fn bssl(symbol: &'static str, stage: Stage, flags: u32) -> Row {
@@ -152,11 +156,13 @@ pub const ROWS: &[Row] = &[
     // handshake call; a server is told by work only servers do (SERVER below), a client by its ClientHello.
     internal_fact("bssl::ssl_add_client_hello", CLIENT),
     fact("SSL_free", SSL_ARG | CONN_END),
-    // In a build without symbols (LOCATED_ONLY), where SSL_free and the key shares cannot be found: a
-    // connection starts on the SSL * SSL_new returns (an address reused after it was freed starts anew), and
-    // a server is told by its parsing the ClientHello's extensions.
+    // In a build without symbols (LOCATED_ONLY), where SSL_free, the key shares and ssl_add_client_hello
+    // cannot be found: a connection starts on the SSL * SSL_new returns (an address reused after it was freed
+    // starts anew), a server is told by its parsing the ClientHello's extensions, a client by its adding its
+    // own.
     fact("SSL_new", SSL_RET | CONN_START),
     internal_fact("bssl::ssl_parse_clienthello_tlsext", SERVER),
+    internal_fact("bssl::ssl_add_clienthello_tlsext", CLIENT),
     // Key shares: the TLS 1.3 server's Encap makes its key and the shared secret at once (X25519's key pair and
     // exchange, or a curve's Generate and Decap, inside it; for the hybrid groups the KEM's encapsulation too).
     // X25519_keypair is the X25519 key pair wherever a key share's code inlined its Generate.
