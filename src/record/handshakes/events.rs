@@ -200,12 +200,12 @@ impl Handshakes {
         std::mem::take(&mut self.ticket_keys).into_values().collect()
     }
 
-    /// The current window's handshakes; the next window starts from none.
     /// Whether the current probe window has read ClientHellos.
     pub fn window_read_hellos(&self) -> bool {
         !self.window.hellos.is_empty()
     }
 
+    /// The current window's handshakes; the next window starts from none.
     pub fn take_window(&mut self) -> WindowSeen {
         std::mem::take(&mut self.window)
     }
