@@ -60,9 +60,12 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
             "go_probe",
             "a link on Go code uses another program"
         );
-        let go_abi = u64::from(tlsprof::catalogue::GO_ABI) << 32;
+        let go_abi = u64::from(tlsprof::catalogue::GO_ABI) << tlsprof::catalogue::COOKIE_FLAGS_SHIFT;
         assert!(cookies.iter().all(|c| c & go_abi != 0), "{cookies:?}");
-        assert!(cookies.iter().any(|c| c >> 56 == 1), "no exit site probed");
+        assert!(
+            cookies.iter().any(|c| c >> tlsprof::catalogue::COOKIE_SITE_SHIFT == 1),
+            "no exit site probed"
+        );
     }
 
     let full = go_client(&client, &addr, &["-duration", "4s"], cpus.client);

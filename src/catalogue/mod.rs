@@ -54,6 +54,10 @@ pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
 
+/// Where a probe's cookie keeps the flags above and its site (bpf/tlsprof.h, enum tlsprof_cookie_shift).
+pub const COOKIE_FLAGS_SHIFT: u32 = shift::COOKIE_FLAGS_SHIFT as u32;
+pub const COOKIE_SITE_SHIFT: u32 = shift::COOKIE_SITE_SHIFT as u32;
+
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
 /// rule, so such a derive's secret never names the key exchange.
