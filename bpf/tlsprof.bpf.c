@@ -94,6 +94,10 @@ struct thread_state {
 	/* The time its CPU's run queue had left out of task clocks (rq clock minus rq clock_task: steal and
 	 * interrupt time) when the thread last switched in. */
 	__u64 rq_left_out_in;
+	/* The epoch its clock (running, last_in, task_clock_out, rq_left_out_in) was last kept in: the scheduler
+	 * program skips every switch while the probes are paused, so a clock of an earlier epoch is stale. */
+	__u32 clock_epoch;
+	__u32 pad;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -618,14 +622,29 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 }
 
 /* tid -> its thread_state, made on the thread's first probe hit: the thread is on a CPU now, running it. */
+/* Picks up a thread's clock whose switches went unseen (an earlier epoch, or a new thread), from `now`: it is
+ * on the CPU (a probe hit) or switching in, or else switching out (its task clock then stands still until its
+ * next switch-in). A slice it was in the middle of is not whole: not counted. */
+static __always_inline void clock_pick_up(struct thread_state *ts, bool running, __u64 now)
+{
+	ts->clock_epoch = probe_epoch;
+	ts->running = running;
+	ts->last_in = now;
+	ts->rq_left_out_in = running ? rq_left_out() : 0;
+	ts->task_clock_out = running ? 0 : BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+}
+
 static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now)
 {
 	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
 	__u32 zero = 0;
 	struct thread_state *fresh;
 
-	if (ts)
+	if (ts) {
+		if (ts->clock_epoch != probe_epoch)
+			clock_pick_up(ts, true, now);
 		return ts;
+	}
 	fresh = bpf_map_lookup_elem(&thread_zero, &zero);
 	if (!fresh)
 		return NULL;
@@ -636,8 +655,7 @@ static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)
 		return NULL;
-	ts->last_in = now;
-	ts->running = 1;
+	clock_pick_up(ts, true, now);
 	return ts;
 }
 
@@ -1242,12 +1260,20 @@ static __always_inline void count_slice(struct thread_state *ts, __u64 left_out)
 SEC("tracepoint/sched/sched_switch")
 int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	__u32 prev = ctx->prev_pid, next = ctx->next_pid;
 	struct thread_state *ts;
 
+	/* The clocks are needed only by stage frames, which live while the probes are attached: every switch
+	 * of every thread on the machine comes here, so the rest of the time it costs next to nothing. */
+	if (probes_paused())
+		return 0;
+	now = bpf_ktime_get_ns();
+	/* prev is the current task. */
 	ts = bpf_map_lookup_elem(&threads, &prev);
-	if (ts && ts->running) {
+	if (ts && ts->clock_epoch != probe_epoch) {
+		clock_pick_up(ts, false, now);
+	} else if (ts && ts->running) {
 		__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
 
 		ts->cpu_ns = running_cpu(ts, on_cpu, left_out);
@@ -1255,7 +1281,9 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		count_slice(ts, left_out);
 	}
 	ts = bpf_map_lookup_elem(&threads, &next);
-	if (ts) {
+	if (ts && ts->clock_epoch != probe_epoch) {
+		clock_pick_up(ts, true, now);
+	} else if (ts) {
 		ts->last_in = now;
 		ts->rq_left_out_in = rq_left_out();
 		ts->running = 1;
