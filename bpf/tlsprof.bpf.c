@@ -1146,6 +1146,22 @@ static __always_inline struct thread_state *current_thread(__u32 *tgid)
 	return bpf_map_lookup_elem(&goroutines, &key);
 }
 
+/* A run of one of tlsprof's programs (other than the probes) in target `t`'s thread, begun at `start`: its
+ * run time goes to the target (target_state.own_ns). */
+static __always_inline void charge_own(struct target_state *t, enum tlsprof_own kind, __u64 start)
+{
+	if (!t || kind >= OWN_KINDS)
+		return;
+	__sync_fetch_and_add(&t->own_ns[kind], bpf_ktime_get_ns() - start);
+	__sync_fetch_and_add(&t->own_runs[kind], 1);
+}
+
+/* The target whose thread makes a socket call during hello capture (ts: its state, NULL when none). */
+static __always_inline struct target_state *capture_target(struct thread_state *ts, __u32 tgid)
+{
+	return ts ? bpf_map_lookup_elem(&targets, &tgid) : NULL;
+}
+
 /* From errno.h, which vmlinux.h does not carry: a non-blocking connect under way. */
 #define EINPROGRESS 115
 
@@ -1153,14 +1169,13 @@ static __always_inline struct thread_state *current_thread(__u32 *tgid)
  * these cost the targets next to nothing; every process's calls run them, and return at the map lookup. */
 static __always_inline int count_connection(long ret, bool connecting)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct target_state *target;
+	struct target_state *target = bpf_map_lookup_elem(&targets, &tgid);
 
-	if (!(ret >= 0 || (connecting && ret == -EINPROGRESS)))
-		return 0;
-	target = bpf_map_lookup_elem(&targets, &tgid);
-	if (target)
+	if (target && (ret >= 0 || (connecting && ret == -EINPROGRESS)))
 		__sync_fetch_and_add(&target->connections, 1);
+	charge_own(target, OWN_CONNECTIONS, start);
 	return 0;
 }
 
@@ -1188,30 +1203,34 @@ int on_connect_exit(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_write")
 int on_write(struct trace_event_raw_sys_enter *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts = current_thread(&tgid);
 
 	if (ts)
 		capture_hello(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], false);
+	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int on_writev(struct trace_event_raw_sys_enter *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	struct iovec first;
 	__u32 tgid;
 	struct thread_state *ts = current_thread(&tgid);
 
-	if (!ts || ctx->args[2] == 0 || bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[1]))
-		return 0;
-	capture_hello(tgid, ts, ctx->args[0], (__u64)first.iov_base, first.iov_len, false);
+	if (ts && ctx->args[2] != 0 && bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[1]) == 0)
+		capture_hello(tgid, ts, ctx->args[0], (__u64)first.iov_base, first.iov_len, false);
+	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_read")
 int on_read_enter(struct trace_event_raw_sys_enter *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts = current_thread(&tgid);
 
@@ -1219,20 +1238,23 @@ int on_read_enter(struct trace_event_raw_sys_enter *ctx)
 		ts->read_buf = ctx->args[1];
 		ts->read_fd = ctx->args[0];
 	}
+	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
 int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts = current_thread(&tgid);
 
-	if (!ts || !ts->read_buf)
-		return 0;
-	if (ctx->ret > 0)
-		capture_hello(tgid, ts, ts->read_fd, ts->read_buf, ctx->ret, true);
-	ts->read_buf = 0;
+	if (ts && ts->read_buf) {
+		if (ctx->ret > 0)
+			capture_hello(tgid, ts, ts->read_fd, ts->read_buf, ctx->ret, true);
+		ts->read_buf = 0;
+	}
+	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
 	return 0;
 }
 
@@ -1240,18 +1262,13 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
  * that plus what the run queue left out during it (`left_out`), go to its process (target_state.slices_task_ns,
  * slices_ns). The scheduler has brought prev's sum_exec_runtime and the run queue's clocks up to the same
  * moment before the switch. A slice that began before the thread's state was made is not whole: skipped. */
-static __always_inline void count_slice(struct thread_state *ts, __u64 left_out)
+static __always_inline void count_slice(struct thread_state *ts, struct target_state *t, __u64 left_out)
 {
 	__u64 task_clock = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u64 before = ts->task_clock_out;
-	struct target_state *t;
 
 	ts->task_clock_out = task_clock;
-	if (!before || task_clock < before)
-		return;
-	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t)
+	if (!before || task_clock < before || !t)
 		return;
 	__sync_fetch_and_add(&t->slices_ns, task_clock - before + left_out);
 	__sync_fetch_and_add(&t->slices_task_ns, task_clock - before);
@@ -1261,7 +1278,8 @@ SEC("tracepoint/sched/sched_switch")
 int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 {
 	__u64 now;
-	__u32 prev = ctx->prev_pid, next = ctx->next_pid;
+	__u32 prev = ctx->prev_pid, next = ctx->next_pid, tgid;
+	struct target_state *target = NULL;
 	struct thread_state *ts;
 
 	/* The clocks are needed only by stage frames, which live while the probes are attached: every switch
@@ -1271,14 +1289,18 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	now = bpf_ktime_get_ns();
 	/* prev is the current task. */
 	ts = bpf_map_lookup_elem(&threads, &prev);
-	if (ts && ts->clock_epoch != probe_epoch) {
-		clock_pick_up(ts, false, now);
-	} else if (ts && ts->running) {
-		__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
+	if (ts) {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		target = bpf_map_lookup_elem(&targets, &tgid);
+		if (ts->clock_epoch != probe_epoch) {
+			clock_pick_up(ts, false, now);
+		} else if (ts->running) {
+			__u64 on_cpu = now - ts->last_in, left_out = left_out_since_in(ts, on_cpu);
 
-		ts->cpu_ns = running_cpu(ts, on_cpu, left_out);
-		ts->running = 0;
-		count_slice(ts, left_out);
+			ts->cpu_ns = running_cpu(ts, on_cpu, left_out);
+			ts->running = 0;
+			count_slice(ts, target, left_out);
+		}
 	}
 	ts = bpf_map_lookup_elem(&threads, &next);
 	if (ts && ts->clock_epoch != probe_epoch) {
@@ -1288,6 +1310,7 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		ts->rq_left_out_in = rq_left_out();
 		ts->running = 1;
 	}
+	charge_own(target, OWN_SCHEDULER, now);
 	return 0;
 }
 
@@ -1343,11 +1366,9 @@ static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 	return 0;
 }
 
-SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx)
+/* A CPU sample of target tgid's thread tid: its user stack and the stage frames it is in, to user space. */
+static __always_inline void cpu_sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct thread_state *ts;
 	struct stack_sample *s;
 	struct pt_regs *regs;
@@ -1356,12 +1377,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	long n;
 	int i;
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
-		return 0;
 	count_stat(STAT_SAMPLES);
 	s = bpf_map_lookup_elem(&sample_scratch, &cpu);
 	if (!s)
-		return 0;
+		return;
 	s->tgid = tgid;
 	s->tid = tid;
 	/* x86-64 kernel addresses have the top bit set; user ones never do. */
@@ -1425,6 +1444,19 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	len = len ? ((len - 1) & (TLSPROF_MAX_STACK_BYTES - 1)) + 1 : 0;
 	if (bpf_ringbuf_output(&stacks, s, offsetof(struct stack_sample, stack) + len, BPF_RB_NO_WAKEUP))
 		count_stat(STAT_SAMPLE_DROPS);
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 start = bpf_ktime_get_ns(), pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct target_state *t = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (!t)
+		return 0;
+	cpu_sample(ctx, tgid, (__u32)pid_tgid);
+	charge_own(t, OWN_SAMPLER, start);
 	return 0;
 }
 
@@ -1434,24 +1466,27 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int on_trap_sample(struct bpf_perf_event_data *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct target_state *target = bpf_map_lookup_elem(&targets, &tgid);
 	struct trap_sample *t;
 	long n;
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
+	if (!target)
 		return 0;
 	count_stat(STAT_TRAP_SAMPLES);
 	/* x86-64 kernel addresses have the top bit set; user ones never do. */
-	if ((__s64)ctx->regs.ip >= 0)
-		return 0;
-	t = bpf_ringbuf_reserve(&trap_samples, sizeof(*t), 0);
-	if (!t) {
-		count_stat(STAT_TRAP_SAMPLE_DROPS);
-		return 0;
+	if ((__s64)ctx->regs.ip < 0) {
+		t = bpf_ringbuf_reserve(&trap_samples, sizeof(*t), 0);
+		if (t) {
+			n = bpf_get_stack(ctx, t->kernel_ips, sizeof(t->kernel_ips), 0);
+			t->frames = n > 0 ? n / sizeof(__u64) : 0;
+			t->pad = 0;
+			bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
+		} else {
+			count_stat(STAT_TRAP_SAMPLE_DROPS);
+		}
 	}
-	n = bpf_get_stack(ctx, t->kernel_ips, sizeof(t->kernel_ips), 0);
-	t->frames = n > 0 ? n / sizeof(__u64) : 0;
-	t->pad = 0;
-	bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
+	charge_own(target, OWN_SAMPLER, start);
 	return 0;
 }

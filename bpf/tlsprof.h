@@ -103,6 +103,19 @@ enum tlsprof_target_flags {
 	TARGET_UNFRAMED_WORK = 1 << 1,
 };
 
+/* What runs tlsprof's programs in a target besides its probes (target_state.own_ns). */
+enum tlsprof_own {
+	/* The CPU samplers' interrupts (stacks; the trap sampler while the probes are attached). */
+	OWN_SAMPLER = 0,
+	/* The scheduler's switches of its threads that ran a stage (sched_switch, as one is switched out). */
+	OWN_SCHEDULER = 1,
+	/* Its accept, accept4 and connect calls (the connection counter, attached throughout). */
+	OWN_CONNECTIONS = 2,
+	/* Its socket writes and reads while ServerHellos are captured (--hello-capture windows). */
+	OWN_CAPTURE = 3,
+	OWN_KINDS = 4,
+};
+
 /* Values of the targets map: one per process being profiled. */
 struct target_state {
 	/* Connections the process accepted or opened (accept/accept4/connect returning a socket or
@@ -117,6 +130,11 @@ struct target_state {
 	/* enum tlsprof_target_flags */
 	__u8 flags;
 	__u8 pad[7];
+	/* tlsprof's programs other than the probes, where they run in this process's threads: their run time
+	 * (ns, by the BPF clock, from their first instruction to their last) and their runs, by enum
+	 * tlsprof_own. Their interrupt's or tracepoint's own entry is not in it. */
+	__u64 own_ns[OWN_KINDS];
+	__u64 own_runs[OWN_KINDS];
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)

@@ -93,7 +93,38 @@ fn nginx_default_mode(secs: u32, tolerance: f64, name: &str) {
     exact.interrupt();
     let r = report_json(&rec_default);
     check_totals(&r, connections, tolerance, &summary);
-    check_shares(&r, &report_json(&rec_exact));
+    let exact = report_json(&rec_exact);
+    check_shares(&r, &exact);
+    check_own_programs(&r, &exact, connections, &summary);
+}
+
+/// tlsprof's programs besides the probes, measured in their runs in the targets: the connection counter ran
+/// in every accept that took one of the clients' connections (and in those that found none), the samplers at
+/// least once per sample kept, the scheduler's switches only while the probes were attached: in exact mode
+/// throughout, by default in the windows only.
+fn check_own_programs(default: &Value, exact: &Value, connections: u64, summary: &str) {
+    let runs = |r: &Value, kind: &str| r["own_programs"][kind]["runs"].as_u64().unwrap();
+    let ms = |r: &Value, kind: &str| f(&r["own_programs"][kind]["ms"]);
+    for r in [default, exact] {
+        let own = &r["own_programs"];
+        assert!(runs(r, "connections") >= connections, "{own}\n{summary}");
+        assert!(runs(r, "sampler") >= r["samples"].as_u64().unwrap(), "{own}\n{summary}");
+        for kind in ["connections", "sampler", "scheduler"] {
+            assert!(runs(r, kind) > 0 && ms(r, kind) > 0.0, "{kind}: {own}\n{summary}");
+        }
+        let sum: f64 = ["sampler", "scheduler", "connections", "capture"]
+            .iter()
+            .map(|k| ms(r, k))
+            .sum();
+        assert!((f(&r["own_programs_ms"]) - sum).abs() < 1e-6, "{own}");
+    }
+    assert!(
+        runs(exact, "scheduler") > 2 * runs(default, "scheduler"),
+        "switches seen: exact {} vs default {} (windows {:.0}% of the time)\n{summary}",
+        runs(exact, "scheduler"),
+        runs(default, "scheduler"),
+        100.0 * f(&default["probing"]["fraction"])
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
-use super::{CpuHistogram, HandshakeGroup, HandshakeKind, Recording, Sample, Target, TicketKey, TreeNode};
+use super::{CpuHistogram, HandshakeGroup, HandshakeKind, OwnPrograms, Recording, Sample, Target, TicketKey, TreeNode};
 
 impl Recording {
     /// A copy without the lists kept per process (targets, call tree, samples, handshakes, ticket keys), which parts and
@@ -141,6 +141,7 @@ impl Recording {
                     connections: 0,
                     stage_slices_ms: 0.0,
                     stage_slices_cpu_ms: 0.0,
+                    own_programs: OwnPrograms::default(),
                     ..t.clone()
                 });
                 m.process_cpu_ms += t.process_cpu_ms;
@@ -148,6 +149,7 @@ impl Recording {
                 m.connections += t.connections;
                 m.stage_slices_ms += t.stage_slices_ms;
                 m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
+                m.own_programs = m.own_programs.plus(&t.own_programs);
             }
             for n in &r.tree {
                 let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {

@@ -12,7 +12,9 @@ pub mod untrusted;
 
 pub use histogram::CpuHistogram;
 pub use lost::Lost;
-pub use probe_cost::{corrected_tree, Hits, ProbeCost, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES};
+pub use probe_cost::{
+    corrected_tree, Hits, OwnPrograms, ProbeCost, ProgramRuns, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES,
+};
 pub use resumption::{Offer, Refusal, TicketKey};
 
 use std::collections::BTreeMap;
@@ -119,6 +121,9 @@ pub struct Target {
     pub stage_slices_ms: f64,
     #[serde(default)]
     pub stage_slices_cpu_ms: f64,
+    /// What tlsprof's programs other than the probes cost it. Zero in recordings made before it was measured.
+    #[serde(default)]
+    pub own_programs: OwnPrograms,
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -556,6 +561,13 @@ impl Recording {
         self.targets.iter().map(|t| t.connections).sum()
     }
 
+    /// What tlsprof's programs other than the probes cost the targets over the recording.
+    pub fn own_programs(&self) -> OwnPrograms {
+        self.targets
+            .iter()
+            .fold(OwnPrograms::default(), |all, t| all.plus(&t.own_programs))
+    }
+
     pub fn comm_of(&self, pid: u32) -> &str {
         self.targets
             .iter()
@@ -634,6 +646,7 @@ pub(crate) mod tests {
                 execs_at_s: Vec::new(),
                 stage_slices_ms: 0.0,
                 stage_slices_cpu_ms: 0.0,
+                own_programs: OwnPrograms::default(),
             }],
             libraries: vec![lib],
             functions: vec![

@@ -23,6 +23,79 @@ pub struct ProbeCost {
     pub cold_step_ns: f64,
 }
 
+/// What tlsprof's programs other than the probes cost a target: their run time in its threads, by what ran
+/// them (bpf/tlsprof.h, enum tlsprof_own), measured by the BPF clock in each run from its first instruction
+/// to its last. The interrupt's or tracepoint's own entry and exit are not in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OwnPrograms {
+    /// The CPU samplers: stacks, and the trap sampler while the probes are attached.
+    pub sampler: ProgramRuns,
+    /// The scheduler's switches of its threads that ran a stage.
+    pub scheduler: ProgramRuns,
+    /// Its accept, accept4 and connect calls (the connection counter).
+    pub connections: ProgramRuns,
+    /// Its socket writes and reads while ServerHellos were captured.
+    pub capture: ProgramRuns,
+}
+
+/// Runs of a program in a target, and their time in ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgramRuns {
+    pub runs: u64,
+    pub ms: f64,
+}
+
+impl ProgramRuns {
+    fn since(self, before: ProgramRuns) -> ProgramRuns {
+        ProgramRuns {
+            runs: self.runs.saturating_sub(before.runs),
+            ms: (self.ms - before.ms).max(0.0),
+        }
+    }
+
+    fn plus(self, other: ProgramRuns) -> ProgramRuns {
+        ProgramRuns {
+            runs: self.runs + other.runs,
+            ms: self.ms + other.ms,
+        }
+    }
+}
+
+impl OwnPrograms {
+    /// By kind, as user space names them.
+    pub fn kinds(&self) -> [(&'static str, ProgramRuns); 4] {
+        [
+            ("samplers", self.sampler),
+            ("scheduler switches", self.scheduler),
+            ("connection counter", self.connections),
+            ("hello capture", self.capture),
+        ]
+    }
+
+    pub fn ms(&self) -> f64 {
+        self.kinds().iter().map(|(_, r)| r.ms).sum()
+    }
+
+    /// These figures less `before`'s (continuous mode's intervals).
+    pub fn since(&self, before: &OwnPrograms) -> OwnPrograms {
+        OwnPrograms {
+            sampler: self.sampler.since(before.sampler),
+            scheduler: self.scheduler.since(before.scheduler),
+            connections: self.connections.since(before.connections),
+            capture: self.capture.since(before.capture),
+        }
+    }
+
+    pub fn plus(&self, other: &OwnPrograms) -> OwnPrograms {
+        OwnPrograms {
+            sampler: self.sampler.plus(other.sampler),
+            scheduler: self.scheduler.plus(other.scheduler),
+            connections: self.connections.plus(other.connections),
+            capture: self.capture.plus(other.capture),
+        }
+    }
+}
+
 /// The trap sampler's samples of the targets, and those taken in the probes' traps (the kernel's uprobe
 /// code): what the probes cost, measured in the targets themselves. It runs while the probes are attached and
 /// hit often enough to cost something (record/duty/traps.rs).
@@ -210,6 +283,29 @@ pub fn corrected_tree(raw: Vec<RawNode>, cost: &ProbeCost) -> Vec<TreeNode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_programs_add_up_and_intervals_are_differences() {
+        let runs = |runs, ms| ProgramRuns { runs, ms };
+        let before = OwnPrograms {
+            sampler: runs(10, 0.1),
+            scheduler: runs(100, 0.05),
+            ..OwnPrograms::default()
+        };
+        let now = OwnPrograms {
+            sampler: runs(30, 0.3),
+            scheduler: runs(150, 0.08),
+            connections: runs(7, 0.002),
+            capture: runs(0, 0.0),
+        };
+        let interval = now.since(&before);
+        assert_eq!(interval.sampler, runs(20, 0.3 - 0.1));
+        assert_eq!(interval.connections, runs(7, 0.002));
+        assert!((before.plus(&interval).ms() - now.ms()).abs() < 1e-12);
+        assert!((now.ms() - (0.3 + 0.08 + 0.002)).abs() < 1e-12);
+        // A counter read as less than before (a target's state made anew) never goes negative.
+        assert_eq!(before.since(&now).sampler, runs(0, 0.0));
+    }
 
     #[test]
     fn correction_removes_inside_and_nested_costs_and_never_goes_negative() {

@@ -167,9 +167,15 @@ fn confidence_line(s: &Summary) -> Line {
     } else {
         Line::prose("Figures: exact: probes attached throughout")
     };
-    let cost = s.probe_cost_share().map_or(String::new(), |share| {
-        format!("; probes cost {:.2}% of CPU", 100.0 * share)
-    });
+    let cost = match (s.probe_cost_share(), s.own_programs_share()) {
+        (Some(probes), Some(own)) if own > 0.0 => format!(
+            "; tlsprof cost {:.2}% of CPU (probes {:.2}%)",
+            100.0 * (probes + own),
+            100.0 * probes
+        ),
+        (Some(probes), _) => format!("; probes cost {:.2}% of CPU", 100.0 * probes),
+        (None, _) => String::new(),
+    };
     let line = how.push(Tone::Plain, cost);
     if s.lost.undercounts() {
         line.push(Tone::Plain, "; ")

@@ -75,6 +75,7 @@ pub struct Metrics {
     tls_cpu: Counter,
     target_cpu: Counter,
     probe_cpu: Counter,
+    own_cpu: Counter,
     probed_seconds: Counter,
     connections: Counter,
     samples: Counter,
@@ -197,6 +198,11 @@ impl Metrics {
         self.tls_cpu.add(p(), summary.tls_cpu_ms / 1e3);
         self.target_cpu.add(p(), summary.process_cpu_ms / 1e3);
         self.probe_cpu.add(p(), summary.probe_overhead_ms / 1e3);
+        for (name, runs) in summary.own_programs.kinds() {
+            let mut labels = p();
+            labels.push(("program", name.replace(' ', "_")));
+            self.own_cpu.add(labels, runs.ms / 1e3);
+        }
         self.probed_seconds.add(p(), summary.probing.live_s);
         self.connections.add(p(), rec.connections() as f64);
         self.samples.add(p(), summary.samples as f64);
@@ -288,6 +294,13 @@ impl Metrics {
             "tlsprof_probe_cpu_seconds_total",
             "CPU the stage probes cost the targets. Estimated: probe hits (exact) times their cost calibrated \
              at start, or more where the samples taken in their traps measured more.",
+        );
+        self.own_cpu.render(
+            &mut e,
+            "tlsprof_own_cpu_seconds_total",
+            "CPU tlsprof's programs besides the probes (samplers, scheduler switches, connection counter, hello \
+             capture) took in the targets. Measured in each run by the BPF clock, without their interrupts' and \
+             tracepoints' own entry.",
         );
         self.render_overhead(&mut e);
         e.family(

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::causes;
 use super::estimate::{self, Estimate};
 use crate::catalogue::Stage;
-use crate::model::{CallGraph, Flavor, Hits, Lost, Recording, Symbols, Target, UnnamedFile};
+use crate::model::{CallGraph, Flavor, Hits, Lost, OwnPrograms, Recording, Symbols, Target, UnnamedFile};
 
 mod call_tree;
 mod handshakes;
@@ -66,6 +66,9 @@ pub struct Summary {
     pub probe_overhead_calibrated_ms: f64,
     /// The samples taken in the probes' traps; None where they were not counted.
     pub probe_traps: Option<TrapsMeasured>,
+    /// What tlsprof's programs other than the probes cost the targets (measured in them; not taken out of
+    /// the figures: they run beside the TLS code, not inside its calls).
+    pub own_programs: OwnPrograms,
     /// The part of the stage threads' time on a CPU that the kernel left out of their task clock (the
     /// hypervisor's steal time), which stage and handshake CPU leave out too; None when no scheduler slice of
     /// theirs was measured.
@@ -85,6 +88,11 @@ impl Summary {
     /// What the probes cost, as a share of the targets' CPU over the recording.
     pub fn probe_cost_share(&self) -> Option<f64> {
         (self.process_cpu_ms > 0.0).then(|| self.probe_overhead_ms / self.process_cpu_ms)
+    }
+
+    /// What tlsprof's other programs cost, as a share of the targets' CPU over the recording.
+    pub fn own_programs_share(&self) -> Option<f64> {
+        (self.process_cpu_ms > 0.0).then(|| self.own_programs.ms() / self.process_cpu_ms)
     }
 
     /// `ms` of CPU as a share of the TLS CPU over the recording.
@@ -346,6 +354,7 @@ pub fn summarize(rec: &Recording) -> Summary {
                 cpu_ms_ci95: cpu.ci95,
             }
         }),
+        own_programs: rec.own_programs(),
         stolen_share: stolen_share(rec),
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),

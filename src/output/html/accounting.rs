@@ -83,6 +83,12 @@ fn probe_cost(out: &mut String, s: &Summary) -> fmt::Result {
             fig(t.cpu_ms, 1, "ms").ci(t.cpu_ms_ci95).to_string(),
         ]);
     }
+    for (name, runs) in s.own_programs.kinds().into_iter().filter(|(_, r)| r.runs > 0) {
+        rows.push(vec![
+            format!("tlsprof's {name} in the targets ({} runs)", runs.runs),
+            fig(runs.ms, 1, "ms").said("measured in its runs").to_string(),
+        ]);
+    }
     table(out, &["", ""], &rows)
 }
 

@@ -37,12 +37,19 @@ pub fn header(out: &mut String, tag: &str, what: &str, s: &Summary) -> fmt::Resu
             fig(c, 2, "").percent().said("estimated")
         )
     });
+    let own = match s.own_programs_share() {
+        Some(c) if c > 0.0 => format!(
+            " tlsprof's samplers and counters cost {} more.",
+            fig(c, 2, "").percent().said("measured in their runs")
+        ),
+        _ => String::new(),
+    };
     let lost = if s.lost.undercounts() {
         " Events were lost: counts undercount."
     } else {
         ""
     };
-    writeln!(out, "<p class=\"lede\">{how}{cost}{lost}</p>")
+    writeln!(out, "<p class=\"lede\">{how}{cost}{own}{lost}</p>")
 }
 
 /// The whole recording's headline figures, then one row per target group.

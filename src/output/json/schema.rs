@@ -16,7 +16,7 @@ use crate::analyze::{
     UnnamedFileSummary, WindowSpan,
 };
 use crate::catalogue;
-use crate::model::{Flavor, HandshakeCounts, Lost, Symbols};
+use crate::model::{Flavor, HandshakeCounts, Lost, OwnPrograms, Symbols};
 
 #[derive(Serialize)]
 pub struct Report<'a> {
@@ -46,6 +46,8 @@ pub struct Report<'a> {
     probe_overhead_ms: f64,
     probe_overhead_calibrated_ms: f64,
     probe_traps: Option<TrapsMeasured>,
+    own_programs: OwnPrograms,
+    own_programs_ms: f64,
     stolen_share: Option<f64>,
     record_layer_sampled: RecordLayerShares,
     unnamed_files: &'a [UnnamedFileSummary],
@@ -83,6 +85,8 @@ impl<'a> From<&'a Analysis> for Report<'a> {
             probe_overhead_ms: s.probe_overhead_ms,
             probe_overhead_calibrated_ms: s.probe_overhead_calibrated_ms,
             probe_traps: s.probe_traps,
+            own_programs: s.own_programs,
+            own_programs_ms: s.own_programs.ms(),
             stolen_share: s.stolen_share,
             record_layer_sampled: s.record_layer_sampled,
             unnamed_files: &s.unnamed_files,

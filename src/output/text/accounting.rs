@@ -25,6 +25,7 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     out.push(Line::prose(tls_cpu_line(s)));
     out.push(Line::prose(samples_line(s)));
     out.extend(probe_cost_lines(s).into_iter().map(Line::prose));
+    out.extend(own_programs_line(s).map(Line::prose));
     out.push(Line::prose(connection_reuse_line(s)));
     out.extend(lost_lines(s));
     out.extend(naming_lines(s).into_iter().map(Line::prose));
@@ -268,6 +269,29 @@ fn probe_cost_lines(s: &Summary) -> [String; 2] {
         ),
     };
     [cost, measured]
+}
+
+/// What tlsprof's programs other than the probes cost the targets, as measured in their runs there, and the
+/// whole cost with the probes'. None for recordings made before it was measured.
+fn own_programs_line(s: &Summary) -> Option<String> {
+    let own = &s.own_programs;
+    let kinds = own.kinds();
+    if kinds.iter().all(|(_, r)| r.runs == 0) {
+        return None;
+    }
+    let parts: Vec<String> = kinds
+        .iter()
+        .map(|(name, r)| format!("{name} {:.1} ms ({} runs)", r.ms, r.runs))
+        .collect();
+    let all = s.probe_overhead_ms + own.ms();
+    Some(format!(
+        "Other programs: tlsprof's programs besides the probes ran {:.1} ms = {:.2}% of the targets' CPU (measured in each run by the BPF clock: {}; not in it: their interrupts' and tracepoints' own entry; the kernel charges a switch's run to the thread switched in); with the probes ≈ {:.1} ms = {:.2}% in all",
+        own.ms(),
+        pct(own.ms(), s.process_cpu_ms),
+        parts.join(", "),
+        all,
+        pct(all, s.process_cpu_ms)
+    ))
 }
 
 /// How much record-layer work each handshake carries: calls per handshake when the record layer was

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use super::steal::Slices;
 use crate::catalogue::Stage;
-use crate::model::{corrected_tree, Function, HandshakeCounts, Hits, ProbeCost, ProbeWindow, RawNode, WindowPart};
+use crate::model::{
+    corrected_tree, Function, HandshakeCounts, Hits, OwnPrograms, ProbeCost, ProbeWindow, RawNode, WindowPart,
+};
 use crate::record::handshakes::events::WindowSeen;
 
 /// The counters a window's figures are differences of, read at one moment.
@@ -22,6 +24,8 @@ pub struct Reading {
     pub connections: BTreeMap<u32, u64>,
     /// Each target's stage threads' scheduler slices so far (target_state.slices_ns).
     pub slices: BTreeMap<u32, Slices>,
+    /// What tlsprof's other programs have cost each target so far (target_state.own_ns).
+    pub own: BTreeMap<u32, OwnPrograms>,
 }
 
 #[derive(Default)]
@@ -218,6 +222,7 @@ mod tests {
             probe_ms,
             connections: BTreeMap::from([(10, conns[0]), (20, conns[1])]),
             slices: BTreeMap::new(),
+            own: BTreeMap::new(),
         };
         // The recording started 2 s before the window, at 1,000 s past the epoch by the wall clock.
         let mut log = WindowLog::dated_from(t0 - std::time::Duration::from_secs(2), Some(1_000_000_000_000));
@@ -278,6 +283,7 @@ mod tests {
             probe_ms: 0.0,
             connections: BTreeMap::from([(10, 0)]),
             slices: BTreeMap::new(),
+            own: BTreeMap::new(),
         };
         let seen = |ms: &[f64]| {
             let mut s = WindowSeen::default();

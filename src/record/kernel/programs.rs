@@ -14,7 +14,8 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
-use crate::model::{CallGraph, Hits, ProbeCost, TrapSamples};
+use crate::boundary::tlsprof_own;
+use crate::model::{CallGraph, Hits, OwnPrograms, ProbeCost, ProgramRuns, TrapSamples};
 use crate::record::duty::steal::Slices;
 use crate::record::duty::traps::TrapSampling;
 use crate::record::AttachOptions;
@@ -32,6 +33,17 @@ const TRAP_SAMPLE_HZ: u64 = 1000;
 /// The stack ring buffer holds this long of samples at the highest rate (every CPU sampling a target, every
 /// stack copy full size): a few polls' worth. Its pages stay resident, so it is no larger than that.
 const STACK_RING_SECONDS: f64 = 0.5;
+
+/// A target's counters in the targets map (target_state), as last read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TargetCounters {
+    /// Connections it accepted or opened.
+    pub connections: u64,
+    /// Its stage threads' scheduler slices.
+    pub slices: Slices,
+    /// What tlsprof's programs other than the probes cost it.
+    pub own: OwnPrograms,
+}
 
 /// The loaded programs and what runs throughout; dropping it detaches everything.
 pub struct Programs<'obj> {
@@ -220,8 +232,8 @@ impl<'obj> Programs<'obj> {
         stat_sum(&self.skel, stat)
     }
 
-    /// Each target's connections and its stage threads' scheduler slices so far (target_state).
-    pub fn target_counters(&self) -> BTreeMap<u32, (u64, Slices)> {
+    /// Each target's counters so far (target_state).
+    pub fn target_counters(&self) -> BTreeMap<u32, TargetCounters> {
         let map = &self.skel.maps.targets;
         map.keys()
             .filter_map(|key| {
@@ -229,11 +241,26 @@ impl<'obj> Programs<'obj> {
                 let value = map.lookup(&key, MapFlags::ANY).ok()??;
                 let mut state = target_state::default();
                 plain::copy_from_bytes(&mut state, &value).ok()?;
-                let slices = Slices {
-                    wall_ns: state.slices_ns,
-                    task_ns: state.slices_task_ns,
+                let runs = |kind: u64| ProgramRuns {
+                    runs: state.own_runs[kind as usize],
+                    ms: state.own_ns[kind as usize] as f64 / 1e6,
                 };
-                Some((pid, (state.connections, slices)))
+                Some((
+                    pid,
+                    TargetCounters {
+                        connections: state.connections,
+                        slices: Slices {
+                            wall_ns: state.slices_ns,
+                            task_ns: state.slices_task_ns,
+                        },
+                        own: OwnPrograms {
+                            sampler: runs(tlsprof_own::OWN_SAMPLER),
+                            scheduler: runs(tlsprof_own::OWN_SCHEDULER),
+                            connections: runs(tlsprof_own::OWN_CONNECTIONS),
+                            capture: runs(tlsprof_own::OWN_CAPTURE),
+                        },
+                    },
+                ))
             })
             .collect()
     }

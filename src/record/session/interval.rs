@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::assemble::{counted_losses, read_tree, Parts};
 use super::{slice_ms, Session};
-use crate::model::{Hits, Lost, ProbeWindow, Probing, Recording, Target, TrapSamples};
+use crate::model::{Hits, Lost, OwnPrograms, ProbeWindow, Probing, Recording, Target, TrapSamples};
 use crate::record::duty::steal::{self, Slices};
 use crate::record::duty::windows::TreeSeen;
 
@@ -25,6 +25,8 @@ pub struct Interval {
     tree: TreeSeen,
     /// Each target's stage threads' slices when the interval started.
     slices: BTreeMap<u32, Slices>,
+    /// What tlsprof's other programs had cost each target when the interval started.
+    own: BTreeMap<u32, OwnPrograms>,
     /// The last probe window that saw connections.
     last_seen: Option<ProbeWindow>,
 }
@@ -41,6 +43,7 @@ impl Interval {
             cpu: HashMap::new(),
             tree: TreeSeen::default(),
             slices: BTreeMap::new(),
+            own: BTreeMap::new(),
             last_seen: None,
         }
     }
@@ -70,7 +73,13 @@ impl Interval {
             .filter_map(|g| g.pid)
             .chain(tree.iter().map(|n| n.pid))
             .collect();
-        let recorded = self.targets(session, &at.connections, &slices, &seen);
+        let own_before = std::mem::replace(&mut self.own, at.own.clone());
+        let own: BTreeMap<u32, OwnPrograms> = at
+            .own
+            .iter()
+            .map(|(&pid, now)| (pid, now.since(&own_before.get(&pid).copied().unwrap_or_default())))
+            .collect();
+        let recorded = self.targets(session, &at.connections, &slices, &own, &seen);
         let connections: u64 = recorded.iter().map(|t| t.connections).sum();
         let window_figures = self.window_figures(std::mem::take(&mut session.windows.closed), connections);
         let parts = Parts {
@@ -140,6 +149,7 @@ impl Interval {
         session: &Session,
         connections: &BTreeMap<u32, u64>,
         slices: &BTreeMap<u32, Slices>,
+        own: &BTreeMap<u32, OwnPrograms>,
         seen: &BTreeSet<u32>,
     ) -> Vec<Target> {
         let mut out = Vec::new();
@@ -163,6 +173,7 @@ impl Interval {
                 execs_at_s: Vec::new(),
                 stage_slices_ms,
                 stage_slices_cpu_ms,
+                own_programs: own.get(&pid).copied().unwrap_or_default(),
             });
         }
         out

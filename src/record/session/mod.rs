@@ -28,7 +28,7 @@ use super::handshakes::events::Handshakes;
 use super::handshakes::hello::HelloWindows;
 use super::kernel::bpf::types::tlsprof_stat;
 use super::kernel::probes::{self, Change, TargetSet};
-use super::kernel::programs::{self, Programs};
+use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
 use super::stacks::samples::SampleAggregator;
 use super::status::{self, StatusLine};
@@ -83,8 +83,8 @@ struct Tracked {
     io_driven_from_s: Option<f64>,
     /// When it ran a new program (s into the recording).
     execs_at_s: Vec<f64>,
-    /// Its connections and stage threads' slices as last read: kept once it is no longer a target.
-    counters: (u64, Slices),
+    /// Its counters as last read: kept once it is no longer a target.
+    counters: TargetCounters,
 }
 
 impl Tracked {
@@ -94,7 +94,7 @@ impl Tracked {
             process,
             io_driven_from_s: None,
             execs_at_s: Vec::new(),
-            counters: (0, Slices::default()),
+            counters: TargetCounters::default(),
         }
     }
 }
@@ -327,6 +327,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     execs_at_s: t.execs_at_s,
                     stage_slices_ms,
                     stage_slices_cpu_ms,
+                    own_programs: at.own.get(&pid).copied().unwrap_or_default(),
                 }
             })
             .collect();
@@ -536,8 +537,9 @@ fn reading(
         now,
         probed_cpu_ms: cpu.probed_ms(),
         probe_ms: probe_ms(programs, samples, cpu),
-        connections: tracked.iter().map(|(&pid, t)| (pid, t.counters.0)).collect(),
-        slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.1)).collect(),
+        connections: tracked.iter().map(|(&pid, t)| (pid, t.counters.connections)).collect(),
+        slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.slices)).collect(),
+        own: tracked.iter().map(|(&pid, t)| (pid, t.counters.own)).collect(),
     }
 }
 
