@@ -15,13 +15,18 @@ from .procfs import has_perf_event_fd, mapped_library
 CONDITIONS = {
     "none": "no profiler",
     "tlsprof": "tlsprof (defaults: --max-overhead 0.3)",
+    "tlsprof-1": "tlsprof --max-overhead 1",
+    "tlsprof-2": "tlsprof --max-overhead 2",
     "tlsprof-exact": "tlsprof --max-overhead 100 (probes throughout)",
     "tlsprof-all": "tlsprof --all-probes",
     "bpftrace": "bpftrace (bench-bpftrace.bt)",
     "perf": "perf record -F 99 -g",
 }
-DEFAULT_CONDITIONS = ["none", "tlsprof", "tlsprof-exact", "tlsprof-all", "bpftrace", "perf"]
-TLSPROF_ARGS = {"tlsprof": [], "tlsprof-exact": ["--max-overhead", "100"], "tlsprof-all": ["--all-probes"]}
+DEFAULT_CONDITIONS = ["none", "tlsprof", "tlsprof-1", "tlsprof-2", "tlsprof-exact", "tlsprof-all", "bpftrace", "perf"]
+TLSPROF_ARGS = {"tlsprof": [], "tlsprof-1": ["--max-overhead", "1"], "tlsprof-2": ["--max-overhead", "2"],
+                "tlsprof-exact": ["--max-overhead", "100"], "tlsprof-all": ["--all-probes"]}
+# The budget each condition asks for, in % of the targets' CPU.
+TLSPROF_BUDGET = {"tlsprof": 0.3, "tlsprof-1": 1.0, "tlsprof-2": 2.0, "tlsprof-exact": 100.0, "tlsprof-all": 0.3}
 BPFTRACE_SCRIPT = os.path.join(REPO, "scripts/bench-bpftrace.bt")
 
 
@@ -48,8 +53,8 @@ def report_summary(tlsprof, recording):
                        "kinds": [{"role": k.get("role"), "count": k.get("count"),
                                   "cpu_ms_mean": (k.get("cpu_ms") or {}).get("mean")} for k in h.get("kinds", [])]},
         **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
-                                 "probe_overhead_calibrated_ms", "probe_traps", "process_cpu_ms", "samples",
-                                 "lost", "all_probes", "duration_s")},
+                                 "probe_overhead_calibrated_ms", "probe_traps", "own_programs_ms", "process_cpu_ms",
+                                 "samples", "lost", "all_probes", "duration_s")},
     }, elapsed
 
 

@@ -9,7 +9,7 @@ from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, rss_growth, runs_of,
                       serve_figures, unpaired_spread)
 from .fmt import fmed, fnum, fpaired, fpct, frange, table
-from .profilers import CONDITIONS
+from .profilers import CONDITIONS, TLSPROF_BUDGET
 from .settings import reproduce_command, setting
 from .workloads import WORKLOADS
 
@@ -120,6 +120,32 @@ def probes_table(data):
                   "implied µs/hit", "tlsprof's calibrated µs/hit", "measured in the traps µs/hit",
                   "tlsprof's probe-cost estimate µs/req", "notes"],
                  rows)
+
+
+def stated_row(data, workload, c, rs):
+    """What tlsprof's report said it cost the profiled twin (probes and its other programs, as shares of the
+    twin's CPU over the recording) against what the twins measured, medians over runs."""
+    def share(r, key):
+        rep = r["prof_report"]
+        cpu = rep.get("process_cpu_ms")
+        return None if not cpu or rep.get(key) is None else rep[key] / cpu
+
+    probes = med([share(r, "probe_overhead_ms") for r in rs])
+    other = med([share(r, "own_programs_ms") for r in rs])
+    stated = med([(share(r, "probe_overhead_ms") or 0) + (share(r, "own_programs_ms") or 0) for r in rs])
+    # The paired overhead is against the control twin; the stated share is of the profiled twin's own CPU.
+    measured = med([ov / (1 + ov) for ov in paired(data, workload, c)])
+    ratio = stated / measured if stated is not None and measured and measured > 0 else None
+    return [workload, CONDITIONS[c], fnum(TLSPROF_BUDGET[c], 1), fpct(probes, 2, sign=False),
+            fpct(other, 2, sign=False), fpct(stated, 2, sign=False), fpct(measured, 2),
+            "–" if ratio is None else f"×{ratio:.2f}"]
+
+
+def stated_table(data):
+    rows = [stated_row(data, w, c, rs) for w in WORKLOADS for c in data["settings"]["conditions"]
+            if c in TLSPROF_BUDGET and (rs := runs_of(data, w, c))]
+    return table(["Workload", "Condition", "budget %", "stated: probes", "stated: other programs",
+                  "stated in all", "twins measured", "stated / measured"], rows)
 
 
 # The connection counter's programs, as the kernel names them, and what they are attached to.
@@ -361,6 +387,7 @@ def render(data, template=None):
         # Raw data from before wrk's errors were checked has no counts, and no such claim.
         "wrk_checked": all("socket_errors" in r for r in data["runs"] if r["workload"] == "keepalive"),
         "probes_table": probes_table(data),
+        "stated_table": stated_table(data),
         "accuracy_repeats": s.get("accuracy_repeats", 1),
         "accuracy_libssl_table": libssl_table, "accuracy_speed_table": speed_table,
         "attach_table": attach_table(data),
