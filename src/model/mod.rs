@@ -364,6 +364,16 @@ pub struct HandshakeKind {
     pub refusal: Option<Refusal>,
 }
 
+impl HandshakeKind {
+    /// A completed handshake, in a known role, whose ClientHello was read and parsed: the handshakes the
+    /// resumption figures (offers, acceptances, refusals) are counted among.
+    pub fn hello_read(&self) -> bool {
+        self.outcome == Outcome::Completed
+            && self.role != Role::Partial
+            && matches!(self.offer, Some(o) if o != Offer::Unparsed)
+    }
+}
+
 /// How a handshake ended (bpf/tlsprof.h, enum tlsprof_outcome).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -114,18 +114,17 @@ pub(super) fn resumption(rec: &Recording, targets: &[TargetSummary], tls_cpu_ms:
         } else {
             t.full.merge(&g.cpu);
         }
-        match k.offer {
-            None => {}
-            Some(Offer::Unparsed) => t.unparsed += n,
-            Some(offer) => {
-                t.read += n;
-                *t.offers.entry(offer).or_default() += n;
-                if offer.offered() && k.resumed {
-                    t.accepted += n;
-                }
-                if let Some(r) = k.refusal {
-                    *t.refusals.entry(r).or_default() += n;
-                }
+        if k.offer == Some(Offer::Unparsed) {
+            t.unparsed += n;
+        }
+        if let (true, Some(offer)) = (k.hello_read(), k.offer) {
+            t.read += n;
+            *t.offers.entry(offer).or_default() += n;
+            if offer.offered() && k.resumed {
+                t.accepted += n;
+            }
+            if let Some(r) = k.refusal {
+                *t.refusals.entry(r).or_default() += n;
             }
         }
     }

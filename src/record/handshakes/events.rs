@@ -115,8 +115,7 @@ impl Handshakes {
                 Outcome::Abandoned => self.abandoned += 1,
             }
             self.window.counts.entry(e.tgid).or_default().add(&kind, 1);
-            let hello_read = matches!(kind.offer, Some(o) if o != Offer::Unparsed);
-            if kind.outcome == Outcome::Completed && kind.role != Role::Partial && hello_read {
+            if kind.hello_read() {
                 let h = self
                     .window
                     .hellos
