@@ -243,8 +243,8 @@ enum CallGraphArg {
 /// When to watch the socket calls that carry ServerHellos (record::HelloCapture).
 #[derive(Clone, Copy, ValueEnum)]
 enum HelloCaptureArg {
-    /// Once every 10 s while the probes are attached, for up to 1 s: the handshake mix and resumption are
-    /// sampled from the connections made then.
+    /// Once every 10 s while the probes are attached and connections are being made, for up to 1 s: the
+    /// handshake mix and resumption are sampled from the connections made then.
     Sampled,
     /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
     Always,

@@ -13,8 +13,8 @@ use crate::record::kernel::programs::Programs;
 /// of every process while attached, so by default only in short windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelloCapture {
-    /// Once every 10 s while the probes are attached, for up to 1 s: the handshake mix and resumption are
-    /// sampled from the connections made then.
+    /// Once every 10 s while the probes are attached and connections are being made, for up to 1 s: the
+    /// handshake mix and resumption are sampled from the connections made then.
     Sampled,
     /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
     Always,
@@ -23,18 +23,49 @@ pub enum HelloCapture {
 }
 
 /// --hello-capture sampled: watch socket calls for this long, every period (while the stage probes are
-/// attached: a ServerHello is matched to its connection through them), if handshakes completed since the
-/// last window: keep-alive traffic with no handshakes would pay for the capture programs for nothing.
+/// attached: a ServerHello is matched to its connection through them), if connections are being made or
+/// handshakes completed within RECENT before the window would open. Keep-alive traffic, whose connections
+/// were made long before, would pay for the capture programs in every socket read and write for nothing.
 const WINDOW: Duration = Duration::from_secs(1);
 const PERIOD: Duration = Duration::from_secs(10);
+const RECENT: Duration = Duration::from_secs(1);
 
 pub struct HelloWindows {
-    mode: HelloCapture,
+    schedule: Schedule,
     /// The tracepoints' links while a window is open.
     links: Option<Vec<Link>>,
+}
+
+/// When the windows open and close: the mode, and what was seen of the handshakes.
+struct Schedule {
+    mode: HelloCapture,
+    /// When the open window (or the last one) opened.
     opened: Instant,
-    /// Handshakes completed when the last window opened.
-    completed_then: u64,
+    /// Connections made and handshakes completed as last seen, and when that count last grew.
+    made: u64,
+    grew: Option<Instant>,
+}
+
+impl Schedule {
+    /// Whether a window should be open at `now`, given whether one is (`open`): `probes_live`, the stage
+    /// probes are attached; `made`, the targets' connections (counted all the time) and the handshakes the
+    /// probes saw complete (where connections are not counted: io_uring) so far.
+    fn due(&mut self, open: bool, probes_live: bool, made: u64, now: Instant) -> bool {
+        if made > self.made {
+            self.made = made;
+            self.grew = Some(now);
+        }
+        match self.mode {
+            HelloCapture::Off => false,
+            HelloCapture::Always => probes_live,
+            HelloCapture::Sampled if open => probes_live && now.duration_since(self.opened) < WINDOW,
+            HelloCapture::Sampled => {
+                probes_live
+                    && now.duration_since(self.opened) >= PERIOD
+                    && self.grew.is_some_and(|t| now.duration_since(t) < RECENT)
+            }
+        }
+    }
 }
 
 impl HelloWindows {
@@ -46,34 +77,25 @@ impl HelloWindows {
             _ => Some(programs.attach_hello_capture()?),
         };
         Ok(HelloWindows {
-            mode,
+            schedule: Schedule {
+                mode,
+                opened: Instant::now(),
+                made: 0,
+                grew: None,
+            },
             links,
-            opened: Instant::now(),
-            completed_then: 0,
         })
     }
 
-    /// Opens or closes the window for this round: `probes_live`, the stage probes are attached; `completed`,
-    /// handshakes completed so far. True when a window opened.
-    pub fn update(&mut self, programs: &Programs, probes_live: bool, completed: u64) -> Result<bool> {
-        let due = match self.mode {
-            HelloCapture::Off => false,
-            HelloCapture::Always => probes_live,
-            HelloCapture::Sampled => {
-                probes_live
-                    && if self.links.is_some() {
-                        self.opened.elapsed() < WINDOW
-                    } else {
-                        self.opened.elapsed() >= PERIOD && completed > self.completed_then
-                    }
-            }
-        };
-        if !due {
+    /// Opens or closes the window for this round: `probes_live`, the stage probes are attached; `made`, the
+    /// targets' connections and handshakes completed so far. True when a window opened.
+    pub fn update(&mut self, programs: &Programs, probes_live: bool, made: u64) -> Result<bool> {
+        let now = Instant::now();
+        if !self.schedule.due(self.links.is_some(), probes_live, made, now) {
             self.links = None;
         } else if self.links.is_none() {
             self.links = Some(programs.attach_hello_capture()?);
-            self.opened = Instant::now();
-            self.completed_then = completed;
+            self.schedule.opened = now;
             return Ok(true);
         }
         Ok(false)
@@ -81,5 +103,57 @@ impl HelloWindows {
 
     pub fn close(&mut self) {
         self.links = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_windows_open_every_period_only_while_connections_are_made() {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut s = Schedule {
+            mode: HelloCapture::Sampled,
+            opened: t0,
+            made: 0,
+            grew: None,
+        };
+        // The first window (opened at start) lasts WINDOW.
+        assert!(s.due(true, true, 0, at(0.5)));
+        assert!(!s.due(true, true, 0, at(1.0)));
+        // Connections at 2 s, then none (keep-alive): no window at 10 s, nor later.
+        assert!(!s.due(false, true, 4, at(2.0)));
+        assert!(!s.due(false, true, 4, at(10.0)));
+        assert!(!s.due(false, true, 4, at(30.0)));
+        // Connections made again: the next round opens one.
+        assert!(s.due(false, true, 5, at(30.5)));
+        s.opened = at(30.5);
+        assert!(s.due(true, true, 9, at(31.0)));
+        assert!(!s.due(true, true, 12, at(31.5)));
+        // Not before a period has passed since, however many complete.
+        assert!(!s.due(false, true, 50, at(35.0)));
+        assert!(s.due(false, true, 60, at(40.6)));
+        // Never while the stage probes are detached (their connections are what a hello is matched to).
+        assert!(!s.due(false, false, 70, at(40.7)));
+    }
+
+    #[test]
+    fn always_follows_the_probes_and_off_never_opens() {
+        let t0 = Instant::now();
+        let mut always = Schedule {
+            mode: HelloCapture::Always,
+            opened: t0,
+            made: 0,
+            grew: None,
+        };
+        assert!(always.due(false, true, 0, t0 + Duration::from_secs(100)));
+        assert!(!always.due(true, false, 0, t0 + Duration::from_secs(100)));
+        let mut off = Schedule {
+            mode: HelloCapture::Off,
+            ..always
+        };
+        assert!(!off.due(false, true, 1, t0 + Duration::from_secs(100)));
     }
 }

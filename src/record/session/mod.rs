@@ -255,9 +255,12 @@ impl<'obj, 'o> Session<'obj, 'o> {
             Action::Resume => self.resume()?,
             Action::Stay => {}
         }
-        let hello_opened = self
-            .hello
-            .update(&self.programs, self.governor.live(), self.handshakes.completed)?;
+        let connections: u64 = self.programs.target_counters().values().map(|c| c.connections).sum();
+        let hello_opened = self.hello.update(
+            &self.programs,
+            self.governor.live(),
+            connections + self.handshakes.completed,
+        )?;
         // A probe window holds one hello window's ClientHellos at most: the hello windows are the clusters
         // resumption is sampled in (a long window, as in exact mode, is cut where the next one opens).
         if hello_opened && self.handshakes.window_read_hellos() {
