@@ -41,9 +41,9 @@ struct Schedule {
     mode: HelloCapture,
     /// When the open window (or the last one) opened.
     opened: Instant,
-    /// Connections made and handshakes completed as last seen, and when that count last grew.
+    /// Connections made and handshakes completed as last seen, and when that count last changed.
     made: u64,
-    grew: Option<Instant>,
+    changed: Option<Instant>,
 }
 
 impl Schedule {
@@ -51,9 +51,10 @@ impl Schedule {
     /// probes are attached; `made`, the targets' connections (counted all the time) and the handshakes the
     /// probes saw complete (where connections are not counted: io_uring) so far.
     fn due(&mut self, open: bool, probes_live: bool, made: u64, now: Instant) -> bool {
-        if made > self.made {
+        // Any change: the sum also falls when a target exits.
+        if made != self.made {
             self.made = made;
-            self.grew = Some(now);
+            self.changed = Some(now);
         }
         match self.mode {
             HelloCapture::Off => false,
@@ -62,7 +63,7 @@ impl Schedule {
             HelloCapture::Sampled => {
                 probes_live
                     && now.duration_since(self.opened) >= PERIOD
-                    && self.grew.is_some_and(|t| now.duration_since(t) < RECENT)
+                    && self.changed.is_some_and(|t| now.duration_since(t) < RECENT)
             }
         }
     }
@@ -81,7 +82,7 @@ impl HelloWindows {
                 mode,
                 opened: Instant::now(),
                 made: 0,
-                grew: None,
+                changed: None,
             },
             links,
         })
@@ -118,7 +119,7 @@ mod tests {
             mode: HelloCapture::Sampled,
             opened: t0,
             made: 0,
-            grew: None,
+            changed: None,
         };
         // The first window (opened at start) lasts WINDOW.
         assert!(s.due(true, true, 0, at(0.5)));
@@ -137,6 +138,9 @@ mod tests {
         assert!(s.due(false, true, 60, at(40.6)));
         // Never while the stage probes are detached (their connections are what a hello is matched to).
         assert!(!s.due(false, false, 70, at(40.7)));
+        // A target that exits takes its connections out of the sum: a change all the same.
+        s.opened = at(40.6);
+        assert!(s.due(false, true, 20, at(51.0)));
     }
 
     #[test]
@@ -146,7 +150,7 @@ mod tests {
             mode: HelloCapture::Always,
             opened: t0,
             made: 0,
-            grew: None,
+            changed: None,
         };
         assert!(always.due(false, true, 0, t0 + Duration::from_secs(100)));
         assert!(!always.due(true, false, 0, t0 + Duration::from_secs(100)));
