@@ -10,14 +10,13 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [name, binaries @ ..] = args.as_slice() else {
-        eprintln!("usage: bssl-sites NAME BINARY...");
-        return ExitCode::from(2);
+    let (name, binaries) = match args.as_slice() {
+        [name, binaries @ ..] if !binaries.is_empty() => (name, binaries),
+        _ => {
+            eprintln!("usage: bssl-sites NAME BINARY...");
+            return ExitCode::from(2);
+        }
     };
-    if binaries.is_empty() {
-        eprintln!("usage: bssl-sites NAME BINARY...");
-        return ExitCode::from(2);
-    }
     let mut rows = Vec::new();
     for binary in binaries {
         let Some(found) = tlsprof::record::error_sites::table_rows(Path::new(binary)) else {

@@ -39,7 +39,7 @@ pub fn header(out: &mut String, tag: &str, what: &str, s: &Summary) -> fmt::Resu
     });
     let own = match s.own_programs_share() {
         Some(c) if c > 0.0 => format!(
-            " tlsprof's samplers and counters cost {} more.",
+            " tlsprof's other programs (samplers, counters, hello capture) cost {} more.",
             fig(c, 2, "").percent().said("measured in their runs")
         ),
         _ => String::new(),
