@@ -113,10 +113,20 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
     assert_eq!(function(r, probed.derive).unwrap()["calls"], DERIVES, "{summary}");
     assert_eq!(function(r, probed.sign).unwrap()["calls"], SIGNS, "{summary}");
     // The fixture times each operation with the probe hits inside its clock window; tlsprof removes those
-    // (measured: probe_cost_us_per_hit), so compare like with like.
+    // (measured: probe_cost_us_per_hit, and probe_cost_cold_us_per_step for each single-stepped one), so compare
+    // like with like. A call's hits are stepped alike: the steps per probed call, from the report's counts.
+    let calls: u64 = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["calls"].as_u64().unwrap_or(0))
+        .sum();
+    let steps_per_call = f(&r["probe_stepped_hits"]) / calls.max(1) as f64;
     for ((name, stage), hits) in [("derive", derive), ("sign", sign)].into_iter().zip(probed.hits) {
         let ours = f(&stage["cpu_us_per_call"]);
-        let theirs = f(&truth[format!("{name}_cpu_us").as_str()]) - hits * f(&r["probe_cost_us_per_hit"]);
+        let theirs = f(&truth[format!("{name}_cpu_us").as_str()])
+            - hits * f(&r["probe_cost_us_per_hit"])
+            - steps_per_call * f(&r["probe_cost_cold_us_per_step"]);
         let unprobed = &truth[format!("unprobed_{name}_cpu_us").as_str()];
         assert!(
             within(ours, theirs, 0.10),
@@ -152,6 +162,41 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
         hits: [2.0, 4.0],
     };
     check_against_fixture(&truth, &r, &summary, &rustls);
+}
+
+/// Go's fixture (examples/go/ops): the key exchange and signature a Go TLS 1.3 server makes, through the
+/// functions tlsprof probes for them. Where this kernel single-steps a probed Go function's entry or return, the
+/// step's cost, inside the fixture's window, is removed as tlsprof removes it.
+#[test]
+fn go_fixture_operations_counted_exactly_with_fixture_cpu() {
+    if !require_root("go_fixture_operations_counted_exactly_with_fixture_cpu") {
+        return;
+    }
+    let scratch = Scratch::new("fixture-go");
+    let bin = go_build("ops", None, false);
+    for (args, sign) in [
+        (&[][..], "crypto/rsa.(*PrivateKey).Sign"),
+        (
+            &["--derive", "p256", "--sign", "p256"][..],
+            "crypto/ecdsa.(*PrivateKey).Sign",
+        ),
+    ] {
+        let (truth, r, summary) = profile_fixture(&bin, &scratch, None, args, None);
+        assert_eq!(truth["library"], "go");
+        let go = Probed {
+            derive: "crypto/ecdh.(*PrivateKey).ECDH",
+            sign,
+            hits: [2.0, 2.0],
+        };
+        eprintln!(
+            "go {args:?}: derive tlsprof {:.1} µs ({} unprobed), sign {:.1} µs ({} unprobed)",
+            f(&stage(&r, "derive")["cpu_us_per_call"]),
+            truth["unprobed_derive_cpu_us"],
+            f(&stage(&r, "sign")["cpu_us_per_call"]),
+            truth["unprobed_sign_cpu_us"]
+        );
+        check_against_fixture(&truth, &r, &summary, &go);
+    }
 }
 
 /// BoringSSL's fixture (examples/rust/boring-ops): whole TLS 1.3 handshakes in memory, the server signing through

@@ -22,7 +22,7 @@ pub fn go_tool() -> PathBuf {
     }
 }
 
-/// Builds a program of examples/go (`server`, `client`) into target/go-examples/, once per
+/// Builds a program of examples/go (`server`, `client`, `ops`) into target/go-examples/, once per
 /// variant: with `toolchain` (a release such as "go1.21.13", fetched through the Go module proxy; None: the
 /// machine's go) and stripped of symbols and DWARF (`-ldflags=-s -w`) or not.
 pub fn go_build(program: &str, toolchain: Option<&str>, stripped: bool) -> PathBuf {
