@@ -19,6 +19,7 @@ fn bench_smoke_run_writes_the_tables() {
     let out = run(Command::new("python3")
         .arg(repo().join("scripts/bench.py"))
         .arg("--smoke")
+        .arg("--go")
         .arg("--rustls")
         .arg("--boring")
         .arg("--aws-lc")
@@ -37,6 +38,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Budget",
         "## Overhead: full handshakes",
         "## Overhead: keep-alive requests",
+        "## Overhead: full handshakes on a Go server",
         "## Overhead: full handshakes on a rustls server",
         "## Overhead: full handshakes on a BoringSSL server",
         "## Overhead: full handshakes on nginx built against AWS-LC",
@@ -47,10 +49,10 @@ fn bench_smoke_run_writes_the_tables() {
     ] {
         assert!(md.contains(heading), "no {heading:?} in the output:\n{md}");
     }
-    // The five workloads measured with and without tlsprof, and every operation compared with its ground truth,
-    // OpenSSL's, rustls', BoringSSL's and AWS-LC's.
+    // The six workloads measured with and without tlsprof, and every operation compared with its ground truth,
+    // OpenSSL's, Go's, rustls', BoringSSL's and AWS-LC's.
     let overhead: Vec<&str> = md.split("\n## ").filter(|s| s.starts_with("Overhead: ")).collect();
-    assert_eq!(overhead.len(), 5, "{md}");
+    assert_eq!(overhead.len(), 6, "{md}");
     for section in overhead {
         for row in ["| no profiler |", "| tlsprof (defaults"] {
             assert!(section.contains(row), "no {row} row in:\n{section}");
@@ -58,8 +60,10 @@ fn bench_smoke_run_writes_the_tables() {
     }
     for op in ["RSA-2048 sign", "ECDSA P-256 sign", "X25519 derive", "P-256 derive"] {
         assert!(md.contains(&format!("| {op} |")), "no accuracy row for {op}:\n{md}");
-        let rustls = format!("| Accuracy: rustls {op} within ±10% of its fixture (unprobed twin)");
-        assert!(md.contains(&rustls), "no budget row {rustls:?}:\n{md}");
+        for library in ["Go", "rustls"] {
+            let row = format!("| Accuracy: {library} {op} within ±10% of its fixture (unprobed twin)");
+            assert!(md.contains(&row), "no budget row {row:?}:\n{md}");
+        }
     }
     // BoringSSL's and AWS-LC's fixtures: their signatures judged, their server handshakes shown.
     for library in ["BoringSSL", "AWS-LC"] {

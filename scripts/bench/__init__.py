@@ -9,7 +9,8 @@ overhead of a run is the ratio of their CPU per request. Then it profiles the gr
 (tests/fixtures/crypto_ops.c), making its operations as libssl does and as `openssl speed` does, and runs
 `openssl speed`; optionally records one twin for minutes to time the report and watch tlsprof's memory. With --go,
 --rustls, --boring and --aws-lc it also drives twin servers on those stacks and profiles those libraries' fixtures
-(examples/rust/rustls-ops, examples/rust/boring-ops, tests/fixtures/bssl_handshakes.c). It writes BENCHMARKS.md and prints the same.
+(examples/go/ops, examples/rust/rustls-ops, examples/rust/boring-ops, tests/fixtures/bssl_handshakes.c). It writes
+BENCHMARKS.md and prints the same.
 
 Everything it starts is stopped by it (try/finally, SIGINT/SIGTERM/SIGHUP); all load goes to 127.0.0.1.
 Python 3 standard library only; needs root (BPF, perf, bpftrace).

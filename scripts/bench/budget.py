@@ -204,9 +204,10 @@ def accuracy_lines(data):
                       f"{fpct(row['err_speed'])} (tlsprof {fnum(med(row['ours_as_speed']))} µs on the fixture made "
                       f"as speed makes it vs speed's {fnum(med(row['speed']))} µs, {fnum(lo)}–{fnum(hi)} over "
                       f"{len(row['speed'])} runs)", "–"))
-    lines += [twin_line(f"rustls {row['name']} within ±10% of its fixture (unprobed twin), made as a rustls "
-                        f"handshake makes it", row["err_fixture"], row["ours"], row["unprobed"])
-              for row in accuracy_rows(data, "rustls") if row["ours"]]
+    for library, name in (("go", "Go"), ("rustls", "rustls")):
+        lines += [twin_line(f"{name} {row['name']} within ±10% of its fixture (unprobed twin), made as a {name} "
+                            f"handshake makes it", row["err_fixture"], row["ours"], row["unprobed"])
+                  for row in accuracy_rows(data, library) if row["ours"]]
     for library, name in (("boringssl", "BoringSSL"), ("aws-lc", "AWS-LC")):
         for row in accuracy_rows(data, library):
             if not row["ours"]:

@@ -46,7 +46,8 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (recordings, logs)")
     p.add_argument("--go", action="store_true",
                    help="also measure two Go servers (examples/go, built with the machine's go) under full handshakes "
-                        "from examples/go/client: the go_full workload")
+                        "from examples/go/client: the go_full workload; and Go's ground-truth fixture "
+                        "(examples/go/ops) beside crypto_ops.c")
     p.add_argument("--rustls", action="store_true",
                    help="also measure two rustls servers (examples/rust/rustls-server, built with cargo) under full "
                         "handshakes from `openssl s_time -new`: the rustls_full workload; and rustls' ground-truth "

@@ -22,8 +22,8 @@ BORING_OPERATIONS = [
     ("server handshake, P-256 + ECDSA P-256", ("p256", "p256"), "handshake", None),
 ]
 # The two kinds of operation each library's fixture times (their initials in its op log).
-FIXTURE_KINDS = {"openssl": ("derive", "sign"), "rustls": ("derive", "sign"), "boringssl": ("handshake", "sign"),
-                 "aws-lc": ("handshake", "sign")}
+FIXTURE_KINDS = {"openssl": ("derive", "sign"), "go": ("derive", "sign"), "rustls": ("derive", "sign"),
+                 "boringssl": ("handshake", "sign"), "aws-lc": ("handshake", "sign")}
 HANDSHAKE_FIXTURES = ("boringssl", "aws-lc")
 # Probed calls inside a fixture's clock window that tlsprof's function table leaves out: aws-lc-rs queries a
 # signature's length with a first EVP_DigestSign call inside the `Signer::sign` the rustls fixture times.
@@ -138,7 +138,10 @@ def accuracy_rows(data, library="openssl"):
         hits = [None if stage == "handshake" else 0 if (library, stage) in ENCLOSING else
                 2 * ((r.get(f"{stage}_functions_per_op") or 1) + UNCOUNTED_CALLS.get((library, stage), 0))
                 for r in recs]
-        probed_corr = [None if h is None else p - h * (r["probe_cost_us_per_hit"] or 0)
+        # Single-stepped hits cost their step too (raw data from before steps were counted: none).
+        probed_corr = [None if h is None else
+                       p - h * (r["probe_cost_us_per_hit"] or 0) - (r.get("steps_per_call") or 0) * h / 2 *
+                       (r.get("probe_cost_us_per_step") or 0)
                        for r, p, h in zip(recs, probed, hits)]
         speed = [r[speed_key] for r in data["speed"]] if library == "openssl" else []
         ours_as_speed = [r[f"tlsprof_{stage}_us"] for r in speed_recs]

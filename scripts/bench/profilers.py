@@ -52,7 +52,8 @@ def report_summary(tlsprof, recording):
                        "observed": (h.get("observed") or {}).get("total"),
                        "kinds": [{"role": k.get("role"), "count": k.get("count"),
                                   "cpu_ms_mean": (k.get("cpu_ms") or {}).get("mean")} for k in h.get("kinds", [])]},
-        **{k: r.get(k) for k in ("probing", "probe_hits", "probe_cost_us_per_hit", "probe_overhead_ms",
+        **{k: r.get(k) for k in ("probing", "probe_hits", "probe_stepped_hits", "probe_cost_us_per_hit",
+                                 "probe_cost_cold_us_per_step", "probe_overhead_ms",
                                  "probe_overhead_calibrated_ms", "probe_traps", "own_programs_ms", "process_cpu_ms",
                                  "samples", "lost", "all_probes", "duration_s")},
     }, elapsed

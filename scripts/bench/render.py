@@ -82,9 +82,10 @@ def overhead_table(data, workload):
 def probes_row(data, workload, c, rs):
     added = med([r["control"]["cpu_us_per_req_ns"] * r["paired_overhead"] for r in rs])
     ctx = med([r.get("ctx_per_req") for r in rs])
-    hits, cost, trapped, est, notes = None, None, None, None, ""
+    hits, stepped, cost, trapped, est, notes = None, None, None, None, None, ""
     if c.startswith("tlsprof"):
         hits = med([(r["prof_report"]["probe_hits"] or 0) / r["requests"] for r in rs])
+        stepped = med([(r["prof_report"].get("probe_stepped_hits") or 0) / r["requests"] for r in rs])
         cost = med([r["prof_report"]["probe_cost_us_per_hit"] for r in rs])
         # Raw data from before the trap sampler has none.
         trapped = med([r["prof_report"]["probe_traps"]["cpu_ms"] * 1e3 / r["prof_report"]["probe_hits"]
@@ -109,14 +110,15 @@ def probes_row(data, workload, c, rs):
     elif c == "perf":
         notes = "no probes: a 99 Hz cpu-clock event on the worker"
     implied = added / hits if hits and added is not None and c != "none" else None
-    return [WORKLOADS[workload], CONDITIONS[c], fnum(ctx, 2), fnum(hits, 2), fnum(added, 1), fnum(implied, 2),
-            fnum(cost, 2), fnum(trapped, 2), fnum(est, 2), notes]
+    return [WORKLOADS[workload], CONDITIONS[c], fnum(ctx, 2), fnum(hits, 2), fnum(stepped, 2), fnum(added, 1),
+            fnum(implied, 2), fnum(cost, 2), fnum(trapped, 2), fnum(est, 2), notes]
 
 
 def probes_table(data):
     rows = [probes_row(data, w, c, rs) for w in WORKLOADS for c in data["settings"]["conditions"]
             if (rs := runs_of(data, w, c))]
-    return table(["Workload", "Condition", "ctx sw/req", "probe hits/req", "added target CPU µs/req",
+    return table(["Workload", "Condition", "ctx sw/req", "probe hits/req", "of them single-stepped",
+                  "added target CPU µs/req",
                   "implied µs/hit", "tlsprof's calibrated µs/hit", "measured in the traps µs/hit",
                   "tlsprof's probe-cost estimate µs/req", "notes"],
                  rows)
@@ -345,7 +347,7 @@ def render(data, template=None):
     clk_tck = mach.get("clk_tck", CLK_TCK)
     bg_med, bg_max = background_cores(data)
     libssl_table, speed_table = accuracy_tables(data)
-    rustls_rows, boring_rows = accuracy_rows(data, "rustls"), accuracy_rows(data, "boringssl")
+    go_rows, rustls_rows, boring_rows = (accuracy_rows(data, lib) for lib in ("go", "rustls", "boringssl"))
     aws_lc_rows = accuracy_rows(data, "aws-lc")
     values = {
         "kind": "smoke run: checks the harness, not the figures" if s["smoke"] else "full run",
@@ -378,6 +380,8 @@ def render(data, template=None):
         "overhead_boring_table": overhead_table(data, "boring_full"),
         "aws_lc": bool(runs_of(data, "aws_lc_full", "none")),
         "overhead_aws_lc_table": overhead_table(data, "aws_lc_full"),
+        "accuracy_go": any(r["ours"] for r in go_rows),
+        "accuracy_go_table": fixture_table(go_rows),
         "accuracy_rustls": any(r["ours"] for r in rustls_rows),
         "accuracy_rustls_table": fixture_table(rustls_rows),
         "accuracy_boringssl": any(r["ours"] for r in boring_rows),

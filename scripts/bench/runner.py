@@ -69,7 +69,8 @@ class Bench:
         self.rustls_twins = []
         self.boring_twins = []
         self.aws_lc_twins = []
-        # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --rustls rustls-ops,
+        # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --go examples/go/ops,
+        # with --rustls rustls-ops,
         # with --boring boring-ops, with --aws-lc tests/fixtures/bssl_handshakes.c built against AWS-LC.
         self.fixtures = {}
         self.conditions = list(args.conditions)
@@ -115,6 +116,8 @@ class Bench:
                         os.path.join(REPO, "tests/fixtures/crypto_ops.c"), "-lcrypto"], timeout=120)
         if out.returncode != 0:
             raise BenchError(f"building the fixture failed: {out.stderr.strip()[-300:]}")
+        if self.args.go:
+            self.fixtures["go"] = build_go(self.scratch, ("ops",))[0]
         if self.args.rustls:
             self.fixtures["rustls"] = build_rust_example("rustls-ops")
         if self.args.boring:
@@ -234,6 +237,10 @@ class Bench:
         rec = {"round": rnd, "derive_alg": derive_alg, "sign_alg": sign_alg, "as_speed": as_speed, "truth": truth,
                "live_s": prof["live_s"], "live_own_ms": prof["live_own_ms"],
                "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"],
+               "probe_cost_us_per_step": rep["probe_cost_cold_us_per_step"],
+               # Single-stepped hits per probed call (Go's, on kernels that step them): a call's hits are alike.
+               "steps_per_call": (rep["probe_stepped_hits"] or 0) / max(1, sum(f["calls"] or 0
+                                                                              for f in rep["functions"])),
                "in_windows": ops_in_windows(read_op_log(op_log), read_op_log(op_log + ".twin"), spans, kinds)}
         for stage in kinds:
             if stage == "handshake":
@@ -397,7 +404,7 @@ class Bench:
                     for derive_alg, sign_alg in a.fixture_ops:
                         for as_speed in (False, True):
                             self.fixture_run(rnd, "openssl", derive_alg, sign_alg, as_speed)
-                        for library in ("rustls", "boringssl", "aws-lc"):
+                        for library in ("go", "rustls", "boringssl", "aws-lc"):
                             if library in self.fixtures:
                                 self.fixture_run(rnd, library, derive_alg, sign_alg, False)
                     self.speed_run(rnd)

@@ -106,13 +106,13 @@ def go_tool():
     return shutil.which("go") or next((p for p in ["/usr/local/go/bin/go"] if os.access(p, os.X_OK)), None)
 
 
-def build_go(scratch):
-    """examples/go's server and client built with the machine's go into scratch: (server, client)."""
+def build_go(scratch, programs=("server", "client")):
+    """examples/go's `programs` built with the machine's go into scratch: their paths, in order."""
     go = go_tool()
     if not go:
         raise BenchError("go is not installed (scripts/install-deps.sh installs it)")
     out = []
-    for program in ("server", "client"):
+    for program in programs:
         path = os.path.join(scratch, f"go-{program}")
         built = run_text([go, "build", "-o", path, f"./{program}"], cwd=os.path.join(REPO, "examples/go"),
                          timeout=300)
