@@ -113,8 +113,10 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
     assert_eq!(function(r, probed.derive).unwrap()["calls"], DERIVES, "{summary}");
     assert_eq!(function(r, probed.sign).unwrap()["calls"], SIGNS, "{summary}");
     // The fixture times each operation with the probe hits inside its clock window; tlsprof removes those
-    // (measured: probe_cost_us_per_hit, and probe_cost_cold_us_per_step for each single-stepped one), so compare
-    // like with like. A call's hits are stepped alike: the steps per probed call, from the report's counts.
+    // (measured: probe_cost_us_per_hit), so compare like with like. A hit the kernel single-steps costs a step
+    // more, which the report states only as an upper bound (probe_cost_cold_us_per_step, with cold caches): the
+    // fixture's figure then lies between its clock less the steps at that bound and its clock less the hits
+    // alone. A call's hits are stepped alike: the steps per probed call, from the report's counts.
     let calls: u64 = r["functions"]
         .as_array()
         .unwrap()
@@ -124,13 +126,12 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
     let steps_per_call = f(&r["probe_stepped_hits"]) / calls.max(1) as f64;
     for ((name, stage), hits) in [("derive", derive), ("sign", sign)].into_iter().zip(probed.hits) {
         let ours = f(&stage["cpu_us_per_call"]);
-        let theirs = f(&truth[format!("{name}_cpu_us").as_str()])
-            - hits * f(&r["probe_cost_us_per_hit"])
-            - steps_per_call * f(&r["probe_cost_cold_us_per_step"]);
+        let most = f(&truth[format!("{name}_cpu_us").as_str()]) - hits * f(&r["probe_cost_us_per_hit"]);
+        let least = most - steps_per_call * f(&r["probe_cost_cold_us_per_step"]);
         let unprobed = &truth[format!("unprobed_{name}_cpu_us").as_str()];
         assert!(
-            within(ours, theirs, 0.10),
-            "{name}: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({unprobed} µs in its unprobed twin at the same time)\n{summary}"
+            ours >= least * 0.9 && ours <= most * 1.1,
+            "{name}: tlsprof {ours:.1} µs vs fixture {least:.1}–{most:.1} µs per call ({unprobed} µs in its unprobed twin at the same time)\n{summary}"
         );
     }
 }
@@ -147,7 +148,8 @@ fn fixture_operations_counted_exactly_with_fixture_cpu() {
 
 /// rustls' fixture (examples/rust/rustls-ops): the key exchange and signature a rustls server makes, through its
 /// default provider. The exchange is the provider's `complete` (aws-lc-rs's C derive is not probed); aws-lc-rs
-/// signs with two EVP_DigestSign calls, the length query first: four hits in the signature's window.
+/// signs with two EVP_DigestSign calls, the length query first: four hits in the signature's window, three where
+/// a uprobe session skips the length query's return.
 #[test]
 fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
     if !require_root("rustls_fixture_operations_counted_exactly_with_fixture_cpu") {
@@ -156,17 +158,22 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
     let scratch = Scratch::new("fixture-rustls");
     let (truth, r, summary) = profile_fixture(&build_rust_example("rustls-ops"), &scratch, None, &[], None);
     assert_eq!(truth["library"], "rustls");
+    let length_query_hits = if r["probing"]["uprobe_sessions"] == true {
+        1.0
+    } else {
+        2.0
+    };
     let rustls = Probed {
         derive: "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
         sign: "EVP_DigestSign",
-        hits: [2.0, 4.0],
+        hits: [2.0, 2.0 + length_query_hits],
     };
     check_against_fixture(&truth, &r, &summary, &rustls);
 }
 
 /// Go's fixture (examples/go/ops): the key exchange and signature a Go TLS 1.3 server makes, through the
 /// functions tlsprof probes for them. Where this kernel single-steps a probed Go function's entry or return, the
-/// step's cost, inside the fixture's window, is removed as tlsprof removes it.
+/// step's cost is inside the fixture's window (check_against_fixture).
 #[test]
 fn go_fixture_operations_counted_exactly_with_fixture_cpu() {
     if !require_root("go_fixture_operations_counted_exactly_with_fixture_cpu") {
