@@ -659,13 +659,8 @@ static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now
 	return ts;
 }
 
-/* What a call's entry tells a uprobe session (stage_session) about its return: wanted where a frame was opened. */
-enum call_return {
-	RETURN_WANTED = 0,
-	RETURN_UNWANTED = 1,
-};
-
-static __always_inline enum call_return enter_call(struct pt_regs *ctx)
+SEC("uprobe.multi")
+int stage_enter(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u8 stage = COOKIE_STAGE(cookie);
@@ -681,7 +676,7 @@ static __always_inline enum call_return enter_call(struct pt_regs *ctx)
 	if (stepped)
 		count_stat(STAT_STEPPED_HITS);
 	if (probes_paused())
-		return RETURN_UNWANTED;
+		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
 		ts->hits++;
@@ -689,13 +684,13 @@ static __always_inline enum call_return enter_call(struct pt_regs *ctx)
 	}
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
-		return RETURN_UNWANTED;
+		return 0;
 
 	now = bpf_ktime_get_ns();
 	if (!ts) {
 		ts = thread_state_of(tid, now);
 		if (!ts)
-			return RETURN_UNWANTED;
+			return 0;
 		ts->hits = 1;
 		ts->stepped = stepped;
 	}
@@ -717,17 +712,9 @@ static __always_inline enum call_return enter_call(struct pt_regs *ctx)
 		/* A connection starts or ends between handshake calls, never inside one. */
 		if (flags & (FF_CONN_START | FF_CONN_END))
 			ts->settled_epoch = probe_epoch;
-		return RETURN_UNWANTED;
+		return 0;
 	}
-	push_frame(ctx, ts, tgid, cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), now);
-	return RETURN_WANTED;
-}
-
-SEC("uprobe.multi")
-int stage_enter(struct pt_regs *ctx)
-{
-	enter_call(ctx);
-	return 0;
+	return push_frame(ctx, ts, tgid, cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), now);
 }
 
 static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
@@ -888,7 +875,8 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	return 0;
 }
 
-static __always_inline int return_call(struct pt_regs *ctx)
+SEC("uretprobe.multi")
+int stage_exit(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -920,25 +908,6 @@ static __always_inline int return_call(struct pt_regs *ctx)
 	else
 		ok = (int)PT_REGS_RC(ctx) == 1;
 	return pop_frame(ctx, ts, tgid, cookie, entry_sp, ok, bpf_ktime_get_ns());
-}
-
-SEC("uretprobe.multi")
-int stage_exit(struct pt_regs *ctx)
-{
-	return return_call(ctx);
-}
-
-/* Linux 6.13 and later: the functions called for a length query first, at entry and return in one program, whose
- * entry tells the kernel when a call's return is of no interest (a length query), saving that return's hit.
- * Loaded only where the kernel has uprobe sessions with this kfunc (src/record/kernel/programs.rs). */
-extern bool bpf_session_is_return(void) __ksym __weak;
-
-SEC("uprobe.session")
-int stage_session(struct pt_regs *ctx)
-{
-	if (bpf_session_is_return())
-		return return_call(ctx);
-	return enter_call(ctx);
 }
 
 /* A goroutine's stack moves when it grows (copied whole to a bigger one): its frames are kept by their

@@ -148,8 +148,7 @@ fn fixture_operations_counted_exactly_with_fixture_cpu() {
 
 /// rustls' fixture (examples/rust/rustls-ops): the key exchange and signature a rustls server makes, through its
 /// default provider. The exchange is the provider's `complete` (aws-lc-rs's C derive is not probed); aws-lc-rs
-/// signs with two EVP_DigestSign calls, the length query first: four hits in the signature's window, three where
-/// a uprobe session skips the length query's return.
+/// signs with two EVP_DigestSign calls, the length query first: four hits in the signature's window.
 #[test]
 fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
     if !require_root("rustls_fixture_operations_counted_exactly_with_fixture_cpu") {
@@ -158,15 +157,10 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
     let scratch = Scratch::new("fixture-rustls");
     let (truth, r, summary) = profile_fixture(&build_rust_example("rustls-ops"), &scratch, None, &[], None);
     assert_eq!(truth["library"], "rustls");
-    let length_query_hits = if r["probing"]["uprobe_sessions"] == true {
-        1.0
-    } else {
-        2.0
-    };
     let rustls = Probed {
         derive: "<rustls::crypto::aws_lc_rs::kx::KeyExchange as rustls::crypto::ActiveKeyExchange>::complete",
         sign: "EVP_DigestSign",
-        hits: [2.0, 2.0 + length_query_hits],
+        hits: [2.0, 4.0],
     };
     check_against_fixture(&truth, &r, &summary, &rustls);
 }

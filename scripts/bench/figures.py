@@ -26,9 +26,8 @@ FIXTURE_KINDS = {"openssl": ("derive", "sign"), "go": ("derive", "sign"), "rustl
                  "boringssl": ("handshake", "sign"), "aws-lc": ("handshake", "sign")}
 HANDSHAKE_FIXTURES = ("boringssl", "aws-lc")
 # Probed calls inside a fixture's clock window that tlsprof's function table leaves out: aws-lc-rs queries a
-# signature's length with a first EVP_DigestSign call inside the `Signer::sign` the rustls fixture times. Such a
-# call makes one hit where a uprobe session skips its return, else two.
-LENGTH_QUERIES = {("rustls", "sign"): 1}
+# signature's length with a first EVP_DigestSign call inside the `Signer::sign` the rustls fixture times.
+UNCOUNTED_CALLS = {("rustls", "sign"): 1}
 # Where the probed function encloses the fixture's window (bssl::ssl_private_key_sign around the private-key
 # method the BoringSSL and AWS-LC fixtures time), its clock's reads outside the window (`clock_cost_us`) are the
 # function's.
@@ -137,8 +136,7 @@ def accuracy_rows(data, library="openssl"):
         # What the fixture's clock saw minus the probe hits inside its window, at tlsprof's calibrated cost: none
         # inside an enclosing function's window; a handshake's not known (the fixture's client shares its frames).
         hits = [None if stage == "handshake" else 0 if (library, stage) in ENCLOSING else
-                2 * (r.get(f"{stage}_functions_per_op") or 1) + LENGTH_QUERIES.get((library, stage), 0) *
-                (1 if r.get("uprobe_sessions") else 2)
+                2 * ((r.get(f"{stage}_functions_per_op") or 1) + UNCOUNTED_CALLS.get((library, stage), 0))
                 for r in recs]
         # Single-stepped hits cost their step too (raw data from before steps were counted: none).
         probed_corr = [None if h is None else

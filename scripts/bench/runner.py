@@ -238,7 +238,6 @@ class Bench:
                "live_s": prof["live_s"], "live_own_ms": prof["live_own_ms"],
                "probe_cost_us_per_hit": rep["probe_cost_us_per_hit"],
                "probe_cost_us_per_step": rep["probe_cost_cold_us_per_step"],
-               "uprobe_sessions": (rep.get("probing") or {}).get("uprobe_sessions"),
                # Single-stepped hits per probed call (Go's, on kernels that step them): a call's hits are alike.
                "steps_per_call": (rep["probe_stepped_hits"] or 0) / max(1, sum(f["calls"] or 0
                                                                               for f in rep["functions"])),

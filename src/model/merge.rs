@@ -134,7 +134,6 @@ impl Recording {
             p.windows += r.probing.windows;
             p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
             p.window_figures.extend(r.probing.window_figures.iter().cloned());
-            p.uprobe_sessions &= r.probing.uprobe_sessions;
             for t in &r.targets {
                 let m = targets.entry(t.pid).or_insert_with(|| Target {
                     process_cpu_ms: 0.0,

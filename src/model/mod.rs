@@ -140,10 +140,6 @@ pub struct Probing {
     /// in recordings made before windows were kept one by one.
     #[serde(default)]
     pub window_figures: Vec<ProbeWindow>,
-    /// Functions called for a length query first were probed in uprobe sessions (Linux 6.13), which do not
-    /// stop at a length query's return; false in recordings made before sessions were used.
-    #[serde(default)]
-    pub uprobe_sessions: bool,
 }
 
 /// One probe window: what the probes saw in each target during it.
@@ -753,7 +749,6 @@ pub(crate) mod tests {
                 windows: 1,
                 peak_overhead: 0.001,
                 window_figures: Vec::new(),
-                uprobe_sessions: false,
             },
             openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
         }

@@ -32,8 +32,6 @@ pub struct ProbingSummary {
     pub timeline: Vec<WindowPoint>,
     /// The duty cycle paused the stage probes at some point.
     pub part_time: bool,
-    /// See model::Probing::uprobe_sessions.
-    pub uprobe_sessions: bool,
 }
 
 /// What one probe window saw in all the targets, exactly: the points of the figures over the recording.
@@ -161,7 +159,6 @@ pub(super) fn probing(
         fraction
     };
     ProbingSummary {
-        uprobe_sessions: rec.probing.uprobe_sessions,
         max_overhead_pct: rec.probing.max_overhead_pct,
         live_s: rec.probing.live_s,
         fraction,

@@ -105,7 +105,6 @@ struct Probing<'a> {
     windows: u32,
     peak_overhead: f64,
     window_spans: &'a [WindowSpan],
-    uprobe_sessions: bool,
 }
 
 impl<'a> From<&'a ProbingSummary> for Probing<'a> {
@@ -118,7 +117,6 @@ impl<'a> From<&'a ProbingSummary> for Probing<'a> {
             windows: p.windows,
             peak_overhead: p.peak_overhead,
             window_spans: &p.window_spans,
-            uprobe_sessions: p.uprobe_sessions,
         }
     }
 }

@@ -127,19 +127,8 @@ struct ProbeSpec {
     open_path: std::path::PathBuf,
     entry: Probes,
     ret: Probes,
-    /// Functions called for a length query first: probed at entry and return, in one session if the kernel
-    /// has them.
-    queried: Probes,
     /// Go code: entries and exit sites, all entry-style (no return probe ever touches a Go stack).
     go: Probes,
-}
-
-/// How a set of uprobes is attached.
-#[derive(PartialEq)]
-enum Attach {
-    Entry,
-    Return,
-    Session,
 }
 
 impl TargetSet {
@@ -392,7 +381,7 @@ impl TargetSet {
         });
         let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
-            let (mut entry, mut ret, mut queried, mut go): (Probes, Probes, Probes, Probes) = Default::default();
+            let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
                 let id = set.function_id(lib, f.row)?;
                 let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
@@ -404,10 +393,6 @@ impl TargetSet {
                     continue;
                 }
                 let cookie = cookie(f.stepped, Site::Entry);
-                if f.row.length_query_arg != 0 {
-                    queried.push(f.file_offset, cookie);
-                    continue;
-                }
                 // A function whose result is the connection has nothing to tell at entry.
                 if f.row.flags & catalogue::SSL_RET == 0 {
                     entry.push(f.file_offset, cookie);
@@ -422,7 +407,6 @@ impl TargetSet {
                 open_path: m.open_path(p.pid),
                 entry,
                 ret,
-                queried,
                 go,
             })
         };
@@ -458,8 +442,7 @@ impl TargetSet {
 
     /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
     fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
-        self.probes +=
-            spec.entry.offsets.len() + spec.ret.offsets.len() + 2 * spec.queried.offsets.len() + spec.go.offsets.len();
+        self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
         if !self.paused {
             let pid = spec.process.pid;
             self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
@@ -542,26 +525,13 @@ impl TargetSet {
 impl ProbeSpec {
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
-        // The functions with length queries in one uprobe session each where the kernel has them (it loaded
-        // stage_session), else at entry and return as the others.
-        let sessions = skel.progs.stage_session.autoload();
-        let (ret, entry, queried) = if sessions {
-            (self.ret.clone(), self.entry.clone(), self.queried.clone())
-        } else {
-            (
-                self.ret.and(&self.queried),
-                self.entry.and(&self.queried),
-                Probes::default(),
-            )
-        };
         // Returns first: a call entered between the two attachments would otherwise never see its return.
         let sets = [
-            (&ret, Attach::Return, &skel.progs.stage_exit),
-            (&queried, Attach::Session, &skel.progs.stage_session),
-            (&entry, Attach::Entry, &skel.progs.stage_enter),
-            (&self.go, Attach::Entry, &skel.progs.go_probe),
+            (&self.ret, true, &skel.progs.stage_exit),
+            (&self.entry, false, &skel.progs.stage_enter),
+            (&self.go, false, &skel.progs.go_probe),
         ];
-        for (probes, kind, prog) in sets {
+        for (probes, retprobe, prog) in sets {
             if probes.offsets.is_empty() {
                 continue;
             }
@@ -573,19 +543,14 @@ impl ProbeSpec {
                     UprobeMultiOpts {
                         offsets: probes.offsets.clone(),
                         cookies: probes.cookies.clone(),
-                        retprobe: kind == Attach::Return,
-                        session: kind == Attach::Session,
+                        retprobe,
                         ..Default::default()
                     },
                 )
                 .with_context(|| {
                     format!(
                         "attach {} uprobes in {} of process {}",
-                        match kind {
-                            Attach::Entry => "entry",
-                            Attach::Return => "return",
-                            Attach::Session => "session",
-                        },
+                        if retprobe { "return" } else { "entry" },
                         Printable(&self.path),
                         self.process.pid
                     )
@@ -619,7 +584,7 @@ fn detach(links: Vec<(u32, Link)>) {
     });
 }
 
-#[derive(Default, Clone)]
+#[derive(Default)]
 struct Probes {
     offsets: Vec<usize>,
     cookies: Vec<u64>,
@@ -629,14 +594,6 @@ impl Probes {
     fn push(&mut self, offset: u64, cookie: u64) {
         self.offsets.push(offset as usize);
         self.cookies.push(cookie);
-    }
-
-    /// These probes and `other`'s.
-    fn and(&self, other: &Probes) -> Probes {
-        Probes {
-            offsets: [&self.offsets[..], &other.offsets].concat(),
-            cookies: [&self.cookies[..], &other.cookies].concat(),
-        }
     }
 }
 

@@ -4,14 +4,11 @@
 //! the kernel side's counters.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::fs;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
 use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::btf::types::{Enum, Func, FuncProto};
-use libbpf_rs::btf::{Btf, ReferencesType};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
@@ -95,8 +92,6 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         .stacks
         .set_max_entries(ring_bytes)
         .context("size the stack ring buffer")?;
-    // The probes attach through it if it loads (probes.rs).
-    open.progs.stage_session.set_autoload(uprobe_sessions());
     // libbpf's messages are held while loading: printed only when the failure is not one explained here.
     let print = libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, hold_libbpf_message)));
     let loaded = open.load();
@@ -116,22 +111,6 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         }
         anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
     })
-}
-
-/// Whether this kernel has uprobe sessions (Linux 6.13) as stage_session uses them: the attach type, and the
-/// kfunc `bpf_session_is_return` taking no argument, read from the kernel's BTF.
-fn uprobe_sessions() -> bool {
-    let Ok(btf) = Btf::from_vmlinux() else {
-        return false;
-    };
-    let attach_type = btf
-        .type_by_name::<Enum>("bpf_attach_type")
-        .is_some_and(|e| e.iter().any(|m| m.name == Some(OsStr::new("BPF_TRACE_UPROBE_SESSION"))));
-    let kfunc = btf
-        .type_by_name::<Func>("bpf_session_is_return")
-        .and_then(|f| btf.type_by_id::<FuncProto>(f.referenced_type_id()))
-        .is_some_and(|proto| proto.is_empty());
-    attach_type && kfunc
 }
 
 static LIBBPF_MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -251,11 +230,6 @@ impl<'obj> Programs<'obj> {
     /// A counter of enum tlsprof_stat, summed over CPUs.
     pub fn stat(&self, stat: tlsprof_stat) -> u64 {
         stat_sum(&self.skel, stat)
-    }
-
-    /// Whether the functions with length queries are probed in uprobe sessions (stage_session loaded).
-    pub fn uprobe_sessions(&self) -> bool {
-        self.skel.progs.stage_session.autoload()
     }
 
     /// Each target's counters so far (target_state).

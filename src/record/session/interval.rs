@@ -101,7 +101,6 @@ impl Interval {
                 windows: window_figures.len() as u32,
                 peak_overhead: session.governor.peak_overhead,
                 window_figures,
-                uprobe_sessions: session.programs.uprobe_sessions(),
             },
         };
         let recording = parts.into_recording(&session.programs, &session.targets, session.opts)?;

@@ -311,7 +311,6 @@ impl<'obj, 'o> Session<'obj, 'o> {
             windows: self.governor.windows,
             peak_overhead: self.governor.peak_overhead,
             window_figures: std::mem::take(&mut self.windows.closed),
-            uprobe_sessions: self.programs.uprobe_sessions(),
         };
         let slices = steal::between(&self.first.slices, &at.slices);
         let recorded = std::mem::take(&mut self.tracked)
