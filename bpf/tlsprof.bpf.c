@@ -278,17 +278,22 @@ static __always_inline void count_stat(__u32 stat)
 /* What the run queue of this CPU has left out of task clocks so far (steal and interrupt time), reached through
  * the current task's CFS queue (its per-CPU `runqueues` is not in kallsyms); 0 where it cannot be read. Both
  * clocks are brought up to date together, at each scheduling, so their difference moves only by what was left
- * out. */
+ * out. Read by plain loads through the task's BTF pointer, not a bpf_probe_read_kernel call per field: each
+ * probe hit and scheduler switch reads it. */
 static __always_inline __u64 rq_left_out(void)
 {
+	struct cfs_rq *cfs_rq;
 	struct rq *rq;
 
 	if (!bpf_core_field_exists(((struct cfs_rq *)0)->rq))
 		return 0;
-	rq = BPF_CORE_READ(bpf_get_current_task_btf(), se.cfs_rq, rq);
+	cfs_rq = bpf_get_current_task_btf()->se.cfs_rq;
+	if (!cfs_rq)
+		return 0;
+	rq = cfs_rq->rq;
 	if (!rq)
 		return 0;
-	return BPF_CORE_READ(rq, clock) - BPF_CORE_READ(rq, clock_task);
+	return rq->clock - rq->clock_task;
 }
 
 /* What the run queue has left out since the running thread `ts` switched in, `on_cpu` ago. */
@@ -631,7 +636,7 @@ static __always_inline void clock_pick_up(struct thread_state *ts, bool running,
 	ts->running = running;
 	ts->last_in = now;
 	ts->rq_left_out_in = running ? rq_left_out() : 0;
-	ts->task_clock_out = running ? 0 : BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+	ts->task_clock_out = running ? 0 : bpf_get_current_task_btf()->se.sum_exec_runtime;
 }
 
 static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now)
@@ -1264,7 +1269,7 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
  * moment before the switch. A slice that began before the thread's state was made is not whole: skipped. */
 static __always_inline void count_slice(struct thread_state *ts, struct target_state *t, __u64 left_out)
 {
-	__u64 task_clock = BPF_CORE_READ(bpf_get_current_task_btf(), se.sum_exec_runtime);
+	__u64 task_clock = bpf_get_current_task_btf()->se.sum_exec_runtime;
 	__u64 before = ts->task_clock_out;
 
 	ts->task_clock_out = task_clock;
