@@ -113,25 +113,14 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
     assert_eq!(function(r, probed.derive).unwrap()["calls"], DERIVES, "{summary}");
     assert_eq!(function(r, probed.sign).unwrap()["calls"], SIGNS, "{summary}");
     // The fixture times each operation with the probe hits inside its clock window; tlsprof removes those
-    // (measured: probe_cost_us_per_hit), so compare like with like. A hit the kernel single-steps costs a step
-    // more, which the report states only as an upper bound (probe_cost_cold_us_per_step, with cold caches): the
-    // fixture's figure then lies between its clock less the steps at that bound and its clock less the hits
-    // alone. A call's hits are stepped alike: the steps per probed call, from the report's counts.
-    let calls: u64 = r["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["calls"].as_u64().unwrap_or(0))
-        .sum();
-    let steps_per_call = f(&r["probe_stepped_hits"]) / calls.max(1) as f64;
+    // (measured: probe_cost_us_per_hit), so compare like with like.
     for ((name, stage), hits) in [("derive", derive), ("sign", sign)].into_iter().zip(probed.hits) {
         let ours = f(&stage["cpu_us_per_call"]);
-        let most = f(&truth[format!("{name}_cpu_us").as_str()]) - hits * f(&r["probe_cost_us_per_hit"]);
-        let least = most - steps_per_call * f(&r["probe_cost_cold_us_per_step"]);
+        let theirs = f(&truth[format!("{name}_cpu_us").as_str()]) - hits * f(&r["probe_cost_us_per_hit"]);
         let unprobed = &truth[format!("unprobed_{name}_cpu_us").as_str()];
         assert!(
-            ours >= least * 0.9 && ours <= most * 1.1,
-            "{name}: tlsprof {ours:.1} µs vs fixture {least:.1}–{most:.1} µs per call ({unprobed} µs in its unprobed twin at the same time)\n{summary}"
+            within(ours, theirs, 0.10),
+            "{name}: tlsprof {ours:.1} µs vs fixture {theirs:.1} µs per call ({unprobed} µs in its unprobed twin at the same time)\n{summary}"
         );
     }
 }
@@ -165,38 +154,42 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
     check_against_fixture(&truth, &r, &summary, &rustls);
 }
 
-/// Go's fixture (examples/go/ops): the key exchange and signature a Go TLS 1.3 server makes, through the
-/// functions tlsprof probes for them. Where this kernel single-steps a probed Go function's entry or return, the
-/// step's cost is inside the fixture's window (check_against_fixture).
+/// Go's fixture (examples/go/ops), pinned to one CPU with its twin: the key exchange and signature a Go TLS 1.3
+/// server makes, through the functions tlsprof probes for them. Every derive and sign counted; per call within 10%
+/// of the unprobed twin's, made in turn with the probed ones, but ECDSA P-256 signatures within 20%: tlsprof
+/// overstates those by 7–14% (README, Limits). (Not the probed clock less the calls' hits, as above: a Go call's
+/// window also holds the runtime's scheduler probes, and single-steps whose cost is known only as a bound.)
 #[test]
-fn go_fixture_operations_counted_exactly_with_fixture_cpu() {
-    if !require_root("go_fixture_operations_counted_exactly_with_fixture_cpu") {
+fn go_fixture_operations_counted_exactly_with_twin_cpu() {
+    if !require_root("go_fixture_operations_counted_exactly_with_twin_cpu") {
         return;
     }
     let scratch = Scratch::new("fixture-go");
     let bin = go_build("ops", None, false);
-    for (args, sign) in [
-        (&[][..], "crypto/rsa.(*PrivateKey).Sign"),
+    for (args, sign, sign_tolerance) in [
+        (&[][..], "crypto/rsa.(*PrivateKey).Sign", 0.10),
         (
             &["--derive", "p256", "--sign", "p256"][..],
             "crypto/ecdsa.(*PrivateKey).Sign",
+            0.20,
         ),
     ] {
-        let (truth, r, summary) = profile_fixture(&bin, &scratch, None, args, None);
+        let (truth, r, summary) = profile_fixture(&bin, &scratch, Some("0"), args, None);
         assert_eq!(truth["library"], "go");
-        let go = Probed {
-            derive: "crypto/ecdh.(*PrivateKey).ECDH",
-            sign,
-            hits: [2.0, 2.0],
-        };
-        eprintln!(
-            "go {args:?}: derive tlsprof {:.1} µs ({} unprobed), sign {:.1} µs ({} unprobed)",
-            f(&stage(&r, "derive")["cpu_us_per_call"]),
-            truth["unprobed_derive_cpu_us"],
-            f(&stage(&r, "sign")["cpu_us_per_call"]),
-            truth["unprobed_sign_cpu_us"]
-        );
-        check_against_fixture(&truth, &r, &summary, &go);
+        for (name, probed, count, tolerance) in [
+            ("derive", "crypto/ecdh.(*PrivateKey).ECDH", DERIVES, 0.10),
+            ("sign", sign, SIGNS, sign_tolerance),
+        ] {
+            assert_eq!(stage(&r, name)["calls"], count, "{summary}");
+            assert_eq!(function(&r, probed).unwrap()["calls"], count, "{summary}");
+            let ours = f(&stage(&r, name)["cpu_us_per_call"]);
+            let twin = f(&truth[format!("unprobed_{name}_cpu_us").as_str()]);
+            eprintln!("go {args:?} {name}: tlsprof {ours:.1} µs, unprobed twin {twin:.1} µs");
+            assert!(
+                within(ours, twin, tolerance),
+                "{name}: tlsprof {ours:.1} µs vs the unprobed twin's {twin:.1} µs per call\n{summary}"
+            );
+        }
     }
 }
 
