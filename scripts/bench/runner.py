@@ -70,8 +70,8 @@ class Bench:
         self.boring_twins = []
         self.aws_lc_twins = []
         # The ground-truth fixture of each library measured: tests/fixtures/crypto_ops.c, with --go examples/go/ops,
-        # with --rustls rustls-ops,
-        # with --boring boring-ops, with --aws-lc tests/fixtures/bssl_handshakes.c built against AWS-LC.
+        # with --rustls rustls-ops, with --boring boring-ops, with --aws-lc tests/fixtures/bssl_handshakes.c built
+        # against AWS-LC.
         self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
