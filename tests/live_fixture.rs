@@ -157,8 +157,9 @@ fn rustls_fixture_operations_counted_exactly_with_fixture_cpu() {
 /// Go's fixture (examples/go/ops), pinned to one CPU with its twin: the key exchange and signature a Go TLS 1.3
 /// server makes, through the functions tlsprof probes for them. Every derive and sign counted; per call within 10%
 /// of the unprobed twin's, made in turn with the probed ones, but ECDSA P-256 signatures within 20%: made between
-/// key exchanges, they cost the probed process 7–14% more than its twin (README, Limits). (Not the probed clock less the calls' hits, as above: a Go call's
-/// window also holds the runtime's scheduler probes, and single-steps whose cost is known only as a bound.)
+/// key exchanges, they cost the probed process 7–14% more than its twin (README, Limits). (Not the probed clock
+/// less the calls' hits, as above: a Go call's window also holds the runtime's scheduler probes, and single-steps
+/// whose cost is known only as a bound.)
 #[test]
 fn go_fixture_operations_counted_exactly_with_twin_cpu() {
     if !require_root("go_fixture_operations_counted_exactly_with_twin_cpu") {
