@@ -7,9 +7,11 @@ and is SKIP, never judged on another figure.
 
 from .common import med, spread
 from .figures import (accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of,
-                      serve_figures)
+                      serve_figures, stated_cost)
 from .fmt import fnum, fpaired, fpct
+from .profilers import TLSPROF_BUDGET
 from .settings import setting
+from .workloads import WORKLOADS
 
 BUDGET_FULL_OVERHEAD = 0.01
 BUDGET_KEEPALIVE_OVERHEAD = 0.03
@@ -21,6 +23,13 @@ BUDGET_RSS_GROWTH_MB = 1.0
 BUDGET_LIVE_S = 1.0
 BUDGET_REPORT_S = 1.0
 BUDGET_ACCURACY = 0.10
+# Exact mode (--max-overhead 100): what it may add per full handshake, by workload (both twins' certificates
+# are RSA-2048).
+BUDGET_EXACT = {"full": ("nginx", 0.03), "go_full": ("the Go server", 0.05)}
+# The report's statement of its own cost against the twins', at each budget it is judged at.
+BUDGET_STATED = 0.30
+STATED_CONDITIONS = ("tlsprof", "tlsprof-1", "tlsprof-2")
+STATED_WORKLOADS = ("full", "keepalive", "go_full")
 
 
 def verdict(ok):
@@ -38,10 +47,14 @@ def paired_text(data, workload):
     po = paired(data, workload, "tlsprof") if "tlsprof" in data["settings"]["conditions"] else []
     if not po:
         return None, "–"
-    lo, hi = spread(po)
-    runs = "1 paired run" if len(po) == 1 else f"median of {len(po)} paired runs, {fpct(lo, 2)}…{fpct(hi, 2)}"
     floor = fpct(noise_floor(data, workload), 2, False)
-    return med(po), f"{fpct(med(po), 2)} ({runs}; pairs with no profiler: ±{floor})"
+    return med(po), f"{fpct(med(po), 2)} ({runs_text(po)}; pairs with no profiler: ±{floor})"
+
+
+def runs_text(po):
+    """How many paired runs a median is of, and their spread."""
+    lo, hi = spread(po)
+    return "1 paired run" if len(po) == 1 else f"median of {len(po)} paired runs, {fpct(lo, 2)}…{fpct(hi, 2)}"
 
 
 def overhead_lines(data):
@@ -68,6 +81,56 @@ def overhead_lines(data):
     lines.append(("Keep-alive load: … with the `read`/`write` stages still reported (defaults)",
                   (f"reported in {sum(rw)} of {len(rw)} runs{how}" if rw else "–"),
                   verdict(None if not rw else all(rw))))
+    return lines
+
+
+def per_request(data, workload, condition, key):
+    """A report figure per request of the profiled twin, median over runs."""
+    return med([((r.get("prof_report") or {}).get(key) or 0) / r["requests"]
+                for r in runs_of(data, workload, condition) if r.get("requests")])
+
+
+def exact_lines(data):
+    """Exact mode's price per workload, and its probe hits single-stepped (none allowed, in any workload)."""
+    lines = []
+    for workload, (server, limit) in BUDGET_EXACT.items():
+        po = paired(data, workload, "tlsprof-exact")
+        line = (f"Exact mode (`--max-overhead 100`) adds ≤ {fpct(limit, 0, False)} target CPU per full handshake: "
+                f"{server}")
+        if not po:
+            lines.append((line, "not measured: no exact-mode run of this workload", "SKIP"))
+            continue
+        hits, stepped = (per_request(data, workload, "tlsprof-exact", k) for k in ("probe_hits", "probe_stepped_hits"))
+        lines.append((line, f"{fpct(med(po), 2)} ({runs_text(po)}); {fnum(hits, 1)} probe hits per handshake, "
+                            f"{fnum(stepped, 1)} of them single-stepped",
+                      verdict(within([med(po)], limit))))
+    stepped = {w: per_request(data, w, "tlsprof-exact", "probe_stepped_hits") for w in WORKLOADS
+               if runs_of(data, w, "tlsprof-exact")}
+    lines.append(("Exact mode: no probe hit single-stepped, in any workload",
+                  "; ".join(f"{WORKLOADS[w]}: {fnum(x, 2)} per request" for w, x in stepped.items()) or "–",
+                  verdict(None if not stepped else all(x == 0 for x in stepped.values()))))
+    return lines
+
+
+def stated_lines(data):
+    """The report's own-cost statement (its probes' and its other programs') against the twins' paired figure:
+    within ±30%, or within the pairing's noise floor of it where that is wider (a small figure's ratio is noise)."""
+    lines = []
+    for workload in STATED_WORKLOADS:
+        judged, parts = [], []
+        floor = noise_floor(data, workload) or 0
+        for c in STATED_CONDITIONS:
+            f = stated_cost(data, workload, c)
+            if f is None:
+                continue
+            ok = abs(f["stated"] - f["measured"]) <= max(BUDGET_STATED * abs(f["measured"]), floor)
+            judged.append(ok)
+            ratio = f" (×{f['stated'] / f['measured']:.2f})" if f["measured"] > 0 else ""
+            parts.append(f"budget {TLSPROF_BUDGET[c]:g}%: stated {fpct(f['stated'], 2, False)}, measured "
+                         f"{fpct(f['measured'], 2)}{ratio}")
+        text = "; ".join(parts) + f"; the pairing's noise floor ±{fpct(floor, 2, False)}" if parts else "–"
+        lines.append((f"The report's stated cost within ±30% of the twins' (or of their noise floor): "
+                      f"{WORKLOADS[workload]}", text, verdict(all(judged) if judged else None)))
     return lines
 
 
@@ -245,5 +308,5 @@ def counter_lines(data):
 
 def budget_lines(data):
     """(budget line, what was measured, PASS/**FAIL**/SKIP) for every line of the budget."""
-    return (overhead_lines(data) + counter_lines(data) + own_cpu_lines(data) + memory_lines(data)
-            + serve_lines(data) + time_lines(data) + accuracy_lines(data))
+    return (overhead_lines(data) + exact_lines(data) + stated_lines(data) + counter_lines(data) + own_cpu_lines(data)
+            + memory_lines(data) + serve_lines(data) + time_lines(data) + accuracy_lines(data))

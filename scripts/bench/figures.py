@@ -54,6 +54,27 @@ def noise_floor(data, workload):
     return max(abs(x) for x in xs) if xs else None
 
 
+def stated_cost(data, workload, condition):
+    """What tlsprof's reports said it cost the profiled twin against what the twins measured, medians over runs:
+    {probes, other, stated, measured}, shares of the profiled twin's CPU (the report states its probes'
+    `probe_overhead_ms` and its other programs' `own_programs_ms` over the recording; the paired overhead,
+    against the control twin, becomes overhead / (1 + overhead)). None when no run has both."""
+    rs = runs_of(data, workload, condition)
+
+    def share(r, key):
+        rep = r.get("prof_report") or {}
+        cpu = rep.get("process_cpu_ms")
+        return None if not cpu or rep.get(key) is None else rep[key] / cpu
+
+    stated = med([share(r, "probe_overhead_ms") + (share(r, "own_programs_ms") or 0) for r in rs
+                  if share(r, "probe_overhead_ms") is not None])
+    measured = med([ov / (1 + ov) for ov in paired(data, workload, condition)])
+    if stated is None or measured is None:
+        return None
+    return {"probes": med([share(r, "probe_overhead_ms") for r in rs]),
+            "other": med([share(r, "own_programs_ms") for r in rs]), "stated": stated, "measured": measured}
+
+
 def unpaired_spread(data, workload):
     """With no profiler on either twin, each twin's CPU per request from run to run, relative to that twin's
     median: (min, max) over both twins. This is the noise the pairing cancels; it needs two runs or more."""

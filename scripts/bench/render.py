@@ -7,7 +7,7 @@ import re
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, rss_growth, runs_of,
-                      serve_figures, unpaired_spread)
+                      serve_figures, stated_cost, unpaired_spread)
 from .fmt import fmed, fnum, fpaired, fpct, frange, table
 from .profilers import CONDITIONS, TLSPROF_BUDGET
 from .settings import reproduce_command, setting
@@ -124,28 +124,20 @@ def probes_table(data):
                  rows)
 
 
-def stated_row(data, workload, c, rs):
-    """What tlsprof's report said it cost the profiled twin (probes and its other programs, as shares of the
-    twin's CPU over the recording) against what the twins measured, medians over runs."""
-    def share(r, key):
-        rep = r["prof_report"]
-        cpu = rep.get("process_cpu_ms")
-        return None if not cpu or rep.get(key) is None else rep[key] / cpu
-
-    probes = med([share(r, "probe_overhead_ms") for r in rs])
-    other = med([share(r, "own_programs_ms") for r in rs])
-    stated = med([(share(r, "probe_overhead_ms") or 0) + (share(r, "own_programs_ms") or 0) for r in rs])
-    # The paired overhead is against the control twin; the stated share is of the profiled twin's own CPU.
-    measured = med([ov / (1 + ov) for ov in paired(data, workload, c)])
-    ratio = stated / measured if stated is not None and measured and measured > 0 else None
-    return [workload, CONDITIONS[c], fnum(TLSPROF_BUDGET[c], 1), fpct(probes, 2, sign=False),
-            fpct(other, 2, sign=False), fpct(stated, 2, sign=False), fpct(measured, 2),
+def stated_row(data, workload, c):
+    """A row of what tlsprof's reports said it cost against what the twins measured; None without both."""
+    f = stated_cost(data, workload, c)
+    if f is None:
+        return None
+    ratio = f["stated"] / f["measured"] if f["measured"] > 0 else None
+    return [workload, CONDITIONS[c], fnum(TLSPROF_BUDGET[c], 1), fpct(f["probes"], 2, sign=False),
+            fpct(f["other"], 2, sign=False), fpct(f["stated"], 2, sign=False), fpct(f["measured"], 2),
             "–" if ratio is None else f"×{ratio:.2f}"]
 
 
 def stated_table(data):
-    rows = [stated_row(data, w, c, rs) for w in WORKLOADS for c in data["settings"]["conditions"]
-            if c in TLSPROF_BUDGET and (rs := runs_of(data, w, c))]
+    rows = [row for w in WORKLOADS for c in data["settings"]["conditions"]
+            if c in TLSPROF_BUDGET and (row := stated_row(data, w, c))]
     return table(["Workload", "Condition", "budget %", "stated: probes", "stated: other programs",
                   "stated in all", "twins measured", "stated / measured"], rows)
 
