@@ -93,6 +93,36 @@ fn bench_smoke_run_writes_the_tables() {
             "no counter row for {prog}:\n{md}"
         );
     }
+    // Issue 33's lines, each judged on a figure of the run: exact mode's price with its hits, and the report's
+    // stated cost against the twins' at each budget.
+    for (row, figure) in [
+        (
+            "| Exact mode (`--max-overhead 100`) adds ≤ 3% target CPU per full handshake: nginx |",
+            " probe hits per handshake, ",
+        ),
+        (
+            "| Exact mode (`--max-overhead 100`) adds ≤ 5% target CPU per full handshake: the Go server |",
+            " probe hits per handshake, ",
+        ),
+        (
+            "| Exact mode: no probe hit single-stepped, in any workload |",
+            "full handshakes, Go server: ",
+        ),
+        (
+            "| The report's stated cost within ±30% of the twins' (or of their noise floor): full handshakes |",
+            "budget 2%: stated ",
+        ),
+        (
+            "| The report's stated cost within ±30% of the twins' (or of their noise floor): keep-alive requests |",
+            "budget 0.3%: stated ",
+        ),
+    ] {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no budget row {row:?}:\n{md}"));
+        assert!(line.contains(figure), "no {figure:?} in: {line}");
+    }
     // Continuous mode ran (tlsprof serve scraped and asked for profiles, or the run fails): its budget lines,
     // its figures against the clients' and the twin's, its slice and memory tables.
     for row in [
