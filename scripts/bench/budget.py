@@ -6,8 +6,8 @@ and is SKIP, never judged on another figure.
 """
 
 from .common import med, spread
-from .figures import (accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, rss_growth, runs_of,
-                      serve_figures, stated_cost)
+from .figures import (accuracy_rows, counter_figures, noise_floor, own_cpu_projection, paired, per_request,
+                      rss_growth, runs_of, serve_figures, stated_cost)
 from .fmt import fnum, fpaired, fpct
 from .profilers import TLSPROF_BUDGET
 from .settings import setting
@@ -82,12 +82,6 @@ def overhead_lines(data):
                   (f"reported in {sum(rw)} of {len(rw)} runs{how}" if rw else "–"),
                   verdict(None if not rw else all(rw))))
     return lines
-
-
-def per_request(data, workload, condition, key):
-    """A report figure per request of the profiled twin, median over runs."""
-    return med([((r.get("prof_report") or {}).get(key) or 0) / r["requests"]
-                for r in runs_of(data, workload, condition) if r.get("requests")])
 
 
 def exact_lines(data):

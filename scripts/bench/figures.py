@@ -54,6 +54,12 @@ def noise_floor(data, workload):
     return max(abs(x) for x in xs) if xs else None
 
 
+def per_request(data, workload, condition, key):
+    """A figure of tlsprof's report per request of the profiled twin, median over runs."""
+    return med([((r.get("prof_report") or {}).get(key) or 0) / r["requests"]
+                for r in runs_of(data, workload, condition) if r.get("requests")])
+
+
 def stated_cost(data, workload, condition):
     """What tlsprof's reports said it cost the profiled twin against what the twins measured, medians over runs:
     {probes, other, stated, measured}, shares of the profiled twin's CPU (the report states its probes'

@@ -6,8 +6,8 @@ import re
 
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
-from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, rss_growth, runs_of,
-                      serve_figures, stated_cost, unpaired_spread)
+from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, per_request,
+                      rss_growth, runs_of, serve_figures, stated_cost, unpaired_spread)
 from .fmt import fmed, fnum, fpaired, fpct, frange, table
 from .profilers import CONDITIONS, TLSPROF_BUDGET
 from .settings import reproduce_command, setting
@@ -84,8 +84,7 @@ def probes_row(data, workload, c, rs):
     ctx = med([r.get("ctx_per_req") for r in rs])
     hits, stepped, cost, trapped, est, notes = None, None, None, None, None, ""
     if c.startswith("tlsprof"):
-        hits = med([(r["prof_report"]["probe_hits"] or 0) / r["requests"] for r in rs])
-        stepped = med([(r["prof_report"].get("probe_stepped_hits") or 0) / r["requests"] for r in rs])
+        hits, stepped = (per_request(data, workload, c, k) for k in ("probe_hits", "probe_stepped_hits"))
         cost = med([r["prof_report"]["probe_cost_us_per_hit"] for r in rs])
         # Raw data from before the trap sampler has none.
         trapped = med([r["prof_report"]["probe_traps"]["cpu_ms"] * 1e3 / r["prof_report"]["probe_hits"]
