@@ -311,21 +311,30 @@ fn a_client_sees_its_offers_refused() {
         panic!("one client process: {:#}\n{summary}", r["resumption"])
     };
     let n = |k: &str| c[k].as_u64().unwrap();
-    eprintln!(
-        "client: {offered} offered, {reused} reused; tlsprof: {} offered, {} accepted, {} refused",
+    // The figures first: a long summary after them may be cut where the failure is shown.
+    let figures = format!(
+        "client: {offered} offered, {reused} reused; tlsprof: {} offered, {} accepted, {} refused, {} unparsed, \
+         refused by {}",
         n("offered_psk") + n("offered_ticket") + n("offered_session_id"),
         n("accepted"),
-        n("refused")
+        n("refused"),
+        n("unparsed"),
+        c["refused_by"]
     );
-    assert_eq!(n("unparsed"), 0, "{summary}");
+    eprintln!("{figures}");
+    assert_eq!(n("unparsed"), 0, "{figures}\n{summary}");
     assert_eq!(
         n("offered_psk") + n("offered_ticket") + n("offered_session_id"),
         offered,
-        "{summary}"
+        "{figures}\n{summary}"
     );
-    assert_eq!((n("accepted"), n("refused")), (reused, offered - reused), "{summary}");
-    assert!(n("refused") > 0, "{summary}");
-    assert_eq!(c["refused_by"][0]["reason"], "unknown", "{summary}");
+    assert_eq!(
+        (n("accepted"), n("refused")),
+        (reused, offered - reused),
+        "{figures}\n{summary}"
+    );
+    assert!(n("refused") > 0, "{figures}\n{summary}");
+    assert_eq!(c["refused_by"][0]["reason"], "unknown", "{figures}\n{summary}");
 }
 
 #[test]
