@@ -61,8 +61,9 @@ def parse_args(argv):
                         "handshakes from `openssl s_time -new`: the aws_lc_full workload; and AWS-LC's ground-truth "
                         "fixture (tests/fixtures/bssl_handshakes.c, built against it)")
     p.add_argument("--smoke", action="store_true",
-                   help=f"test-sized run: 1 round, 2 s per run, no long recording, "
-                        f"{SMOKE['serve_minutes'] * 60:g} s of continuous mode; skips bpftrace/perf if absent")
+                   help=f"test-sized run: 1 round, 2 s per run, every condition on nginx full handshakes and a few "
+                        f"on the other workloads, no long recording, {SMOKE['serve_minutes'] * 60:g} s of continuous "
+                        f"mode; skips bpftrace/perf if absent")
     args = p.parse_args(argv)
     if args.smoke:
         for key, value in SMOKE.items():

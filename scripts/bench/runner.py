@@ -23,7 +23,7 @@ from .processes import Child, LineWatcher, run_text
 from .procfs import busy_ticks, cpu_ticks, cpu_times, loadavg, memory_sample
 from .profilers import Session
 from .serve import serve_run
-from .settings import settings_of
+from .settings import runs_condition, settings_of
 from .twins import (GoServer, Nginx, RustServer, build_go, build_aws_lc, build_rust_example, go_tool,
                     paired_overhead, pin_twins, twin_figures, worker_counters)
 from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
@@ -392,7 +392,7 @@ class Bench:
                     for cond in order:
                         # bench-bpftrace.bt probes libssl: a Go, rustls, boring or AWS-LC nginx server has none.
                         if (workload in GO_WORKLOADS + RUSTLS_WORKLOADS + BORING_WORKLOADS + AWS_LC_WORKLOADS
-                                and cond == "bpftrace"):
+                                and cond == "bpftrace") or not runs_condition(self.data["settings"], workload, cond):
                             continue
                         # The profiled twin alternates from round to round (and between neighbouring runs), so that
                         # every condition runs about as often on each twin and a difference between them cancels.

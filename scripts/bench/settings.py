@@ -9,6 +9,12 @@ DEFAULTS = {"rounds": 5, "seconds": 10, "long_minutes": 10, "serve_minutes": 30,
 # lasts long enough for a profile and a couple of scrapes.
 SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "serve_minutes": 0.5, "speed_seconds": 1,
          "accuracy_repeats": 1}
+# --smoke runs every condition on nginx full handshakes (each profiler's harness) and, on the other workloads,
+# only the conditions their sections and budget lines need: without a profiler, the defaults, and exact mode
+# where a budget line judges it.
+SMOKE_CONDITIONS = {"full": None, "keepalive": ("none", "tlsprof"),
+                    "go_full": ("none", "tlsprof", "tlsprof-exact")}
+SMOKE_OTHER_CONDITIONS = ("none", "tlsprof")
 # What a raw file saved before a setting existed ran: no continuous-mode stage.
 BEFORE = {"serve_minutes": 0}
 
@@ -42,3 +48,11 @@ def reproduce_command(s):
     if s["conditions"] != DEFAULT_CONDITIONS:
         parts.append(f"--conditions {','.join(s['conditions'])}")
     return " ".join(parts)
+
+
+def runs_condition(s, workload, condition):
+    """Whether a run of these settings measures `condition` on `workload` (a smoke run, only some)."""
+    if not s["smoke"]:
+        return True
+    wanted = SMOKE_CONDITIONS.get(workload, SMOKE_OTHER_CONDITIONS)
+    return wanted is None or condition in wanted
