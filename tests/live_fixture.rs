@@ -122,9 +122,9 @@ fn check_against_fixture(truth: &serde_json::Value, r: &serde_json::Value, summa
 
 /// A probed call's CPU has two ground truths, each off one way: the probed process's own clock less the hits
 /// in its window (`own`), as good as the estimate of a hit's cost, and the unprobed twin's clock, made in turn
-/// on the same CPU (`twin`), which does not pay what the traps cost the calls after them (colder caches: 10–15%
-/// on a 50 µs ECDSA signature). tlsprof's figure must lie within 10% of the span between them; without a twin,
-/// within 10% of `own`.
+/// on the same CPU (`twin`), which does not pay what the traps cost the calls after them (colder caches, felt
+/// most by short calls). tlsprof's figure must lie within 10% of the span between them; without a twin, within
+/// 10% of `own`.
 fn check_between_truths(name: &str, ours: f64, own: f64, twin: Option<f64>, summary: &str) {
     let (low, high) = match twin {
         Some(twin) => (own.min(twin), own.max(twin)),
@@ -169,7 +169,7 @@ fn rustls_fixture_operations_counted_exactly_with_twin_cpu() {
 /// Go's fixture (examples/go/ops), pinned to one CPU with its twin: the key exchange and signature a Go TLS 1.3
 /// server makes, through the functions tlsprof probes for them. Every derive and sign counted; per call within 10%
 /// of the unprobed twin's, made in turn with the probed ones. ECDSA P-256 signatures made between key exchanges
-/// cost the probed process more than its twin (15–30% on the 2-core VMs; README, Limits): theirs is judged
+/// cost the probed process more than its twin (README, Limits: Go costs more per handshake): theirs is judged
 /// between the twin's (less 10%) and the probed process's own clock around each call, which holds the call's
 /// probe hits. (Not the probed clock less the calls' hits, as for OpenSSL: a Go call's window also holds the
 /// runtime's scheduler probes, and single-steps whose cost is known only as a bound.)
