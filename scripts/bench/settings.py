@@ -12,9 +12,9 @@ SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "serve_minutes": 0.5, "sp
 # --smoke runs every condition on nginx full handshakes (each profiler's harness) and, on the other workloads,
 # only the conditions their sections and budget lines need: without a profiler, the defaults, and exact mode
 # where a budget line judges it.
-SMOKE_CONDITIONS = {"full": None, "keepalive": ("none", "tlsprof"),
-                    "go_full": ("none", "tlsprof", "tlsprof-exact")}
-SMOKE_OTHER_CONDITIONS = ("none", "tlsprof")
+SMOKE_EVERY_CONDITION = "full"
+SMOKE_CONDITIONS = {"go_full": ("none", "tlsprof", "tlsprof-exact")}
+SMOKE_FEW_CONDITIONS = ("none", "tlsprof")
 # What a raw file saved before a setting existed ran: no continuous-mode stage.
 BEFORE = {"serve_minutes": 0}
 
@@ -52,7 +52,6 @@ def reproduce_command(s):
 
 def runs_condition(s, workload, condition):
     """Whether a run of these settings measures `condition` on `workload` (a smoke run, only some)."""
-    if not s["smoke"]:
+    if not s["smoke"] or workload == SMOKE_EVERY_CONDITION:
         return True
-    wanted = SMOKE_CONDITIONS.get(workload, SMOKE_OTHER_CONDITIONS)
-    return wanted is None or condition in wanted
+    return condition in SMOKE_CONDITIONS.get(workload, SMOKE_FEW_CONDITIONS)
