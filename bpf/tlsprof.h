@@ -42,8 +42,9 @@ enum tlsprof_func_flags {
 	FF_SIG_LEN_ARG = 1 << 7,
 	/* Argument 3 points to the length of the shared secret derived (read at return): the key exchange. */
 	FF_SECRET_LEN_PTR = 1 << 8,
-	/* The kernel single-steps this function's first instruction instead of emulating it: each entry costs
-	 * the thread a second trap (src/prologue.rs). */
+	/* The kernel single-steps the instruction this probe sits on instead of emulating it (a function's first
+	 * instruction, a Go return instruction): each hit costs the thread a second trap
+	 * (src/record/discovery/prologue.rs). */
 	FF_STEPPED = 1 << 9,
 	/* The connection ends here (SSL_free, entry only): a handshake that did work and never completed is
 	 * reported then, as abandoned. */

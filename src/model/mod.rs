@@ -75,7 +75,7 @@ pub struct Recording {
     pub lost: Lost,
     /// Measured at attach; tree and handshake CPU figures are already corrected with it.
     pub probe_cost: ProbeCost,
-    /// Probe hits on the targets, and the single-stepped entries among them: what their CPU paid for the
+    /// Probe hits on the targets, and the single-stepped ones among them: what their CPU paid for the
     /// probes (probe_overhead_ms).
     pub probe_hits: u64,
     pub probe_stepped_hits: u64,

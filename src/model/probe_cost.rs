@@ -17,8 +17,8 @@ pub struct ProbeCost {
     /// One hit when the caches hold other work, as in a server between two TLS calls: what the probes cost
     /// the targets (the overhead figure, and what --max-overhead budgets with).
     pub cold_hit_ns: f64,
-    /// What the entry of a function whose first instruction the kernel single-steps adds to its hit (the
-    /// second trap; prologue.rs), back to back and with cold caches.
+    /// What a probe on an instruction the kernel single-steps adds to its hit (the second trap; prologue.rs),
+    /// back to back and with cold caches.
     pub step_ns: f64,
     pub cold_step_ns: f64,
 }
@@ -186,7 +186,7 @@ impl TrapSamples {
 /// little, and a figure that swung with each would make the governor's windows swing too.
 pub const CALIBRATION_AS_SAMPLES: f64 = 10.0;
 
-/// Probe hits (entries and returns), and the single-stepped entries among them.
+/// Probe hits (entries, returns and Go's exit sites), and the single-stepped ones among them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hits {
     pub all: u64,
@@ -251,7 +251,7 @@ pub struct RawNode {
     pub path: Vec<u16>,
     pub calls: u64,
     pub cpu_ns: u64,
-    /// Probe hits and single-stepped entries inside these calls (not their own entry and return).
+    /// Probe hits and single-stepped hits inside these calls (not their own entry and return).
     pub nested: Hits,
 }
 

@@ -231,7 +231,7 @@ fn steal_line(s: &Summary) -> Option<String> {
 fn probe_cost_lines(s: &Summary) -> [String; 2] {
     let stepped = if s.probe_stepped_hits > 0 {
         format!(
-            " ({} of them entries the kernel single-steps, {:.1} µs more each)",
+            " ({} of them on instructions the kernel single-steps, {:.1} µs more each)",
             s.probe_stepped_hits, s.probe_cost_cold_us_per_step
         )
     } else {
