@@ -996,7 +996,8 @@ int go_probe(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	struct goroutine_key key = { .tgid = tgid, .g = ctx->r14 };
-	bool stepped = flags & FF_STEPPED, exit = COOKIE_SITE(cookie) == SITE_EXIT;
+	__u8 site = COOKIE_SITE(cookie);
+	bool stepped = flags & FF_STEPPED, exit = site != SITE_ENTRY;
 	struct thread_state *t, *gs;
 	__u64 now, sp;
 
@@ -1033,10 +1034,12 @@ int go_probe(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	go_run(t, tid, tgid, key.g, now);
-	sp = go_stack_pos(key.g, PT_REGS_SP(ctx));
+	sp = go_stack_pos(key.g, PT_REGS_SP(ctx) - (site == SITE_RETURNED ? 8 : 0));
 	if (exit) {
-		/* An error result is an interface: nil when its type word (RAX) is 0. The exit's own hit is
-		 * counted by pop_frame; its single step (a return instruction's) comes after the frame closed. */
+		/* An error result is an interface: nil when its type word (RAX) is 0 (read only for handshake
+		 * functions, which are never closed at SITE_RETURNED, where the caller may have moved on). The exit's
+		 * own hit is counted by pop_frame; its single step (a return instruction's) comes after the frame
+		 * closed. */
 		pop_frame(ctx, gs, tgid, cookie, sp, ctx->ax == 0, now);
 		gs->stepped += stepped;
 		return 0;

@@ -161,6 +161,9 @@ enum tlsprof_site {
 	/* A return instruction, or a jump out of the function (a tail call), of FF_GO_ABI code: the stack
 	 * pointer is back where it was at entry, the result in RAX. */
 	SITE_EXIT = 1,
+	/* In the caller of FF_GO_ABI code, after the call returned (the first instruction there that the kernel
+	 * emulates): the stack pointer is one slot above where it was at entry. */
+	SITE_RETURNED = 2,
 };
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))

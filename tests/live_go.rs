@@ -156,6 +156,62 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
 
+/// Exact mode on a Go server: the functions that only direct calls reach (TLS 1.3's HKDF-Extract among them)
+/// end where their callers resume, on instructions the kernel emulates, so fewer hits are single-stepped than
+/// stage calls are made (each exit at a return instruction is one), and every such call is still seen to end.
+#[test]
+fn go_server_exact_mode_ends_direct_calls_where_their_callers_resume() {
+    if !require_root("go_server_exact_mode_ends_direct_calls_where_their_callers_resume") {
+        return;
+    }
+    let server_bin = go_build("server", None, false);
+    let client = go_build("client", None, false);
+    let scratch = Scratch::new("go-exact");
+    let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa", "-no-tickets"]);
+    let cpus = cpus();
+    pin(server.pid(), cpus.server);
+    let recording = scratch.path("go-exact.tlsprof");
+    let rec = Recorder::start(&[
+        "--pid",
+        &server.pid().to_string(),
+        "--max-overhead",
+        "100",
+        "-o",
+        recording.to_str().unwrap(),
+    ]);
+    let returned_sites = uprobe_links(rec.pid())
+        .into_iter()
+        .filter(|(_, path, _)| path == server_bin.to_str().unwrap())
+        .flat_map(|(_, _, cookies)| cookies)
+        // SITE_RETURNED (bpf/tlsprof.h).
+        .filter(|c| c >> tlsprof::catalogue::COOKIE_SITE_SHIFT == 2)
+        .count();
+    let seen = go_client(&client, &addr, &["-n", "300", "-workers", "2"], cpus.client);
+    let summary = rec.interrupt();
+    eprintln!("{summary}");
+    assert_eq!((n(&seen["errors"]), n(&seen["connections"])), (0, 300), "{seen}");
+    assert!(returned_sites > 0, "no exit probed where a caller resumes\n{summary}");
+    let r = report_json(&recording);
+    assert_eq!(f(&r["handshakes"]["full"]), 300.0, "{summary}");
+    // TLS 1.3 without a pre-shared key extracts three secrets: early, handshake and master.
+    assert_eq!(f(&stage(&r, "key_schedule")["calls"]), 900.0, "{summary}");
+    assert_eq!(r["lost"]["missed_returns"], 0, "{summary}");
+    // The sampled stages (read, write) have no call count.
+    let calls: f64 = r["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["calls"].as_f64())
+        .sum();
+    let stepped = f(&r["probe_stepped_hits"]);
+    eprintln!("{returned_sites} exits where callers resume; {stepped} hits single-stepped, {calls} stage calls");
+    assert!(
+        stepped < calls,
+        "{stepped} hits single-stepped, {calls} stage calls\n{summary}"
+    );
+    assert!(server.0.try_wait().unwrap().is_none(), "the server died");
+}
+
 #[test]
 fn go_server_recursing_deeply_during_handshakes_survives_a_recording() {
     if !require_root("go_server_recursing_deeply_during_handshakes_survives_a_recording") {

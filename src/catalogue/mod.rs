@@ -152,6 +152,9 @@ pub enum Site {
     Entry,
     /// A return instruction or a jump out of Go code: an entry-style probe that closes the call.
     Exit,
+    /// Where a direct call of Go code has returned, in its caller: the exit of a function whose every call
+    /// is known, without a return instruction's single step.
+    Returned,
 }
 
 /// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*) of a function its family calls as
@@ -167,6 +170,7 @@ pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machin
     let at = match at {
         Site::Entry => site::SITE_ENTRY,
         Site::Exit => site::SITE_EXIT,
+        Site::Returned => site::SITE_RETURNED,
     };
     u64::from(func_id)
         | stage << shift::COOKIE_STAGE_SHIFT

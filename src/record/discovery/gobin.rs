@@ -3,8 +3,10 @@
 //! pclntab, kept by stripped builds too) and the return sites of a function's machine code. The file is
 //! the target's: every offset read from it is bounds-checked, and a malformed table is an error, not a panic.
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, Register};
-use object::{Object, ObjectSection, ObjectSegment};
+use std::collections::{HashMap, HashSet};
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use object::{Object, ObjectKind, ObjectSection, ObjectSegment, SectionFlags};
 
 /// A function of the Go function table: its name and code range (virtual addresses of the file).
 #[derive(Clone, Debug, PartialEq)]
@@ -23,6 +25,13 @@ pub struct GoBinary {
     pub functions: Vec<GoFunc>,
     /// (virtual address, file offset, size) of each PT_LOAD segment: uprobes take file offsets.
     segments: Vec<(u64, u64, u64)>,
+    /// The start of .text: a method table names code by its offset from there.
+    text_start: u64,
+    /// (file offset, size) of the sections loaded with the program that hold data, not code, the function
+    /// table aside: where the addresses of function values, interface method tables and methods are.
+    data_sections: Vec<(u64, u64)>,
+    /// A position-independent executable: the addresses in its data are relocated at load.
+    position_independent: bool,
 }
 
 /// Why a file that looks like Go cannot be read.
@@ -91,11 +100,107 @@ impl GoBinary {
                 (size > 0).then(|| (s.address(), offset, size.min(s.size())))
             })
             .collect();
+        let data_sections = file
+            .sections()
+            .filter(|s| {
+                let SectionFlags::Elf { sh_flags } = s.flags() else {
+                    return false;
+                };
+                let (alloc, exec) = (u64::from(object::elf::SHF_ALLOC), u64::from(object::elf::SHF_EXECINSTR));
+                sh_flags & alloc != 0 && sh_flags & exec == 0 && s.name() != Ok(".gopclntab")
+            })
+            .filter_map(|s| s.file_range())
+            .collect();
         Ok(Some(GoBinary {
             version,
             functions,
             segments,
+            text_start,
+            data_sections,
+            position_independent: file.kind() != ObjectKind::Executable,
         }))
+    }
+
+    /// The machine code of a function, from the file.
+    pub fn code<'d>(&self, data: &'d [u8], f: &GoFunc) -> Option<&'d [u8]> {
+        let (start, end) = (self.file_offset(f.entry)?, self.file_offset(f.end.checked_sub(1)?)?);
+        data.get(usize::try_from(start).ok()?..=usize::try_from(end).ok()?)
+    }
+
+    /// For each of `targets` (functions' entry addresses) that only direct calls reach, where its calls
+    /// return to. Left out: a function the code jumps into from elsewhere or takes the address of, whose
+    /// address or offset in the code is in the program's data (a function value, an interface's method
+    /// table, a method reflection can call), or any of a position-independent executable's (its data's
+    /// addresses are relocated at load, not read here).
+    pub fn direct_calls(&self, data: &[u8], targets: &[u64]) -> HashMap<u64, Vec<u64>> {
+        if self.position_independent {
+            return HashMap::new();
+        }
+        let mut calls: HashMap<u64, Vec<u64>> = targets.iter().map(|&t| (t, Vec::new())).collect();
+        let mut taken = HashSet::new();
+        for f in &self.functions {
+            let Some(code) = self.code(data, f) else { continue };
+            for instr in Decoder::with_ip(64, code, f.entry, DecoderOptions::NONE) {
+                if instr.is_invalid() {
+                    continue;
+                }
+                if matches!(
+                    instr.flow_control(),
+                    FlowControl::Call | FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
+                ) {
+                    let target = instr.near_branch_target();
+                    match calls.get_mut(&target) {
+                        Some(returns) if instr.flow_control() == FlowControl::Call => returns.push(instr.next_ip()),
+                        // A function's own stack-growth path jumps back to its start.
+                        Some(_) if target != f.entry => {
+                            taken.insert(target);
+                        }
+                        _ => {}
+                    }
+                }
+                if instr.is_ip_rel_memory_operand() && calls.contains_key(&instr.ip_rel_memory_address()) {
+                    taken.insert(instr.ip_rel_memory_address());
+                }
+                for i in 0..instr.op_count() {
+                    if matches!(
+                        instr.op_kind(i),
+                        OpKind::Immediate32to64 | OpKind::Immediate64 | OpKind::Immediate32
+                    ) && calls.contains_key(&instr.immediate(i))
+                    {
+                        taken.insert(instr.immediate(i));
+                    }
+                }
+            }
+        }
+        for &(start, size) in &self.data_sections {
+            let bytes = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(size).ok())
+                .and_then(|(s, n)| data.get(s..s.checked_add(n)?))
+                .unwrap_or_default();
+            for word in bytes.chunks_exact(8) {
+                let addr = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                if calls.contains_key(&addr) {
+                    taken.insert(addr);
+                }
+            }
+            for word in bytes.chunks_exact(4) {
+                let addr = self.text_start + u64::from(u32::from_le_bytes(word.try_into().expect("4 bytes")));
+                if calls.contains_key(&addr) {
+                    taken.insert(addr);
+                }
+            }
+        }
+        calls.retain(|target, _| !taken.contains(target));
+        calls
+    }
+
+    /// The code from a call's return address to the end of the function that made the call.
+    pub fn code_after_call<'d>(&self, data: &'d [u8], ret_addr: u64) -> Option<&'d [u8]> {
+        let i = self.functions.partition_point(|f| f.entry < ret_addr);
+        let f = self.functions.get(i.checked_sub(1)?)?;
+        let code = self.code(data, f)?;
+        code.get(usize::try_from(ret_addr - f.entry).ok()?..)
     }
 
     /// The function whose code holds a file offset.
@@ -209,6 +314,29 @@ pub fn buildinfo_version(data: &[u8]) -> Option<String> {
     None
 }
 
+/// Where the code of an ABI wrapper (the few instructions Go generates to call a function across its two
+/// calling conventions) jumps: a function that only sets registers and jumps out. None for anything else.
+pub fn wrapper_target(code: &[u8], entry: u64) -> Option<u64> {
+    let end = entry + code.len() as u64;
+    for instr in Decoder::with_ip(64, code, entry, DecoderOptions::NONE)
+        .into_iter()
+        .take(MAX_WRAPPER)
+    {
+        match instr.flow_control() {
+            FlowControl::Next if !instr.is_invalid() => continue,
+            FlowControl::UnconditionalBranch => {
+                let target = instr.near_branch_target();
+                return (target < entry || target >= end).then_some(target);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Instructions an ABI wrapper runs at most before its jump.
+const MAX_WRAPPER: usize = 4;
+
 /// Where a call of the function leaves it: each return instruction, and each jump out of its code (a tail
 /// call: the callee returns to our caller). Addresses are virtual, like `entry`. At each of them the stack
 /// pointer is back where it was at entry. Indirect jumps are taken for the switch tables they usually are.
@@ -234,10 +362,37 @@ pub fn exit_sites(code: &[u8], entry: u64) -> Vec<u64> {
     out
 }
 
+/// Where a probe sees a call that returned to `code` (at `ret_addr`) done without a single step: the first
+/// instruction from there on that the kernel emulates (`single_stepped` false), if those before it only run
+/// on and leave the stack pointer alone (there it is one slot above where it was at the call's entry).
+pub fn returned_site(code: &[u8], ret_addr: u64, single_stepped: impl Fn(&[u8]) -> bool) -> Option<u64> {
+    let mut decoder = Decoder::with_ip(64, code, ret_addr, DecoderOptions::NONE);
+    let mut factory = InstructionInfoFactory::new();
+    let mut at = 0usize;
+    for _ in 0..MAX_AFTER_RETURN {
+        if !single_stepped(code.get(at..)?) {
+            return Some(ret_addr + at as u64);
+        }
+        let instr = decoder.decode();
+        let moves_stack = factory.info(&instr).used_registers().iter().any(|r| {
+            r.register().full_register() == Register::RSP && !matches!(r.access(), OpAccess::Read | OpAccess::CondRead)
+        });
+        if instr.is_invalid() || instr.flow_control() != FlowControl::Next || moves_stack {
+            return None;
+        }
+        at += instr.len();
+    }
+    None
+}
+
+/// Instructions looked past at most after a return, to the first one the kernel emulates.
+const MAX_AFTER_RETURN: usize = 8;
+
 /// Where an entry probe can sit past a Go function's stack check (`cmp rsp,16(r14)`, or for a big frame
-/// `lea -N(rsp),r12; cmp r12,16(r14)`) on the branch that follows, which the kernel emulates rather than
-/// single-steps (`single_stepped`): the argument registers and the stack pointer are as at entry there.
-/// Returns the offset from the function's start, 0 when the code does not begin that way.
+/// `lea -N(rsp),r12; cmp r12,16(r14)`, or for a huge one `mov rsp,r12; sub N,r12; jb`) on the branch that
+/// follows, which the kernel emulates rather than single-steps (`single_stepped`): the argument registers and
+/// the stack pointer are as at entry there. Returns the offset from the function's start, 0 when the code
+/// does not begin that way.
 pub fn past_stack_check(code: &[u8], single_stepped: impl Fn(&[u8]) -> bool) -> usize {
     let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
     let mut at = 0usize;
@@ -247,8 +402,9 @@ pub fn past_stack_check(code: &[u8], single_stepped: impl Fn(&[u8]) -> bool) -> 
         }
         let instr = decoder.decode();
         let flags_only = instr.mnemonic() == Mnemonic::Cmp;
-        let scratch =
-            instr.mnemonic() == Mnemonic::Lea && matches!(instr.op0_register(), Register::R12 | Register::R13);
+        // R12 and R13 are scratch registers in Go's register ABI: no argument is in them.
+        let scratch = matches!(instr.mnemonic(), Mnemonic::Lea | Mnemonic::Mov | Mnemonic::Sub)
+            && matches!(instr.op0_register(), Register::R12 | Register::R13);
         if instr.is_invalid() || !(flags_only || scratch) {
             return 0;
         }
@@ -384,5 +540,150 @@ mod tests {
             0xeb, 0xed, // jmp to entry
         ];
         assert_eq!(exit_sites(&code, 0x1000), vec![0x1006, 0x1007]);
+    }
+
+    use crate::record::discovery::prologue::stepped as kernel_steps;
+
+    #[test]
+    fn a_huge_frames_stack_check_is_passed_too() {
+        // Go 1.26's mlkem.kemKeyGen: mov r12,rsp; sub r12,0x30f0; jb rel32; cmp r12,[r14+0x10]; jbe rel32.
+        let code = [
+            0x49, 0x89, 0xe4, 0x49, 0x81, 0xec, 0xf0, 0x30, 0, 0, 0x0f, 0x82, 0x4a, 0x0b, 0, 0, 0x4d, 0x3b, 0x66, 0x10,
+        ];
+        assert_eq!(past_stack_check(&code, kernel_steps), 10);
+        // The stack pointer itself moved first: stays at the start.
+        assert_eq!(
+            past_stack_check(&[0x48, 0x83, 0xec, 0x18, 0x0f, 0x82, 0, 0, 0, 0], kernel_steps),
+            0
+        );
+    }
+
+    #[test]
+    fn a_call_is_seen_returned_on_the_first_emulated_instruction_after_it() {
+        // Go 1.26, after calling checkForResumption: nopl 0(rax,rax,1); test rax,rax; jne rel32.
+        let after = [
+            0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x48, 0x85, 0xc0, 0x0f, 0x85, 0xca, 0, 0, 0,
+        ];
+        assert_eq!(returned_site(&after, 0x5000, kernel_steps), Some(0x500b));
+        // After tls13.extract: results stored, a pointer loaded, then call runtime.newobject.
+        let after = [
+            0x48, 0x89, 0x5c, 0x24, 0x50, 0x48, 0x89, 0x4c, 0x24, 0x48, 0x48, 0x89, 0x44, 0x24, 0x58, 0x48, 0x8d, 0x05,
+            0xba, 0x7c, 0x05, 0x00, 0xe8, 0xb5, 0x5c, 0xd5, 0xff,
+        ];
+        assert_eq!(returned_site(&after, 0x5000, kernel_steps), Some(0x5016));
+        // Emulated at once: push rbx.
+        assert_eq!(returned_site(&[0x53], 0x5000, kernel_steps), Some(0x5000));
+    }
+
+    #[test]
+    fn no_return_site_past_a_stack_move_a_return_or_too_far() {
+        // The caller's epilogue: add rsp,0x30; pop rbp; ret.
+        assert_eq!(
+            returned_site(&[0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3], 0x5000, kernel_steps),
+            None
+        );
+        assert_eq!(returned_site(&[0xc3], 0x5000, kernel_steps), None);
+        // An indirect jump, then nothing decodable, then nothing at all.
+        assert_eq!(returned_site(&[0xff, 0xe0, 0x53], 0x5000, kernel_steps), None);
+        assert_eq!(returned_site(&[0x0f, 0xff], 0x5000, kernel_steps), None);
+        assert_eq!(returned_site(&[], 0x5000, kernel_steps), None);
+        // More plain instructions than are looked past (mov rax,rbx).
+        let movs: Vec<u8> = [0x48, 0x89, 0xd8]
+            .repeat(MAX_AFTER_RETURN)
+            .into_iter()
+            .chain([0x53])
+            .collect();
+        assert_eq!(returned_site(&movs, 0x5000, kernel_steps), None);
+    }
+
+    #[test]
+    fn an_abi_wrapper_is_told_by_its_jump_out() {
+        // runtime.goexit1's ABI0 wrapper: xorps xmm15,xmm15; mov r14,fs:[-8]; jmp rel32 (back 0x35192).
+        let code = [
+            0x45, 0x0f, 0x57, 0xff, 0x64, 0x4c, 0x8b, 0x34, 0x25, 0xf8, 0xff, 0xff, 0xff, 0xe9, 0x0e, 0xae, 0xfc, 0xff,
+        ];
+        assert_eq!(wrapper_target(&code, 0x48ca60), Some(0x457880));
+        // A function that calls first, or jumps within itself, is no wrapper.
+        assert_eq!(wrapper_target(&[0xe8, 0, 0, 0, 0, 0xe9, 0, 0x10, 0, 0], 0x1000), None);
+        assert_eq!(wrapper_target(&[0xeb, 0xfe], 0x1000), None);
+    }
+
+    /// A non-PIE executable laid out as one segment from file offset 0 at 0x1000, whose functions are
+    /// `funcs` (name, code), one after the other from 0x1000, and whose data (at file offset 0x800) is `data`.
+    fn executable(funcs: &[(&str, Vec<u8>)], data: &[u8]) -> (GoBinary, Vec<u8>) {
+        let mut file = vec![0xcc; 0x800];
+        let mut functions = Vec::new();
+        let mut at = 0usize;
+        for (name, code) in funcs {
+            file[at..at + code.len()].copy_from_slice(code);
+            functions.push(GoFunc {
+                name: name.to_string(),
+                entry: 0x1000 + at as u64,
+                end: 0x1000 + (at + code.len()) as u64,
+            });
+            at += code.len();
+        }
+        file.extend_from_slice(data);
+        let bin = GoBinary {
+            version: None,
+            functions,
+            segments: vec![(0x1000, 0, file.len() as u64)],
+            text_start: 0x1000,
+            data_sections: vec![(0x800, data.len() as u64)],
+            position_independent: false,
+        };
+        (bin, file)
+    }
+
+    /// call rel32 from `at` to `target`.
+    fn call(at: u64, target: u64) -> Vec<u8> {
+        let rel = (target as i64 - (at as i64 + 5)) as i32;
+        [&[0xe8][..], &rel.to_le_bytes()].concat()
+    }
+
+    #[test]
+    fn direct_calls_are_found_unless_the_function_is_reached_otherwise() {
+        // Functions of 0x20 bytes each from 0x1000: caller, t (called twice), u (called; its address in data),
+        // v (called; jumped into by the caller too), w (called; its address taken by a lea).
+        let pad = |mut v: Vec<u8>| {
+            v.resize(0x20, 0xcc);
+            v
+        };
+        let (t, u, v, w) = (0x1020, 0x1040, 0x1060, 0x1080);
+        let mut caller = Vec::new();
+        for target in [t, t, u, v, w] {
+            caller.extend(call(0x1000 + caller.len() as u64, target));
+        }
+        // jmp rel8 into v: from 0x1019, +0x45.
+        caller.extend([0xeb, 0x45]);
+        caller.resize(0x20, 0xcc);
+        // lea rax,[rip+disp] at 0x10a0 naming w.
+        let lea_at = 0x10a0u64;
+        let disp = (w as i64 - (lea_at as i64 + 7)) as i32;
+        let referrer = pad([&[0x48, 0x8d, 0x05][..], &disp.to_le_bytes(), &[0xc3]].concat());
+        let ret = || pad(vec![0xc3]);
+        let funcs = [
+            ("main.caller", caller),
+            ("t", ret()),
+            ("u", ret()),
+            ("v", ret()),
+            ("w", ret()),
+            ("main.referrer", referrer),
+        ];
+        let (bin, file) = executable(&funcs, &u.to_le_bytes());
+        let calls = bin.direct_calls(&file, &[t, u, v, w]);
+        assert_eq!(calls.keys().copied().collect::<Vec<_>>(), vec![t]);
+        assert_eq!(calls[&t], vec![0x1005, 0x100a]);
+        // A method named by its offset in the code (a method table) is left out too.
+        let (bin, file) = executable(&funcs, &((t - 0x1000) as u32).to_le_bytes());
+        assert!(bin.direct_calls(&file, &[t]).is_empty());
+        // So is everything of a position-independent executable.
+        let (mut bin, file) = executable(&funcs, &[]);
+        bin.position_independent = true;
+        assert!(bin.direct_calls(&file, &[t]).is_empty());
+        // The code after a call, to the end of its caller.
+        let (bin, file) = executable(&funcs, &[]);
+        assert_eq!(bin.code_after_call(&file, 0x1005).map(<[u8]>::len), Some(0x1b));
+        assert_eq!(bin.code_after_call(&file, 0x1020).map(<[u8]>::len), Some(0));
     }
 }

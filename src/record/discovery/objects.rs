@@ -2,16 +2,17 @@
 //! Inspecting a mapped file: which TLS library family's functions it defines, where, and which version.
 //! Each family is tried in turn, by the way it names its functions (catalogue::families::Naming).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::error_sites::{self, ErrorSites};
-use super::gobin::{self, GoBinary};
+use super::gobin::{self, GoBinary, GoFunc};
 use super::{names, prologue};
 use crate::catalogue::families::unsupported::{self, UNSUPPORTED};
 use crate::catalogue::families::{go, Family, Flavor, Naming, Symbols};
-use crate::catalogue::{Origin, Row};
+use crate::catalogue::{self, Origin, Row, Stage};
 use anyhow::{Context, Result};
 use blazesym::inspect::{source::Elf, Inspector};
 use blazesym::SymType;
@@ -24,9 +25,18 @@ pub struct FoundFunction {
     pub file_offset: u64,
     /// The kernel single-steps the instruction there: every entry costs a second trap.
     pub stepped: bool,
-    /// Go code: where calls leave it (file offsets of its return sites, and whether each is single-stepped),
-    /// probed instead of its return.
-    pub exits: Vec<(u64, bool)>,
+    /// Go code: where calls leave it, probed instead of its return.
+    pub exits: Vec<ExitSite>,
+}
+
+/// Where a probe sees a call of Go code end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitSite {
+    pub file_offset: u64,
+    /// The kernel single-steps the instruction there.
+    pub stepped: bool,
+    /// In a caller, after the call returned (gobin::returned_site), not in the function itself.
+    pub in_caller: bool,
 }
 
 #[derive(Clone)]
@@ -269,23 +279,39 @@ fn tls_object(
 /// A stage function whose code has no exit the decoder finds is left out: its frames would never close.
 fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Option<TlsObject> {
     let rows = family.rows();
-    let mut functions = Vec::new();
-    for f in &bin.functions {
-        let Some(name) = go::base_name(&f.name) else { continue };
-        let Some(row) = rows.iter().find(|r| r.symbol == name) else {
+    let found: Vec<(&GoFunc, &'static Row)> = bin
+        .functions
+        .iter()
+        .filter_map(|f| {
+            let name = go::base_name(&f.name)?;
+            Some((f, rows.iter().find(|r| r.symbol == name)?))
+        })
+        .collect();
+    let (mut functions, mut entries) = (Vec::new(), Vec::new());
+    for (f, row) in &found {
+        let (Some(start), Some(code)) = (bin.file_offset(f.entry), bin.code(data, f)) else {
             continue;
         };
-        let (Some(start), Some(end)) = (bin.file_offset(f.entry), bin.file_offset(f.end - 1)) else {
+        // An ABI wrapper of a function that is probed itself (runtime.goexit1's, which assembly calls): the
+        // function's own probes see the call, and the wrapper would add a hit, a single-stepped one.
+        let wrapped = gobin::wrapper_target(code, f.entry);
+        if found
+            .iter()
+            .any(|(g, r)| Some(g.entry) == wrapped && r.symbol == row.symbol)
+        {
             continue;
-        };
-        let Some(code) = data.get(start as usize..=end as usize) else {
-            continue;
-        };
-        let exits: Vec<(u64, bool)> = gobin::exit_sites(code, f.entry)
+        }
+        // The scheduler's functions switch goroutines at entry, and never return to their callers.
+        let exits: Vec<ExitSite> = gobin::exit_sites(code, f.entry)
             .into_iter()
+            .filter(|_| row.stage.is_some())
             .map(|addr| {
                 let at = (addr - f.entry) as usize;
-                (start + at as u64, prologue::stepped(&code[at..]))
+                ExitSite {
+                    file_offset: start + at as u64,
+                    stepped: prologue::stepped(&code[at..]),
+                    in_caller: false,
+                }
             })
             .collect();
         if row.stage.is_some() && exits.is_empty() {
@@ -298,7 +324,9 @@ fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Optio
             stepped: prologue::stepped(&code[skip..]),
             exits,
         });
+        entries.push(f.entry);
     }
+    exit_in_callers(&mut functions, &entries, returned_sites(bin, data, &found));
     // Only the scheduler's functions: a Go program without crypto/tls.
     if !functions.iter().any(|f| f.row.stage.is_some()) {
         return None;
@@ -310,6 +338,58 @@ fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Optio
         version: bin.version.clone(),
         functions,
     })
+}
+
+/// Moves the exits of the functions in `returned` (by entry address; `entries`: each function's) to their
+/// callers, unless one of those sites is another probe's: two probes of one link at one place are not a case
+/// the kernel documents, and nothing needs it.
+fn exit_in_callers(functions: &mut [FoundFunction], entries: &[u64], mut returned: HashMap<u64, Vec<ExitSite>>) {
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    let sites = functions
+        .iter()
+        .flat_map(|f| std::iter::once(f.file_offset).chain(f.exits.iter().map(|e| e.file_offset)))
+        .chain(returned.values().flatten().map(|e| e.file_offset));
+    for offset in sites {
+        *seen.entry(offset).or_default() += 1;
+    }
+    returned.retain(|_, sites| sites.iter().all(|e| seen[&e.file_offset] == 1));
+    for (f, entry) in functions.iter_mut().zip(entries) {
+        if let Some(sites) = returned.remove(entry) {
+            f.exits = sites;
+        }
+    }
+}
+
+/// The exits in their callers of the stage functions that only direct calls reach, by entry address, where
+/// every call's return has a site the kernel emulates (a return instruction is single-stepped: a second trap,
+/// the dearest part of a Go hit). Not for functions whose result the exit reads (a handshake's error, a
+/// signature's length): the caller may have moved it by then.
+fn returned_sites(bin: &GoBinary, data: &[u8], found: &[(&GoFunc, &'static Row)]) -> HashMap<u64, Vec<ExitSite>> {
+    let candidates: Vec<u64> = found
+        .iter()
+        .filter(|(_, row)| row.stage.is_some_and(|s| s != Stage::Handshake) && row.flags & catalogue::SIG_RESULT == 0)
+        .map(|(f, _)| f.entry)
+        .collect();
+    if candidates.is_empty() {
+        return HashMap::new();
+    }
+    bin.direct_calls(data, &candidates)
+        .into_iter()
+        .filter_map(|(entry, returns)| {
+            let sites = returns
+                .iter()
+                .map(|&ret| {
+                    let site = gobin::returned_site(bin.code_after_call(data, ret)?, ret, prologue::stepped)?;
+                    Some(ExitSite {
+                        file_offset: bin.file_offset(site)?,
+                        stepped: false,
+                        in_caller: true,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?;
+            (!sites.is_empty()).then_some((entry, sites))
+        })
+        .collect()
 }
 
 /// The file is read in chunks this long, each overlapping the last by a whole version string: memory stays

@@ -387,8 +387,9 @@ impl TargetSet {
                 let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
                 if calls == Calls::GoRegisters {
                     go.push(f.file_offset, cookie(f.stepped, Site::Entry));
-                    for &(offset, stepped) in &f.exits {
-                        go.push(offset, cookie(stepped, Site::Exit));
+                    for exit in &f.exits {
+                        let at = if exit.in_caller { Site::Returned } else { Site::Exit };
+                        go.push(exit.file_offset, cookie(exit.stepped, at));
                     }
                     continue;
                 }
