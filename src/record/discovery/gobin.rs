@@ -185,8 +185,8 @@ impl GoBinary {
                 }
             }
             for word in bytes.chunks_exact(4) {
-                let addr = self.text_start + u64::from(u32::from_le_bytes(word.try_into().expect("4 bytes")));
-                if calls.contains_key(&addr) {
+                let offset = u64::from(u32::from_le_bytes(word.try_into().expect("4 bytes")));
+                if let Some(addr) = self.text_start.checked_add(offset).filter(|a| calls.contains_key(a)) {
                     taken.insert(addr);
                 }
             }
@@ -317,7 +317,7 @@ pub fn buildinfo_version(data: &[u8]) -> Option<String> {
 /// Where the code of an ABI wrapper (the few instructions Go generates to call a function across its two
 /// calling conventions) jumps: a function that only sets registers and jumps out. None for anything else.
 pub fn wrapper_target(code: &[u8], entry: u64) -> Option<u64> {
-    let end = entry + code.len() as u64;
+    let end = entry.saturating_add(code.len() as u64);
     for instr in Decoder::with_ip(64, code, entry, DecoderOptions::NONE)
         .into_iter()
         .take(MAX_WRAPPER)
