@@ -5,8 +5,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfo, Mnemonic, OpAccess, OpKind, Register};
 use object::{Object, ObjectKind, ObjectSection, ObjectSegment, SectionFlags};
+
+use super::prologue;
 
 /// A function of the Go function table: its name and code range (virtual addresses of the file).
 #[derive(Clone, Debug, PartialEq)]
@@ -197,8 +199,7 @@ impl GoBinary {
 
     /// The code from a call's return address to the end of the function that made the call.
     pub fn code_after_call<'d>(&self, data: &'d [u8], ret_addr: u64) -> Option<&'d [u8]> {
-        let i = self.functions.partition_point(|f| f.entry < ret_addr);
-        let f = self.functions.get(i.checked_sub(1)?)?;
+        let f = self.function_at(ret_addr.checked_sub(1)?)?;
         let code = self.code(data, f)?;
         code.get(usize::try_from(ret_addr - f.entry).ok()?..)
     }
@@ -209,7 +210,11 @@ impl GoBinary {
             .segments
             .iter()
             .find(|&&(_, off, size)| off <= offset && offset - off < size)?;
-        let addr = va + (offset - off);
+        self.function_at(va + (offset - off))
+    }
+
+    /// The function whose code holds a virtual address.
+    fn function_at(&self, addr: u64) -> Option<&GoFunc> {
         let i = self.functions.partition_point(|f| f.entry <= addr);
         let f = self.functions.get(i.checked_sub(1)?)?;
         (addr < f.end).then_some(f)
@@ -363,26 +368,15 @@ pub fn exit_sites(code: &[u8], entry: u64) -> Vec<u64> {
 }
 
 /// Where a probe sees a call that returned to `code` (at `ret_addr`) done without a single step: the first
-/// instruction from there on that the kernel emulates (`single_stepped` false), if those before it only run
-/// on and leave the stack pointer alone (there it is one slot above where it was at the call's entry).
-pub fn returned_site(code: &[u8], ret_addr: u64, single_stepped: impl Fn(&[u8]) -> bool) -> Option<u64> {
-    let mut decoder = Decoder::with_ip(64, code, ret_addr, DecoderOptions::NONE);
-    let mut factory = InstructionInfoFactory::new();
-    let mut at = 0usize;
-    for _ in 0..MAX_AFTER_RETURN {
-        if !single_stepped(code.get(at..)?) {
-            return Some(ret_addr + at as u64);
-        }
-        let instr = decoder.decode();
-        let moves_stack = factory.info(&instr).used_registers().iter().any(|r| {
-            r.register().full_register() == Register::RSP && !matches!(r.access(), OpAccess::Read | OpAccess::CondRead)
-        });
-        if instr.is_invalid() || instr.flow_control() != FlowControl::Next || moves_stack {
-            return None;
-        }
-        at += instr.len();
-    }
-    None
+/// instruction from there on that the kernel emulates, if those before it only run on and leave the stack
+/// pointer alone (there it is one slot above where it was at the call's entry).
+pub fn returned_site(code: &[u8], ret_addr: u64) -> Option<u64> {
+    let keeps_stack = |info: &InstructionInfo| {
+        info.used_registers().iter().all(|r| {
+            r.register().full_register() != Register::RSP || matches!(r.access(), OpAccess::Read | OpAccess::CondRead)
+        })
+    };
+    prologue::first_emulated(code, MAX_AFTER_RETURN, keeps_stack).map(|at| ret_addr + at as u64)
 }
 
 /// Instructions looked past at most after a return, to the first one the kernel emulates.
@@ -564,36 +558,33 @@ mod tests {
         let after = [
             0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x48, 0x85, 0xc0, 0x0f, 0x85, 0xca, 0, 0, 0,
         ];
-        assert_eq!(returned_site(&after, 0x5000, kernel_steps), Some(0x500b));
+        assert_eq!(returned_site(&after, 0x5000), Some(0x500b));
         // After tls13.extract: results stored, a pointer loaded, then call runtime.newobject.
         let after = [
             0x48, 0x89, 0x5c, 0x24, 0x50, 0x48, 0x89, 0x4c, 0x24, 0x48, 0x48, 0x89, 0x44, 0x24, 0x58, 0x48, 0x8d, 0x05,
             0xba, 0x7c, 0x05, 0x00, 0xe8, 0xb5, 0x5c, 0xd5, 0xff,
         ];
-        assert_eq!(returned_site(&after, 0x5000, kernel_steps), Some(0x5016));
+        assert_eq!(returned_site(&after, 0x5000), Some(0x5016));
         // Emulated at once: push rbx.
-        assert_eq!(returned_site(&[0x53], 0x5000, kernel_steps), Some(0x5000));
+        assert_eq!(returned_site(&[0x53], 0x5000), Some(0x5000));
     }
 
     #[test]
     fn no_return_site_past_a_stack_move_a_return_or_too_far() {
         // The caller's epilogue: add rsp,0x30; pop rbp; ret.
-        assert_eq!(
-            returned_site(&[0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3], 0x5000, kernel_steps),
-            None
-        );
-        assert_eq!(returned_site(&[0xc3], 0x5000, kernel_steps), None);
+        assert_eq!(returned_site(&[0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3], 0x5000), None);
+        assert_eq!(returned_site(&[0xc3], 0x5000), None);
         // An indirect jump, then nothing decodable, then nothing at all.
-        assert_eq!(returned_site(&[0xff, 0xe0, 0x53], 0x5000, kernel_steps), None);
-        assert_eq!(returned_site(&[0x0f, 0xff], 0x5000, kernel_steps), None);
-        assert_eq!(returned_site(&[], 0x5000, kernel_steps), None);
+        assert_eq!(returned_site(&[0xff, 0xe0, 0x53], 0x5000), None);
+        assert_eq!(returned_site(&[0x0f, 0xff], 0x5000), None);
+        assert_eq!(returned_site(&[], 0x5000), None);
         // More plain instructions than are looked past (mov rax,rbx).
         let movs: Vec<u8> = [0x48, 0x89, 0xd8]
-            .repeat(MAX_AFTER_RETURN)
+            .repeat(MAX_AFTER_RETURN + 1)
             .into_iter()
             .chain([0x53])
             .collect();
-        assert_eq!(returned_site(&movs, 0x5000, kernel_steps), None);
+        assert_eq!(returned_site(&movs, 0x5000), None);
     }
 
     #[test]

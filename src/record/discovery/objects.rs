@@ -302,18 +302,20 @@ fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Optio
             continue;
         }
         // The scheduler's functions switch goroutines at entry, and never return to their callers.
-        let exits: Vec<ExitSite> = gobin::exit_sites(code, f.entry)
-            .into_iter()
-            .filter(|_| row.stage.is_some())
-            .map(|addr| {
-                let at = (addr - f.entry) as usize;
-                ExitSite {
-                    file_offset: start + at as u64,
-                    stepped: prologue::stepped(&code[at..]),
-                    in_caller: false,
-                }
-            })
-            .collect();
+        let exits: Vec<ExitSite> = match row.stage {
+            Some(_) => gobin::exit_sites(code, f.entry)
+                .into_iter()
+                .map(|addr| {
+                    let at = (addr - f.entry) as usize;
+                    ExitSite {
+                        file_offset: start + at as u64,
+                        stepped: prologue::stepped(&code[at..]),
+                        in_caller: false,
+                    }
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         if row.stage.is_some() && exits.is_empty() {
             continue;
         }
@@ -379,7 +381,7 @@ fn returned_sites(bin: &GoBinary, data: &[u8], found: &[(&GoFunc, &'static Row)]
             let sites = returns
                 .iter()
                 .map(|&ret| {
-                    let site = gobin::returned_site(bin.code_after_call(data, ret)?, ret, prologue::stepped)?;
+                    let site = gobin::returned_site(bin.code_after_call(data, ret)?, ret)?;
                     Some(ExitSite {
                         file_offset: bin.file_offset(site)?,
                         stepped: false,

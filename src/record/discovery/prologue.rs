@@ -4,7 +4,7 @@
 //! `nop`, and executes anything else out of line with the trap flag set: a second trap, which in a VM costs
 //! several times the first. calibrate.rs measures both kinds.
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfo, InstructionInfoFactory, OpAccess, Register};
 
 /// True if the kernel single-steps this instruction (x86-64 machine code) rather than emulating it.
 /// Unknown or prefixed forms count as stepped: the dearer cost is the safe one to budget with.
@@ -42,42 +42,44 @@ pub struct ProbeSite {
 /// return address at the stack pointer. One trap instead of two. (Go's register ABI passes its first argument
 /// in RAX: its code never comes here, gobin.rs places its probes.)
 pub fn probe_site(code: &[u8]) -> ProbeSite {
-    let at_entry = ProbeSite {
-        offset: 0,
-        stepped: stepped(code),
-    };
-    if !at_entry.stepped {
-        return at_entry;
-    }
-    let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
-    let mut factory = InstructionInfoFactory::new();
     let reads_only = |access: OpAccess| matches!(access, OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess);
     let scratch = |reg: Register| matches!(reg.full_register(), Register::RAX | Register::R10 | Register::R11);
-    let mut offset = 0;
-    for _ in 0..MAX_SKIPPED {
-        let insn = decoder.decode();
-        if insn.is_invalid() || insn.flow_control() != FlowControl::Next {
-            break;
-        }
-        let info = factory.info(&insn);
-        let inert = info
-            .used_registers()
+    let inert = |info: &InstructionInfo| {
+        info.used_registers()
             .iter()
             .all(|r| reads_only(r.access()) || scratch(r.register()))
-            && info.used_memory().iter().all(|m| reads_only(m.access()));
-        offset += insn.len();
-        if !inert || code.len() <= offset {
-            break;
-        }
-        if !stepped(&code[offset..]) {
-            return ProbeSite { offset, stepped: false };
-        }
+            && info.used_memory().iter().all(|m| reads_only(m.access()))
+    };
+    match first_emulated(code, MAX_SKIPPED, inert) {
+        Some(offset) => ProbeSite { offset, stepped: false },
+        None => ProbeSite {
+            offset: 0,
+            stepped: true,
+        },
     }
-    at_entry
 }
 
 /// Instructions looked past at most, to the first one the kernel emulates.
 const MAX_SKIPPED: usize = 4;
+
+/// The offset of the first instruction of `code` the kernel emulates, looking past at most `max_past` others,
+/// each of which must run straight on and pass `passable`. None when there is none so.
+pub fn first_emulated(code: &[u8], max_past: usize, passable: impl Fn(&InstructionInfo) -> bool) -> Option<usize> {
+    let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
+    let mut factory = InstructionInfoFactory::new();
+    let mut at = 0;
+    for _ in 0..=max_past {
+        if !stepped(code.get(at..)?) {
+            return Some(at);
+        }
+        let insn = decoder.decode();
+        if insn.is_invalid() || insn.flow_control() != FlowControl::Next || !passable(factory.info(&insn)) {
+            return None;
+        }
+        at += insn.len();
+    }
+    None
+}
 
 #[cfg(test)]
 mod tests {
