@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use libbpf_rs::Link;
 
+use crate::record::kernel::detach;
 use crate::record::kernel::programs::Programs;
 
 /// When the socket calls that carry ServerHellos are watched: their tracepoints run on every read and write
@@ -93,7 +94,7 @@ impl HelloWindows {
     pub fn update(&mut self, programs: &Programs, probes_live: bool, made: u64) -> Result<bool> {
         let now = Instant::now();
         if !self.schedule.due(self.links.is_some(), probes_live, made, now) {
-            self.links = None;
+            self.close();
         } else if self.links.is_none() {
             self.links = Some(programs.attach_hello_capture()?);
             self.schedule.opened = now;
@@ -103,7 +104,9 @@ impl HelloWindows {
     }
 
     pub fn close(&mut self) {
-        self.links = None;
+        if let Some(links) = self.links.take() {
+            detach(links);
+        }
     }
 }
 

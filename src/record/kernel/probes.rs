@@ -568,21 +568,9 @@ impl Drop for TargetSet {
     }
 }
 
-/// Detaches links on several threads at once: the kernel waits for RCU grace periods as it removes each
-/// uprobe_multi link, one after the other a second per few dozen links; concurrent waiters share them.
+/// Detaches the targets' links at once (a second per few dozen uprobe_multi links, one after the other).
 fn detach(links: Vec<(u32, Link)>) {
-    const THREADS: usize = 32;
-    let mut links: Vec<Link> = links.into_iter().map(|(_, l)| l).collect();
-    if links.len() < 2 {
-        return;
-    }
-    let per_thread = links.len().div_ceil(THREADS);
-    std::thread::scope(|s| {
-        while !links.is_empty() {
-            let chunk: Vec<Link> = links.drain(..per_thread.min(links.len())).collect();
-            s.spawn(move || drop(chunk));
-        }
-    });
+    super::detach(links.into_iter().map(|(_, l)| l).collect());
 }
 
 #[derive(Default)]

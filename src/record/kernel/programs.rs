@@ -301,6 +301,12 @@ impl<'obj> Programs<'obj> {
     }
 }
 
+impl Drop for Programs<'_> {
+    fn drop(&mut self) {
+        super::detach(std::mem::take(&mut self.links));
+    }
+}
+
 fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
     let key = stat.0.to_ne_bytes();
     match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
