@@ -89,7 +89,9 @@ impl Target {
         assert_eq!(unsafe { libc::kill(self.child.id() as i32, libc::SIGUSR1) }, 0);
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
-        line.trim().parse().unwrap()
+        line.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("its progress line {line:?}: {e}"))
     }
 
     /// Stops it; returns the handshakes it completed on each side.
