@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::*;
+use tlsprof::catalogue::Site;
 
 /// The oldest Go release tlsprof supports, fetched through the Go module proxy.
 const OLDEST_GO: &str = "go1.21.13";
@@ -63,7 +64,7 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
         let go_abi = u64::from(tlsprof::catalogue::GO_ABI) << tlsprof::catalogue::COOKIE_FLAGS_SHIFT;
         assert!(cookies.iter().all(|c| c & go_abi != 0), "{cookies:?}");
         assert!(
-            cookies.iter().any(|c| c >> tlsprof::catalogue::COOKIE_SITE_SHIFT == 1),
+            cookies.iter().any(|&c| Site::of_cookie(c) == Some(Site::Exit)),
             "no exit site probed"
         );
     }
@@ -183,8 +184,7 @@ fn go_server_exact_mode_ends_direct_calls_where_their_callers_resume() {
         .into_iter()
         .filter(|(_, path, _)| path == server_bin.to_str().unwrap())
         .flat_map(|(_, _, cookies)| cookies)
-        // SITE_RETURNED (bpf/tlsprof.h).
-        .filter(|c| c >> tlsprof::catalogue::COOKIE_SITE_SHIFT == 2)
+        .filter(|&c| Site::of_cookie(c) == Some(Site::Returned))
         .count();
     let seen = go_client(&client, &addr, &["-n", "300", "-workers", "2"], cpus.client);
     let summary = rec.interrupt();

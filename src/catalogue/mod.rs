@@ -54,9 +54,8 @@ pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
 
-/// Where a probe's cookie keeps the flags above and its site (bpf/tlsprof.h, enum tlsprof_cookie_shift).
+/// Where a probe's cookie keeps the flags above (bpf/tlsprof.h, enum tlsprof_cookie_shift); its site: Site.
 pub const COOKIE_FLAGS_SHIFT: u32 = shift::COOKIE_FLAGS_SHIFT as u32;
-pub const COOKIE_SITE_SHIFT: u32 = shift::COOKIE_SITE_SHIFT as u32;
 
 /// The stage a call counts in, given the stage its enclosing stage frame counts in: a derive inside a stage
 /// of `DERIVE_ABSORBED_BY` (bpf/tlsprof.h) is that stage's HKDF. The BPF programs apply the same header
@@ -157,6 +156,24 @@ pub enum Site {
     Returned,
 }
 
+impl Site {
+    const ALL: [Site; 3] = [Site::Entry, Site::Exit, Site::Returned];
+
+    fn id(self) -> u64 {
+        match self {
+            Site::Entry => site::SITE_ENTRY,
+            Site::Exit => site::SITE_EXIT,
+            Site::Returned => site::SITE_RETURNED,
+        }
+    }
+
+    /// The site a probe's cookie names.
+    pub fn of_cookie(cookie: u64) -> Option<Site> {
+        let id = cookie >> shift::COOKIE_SITE_SHIFT;
+        Site::ALL.into_iter().find(|s| s.id() == id)
+    }
+}
+
 /// Builds the BPF attach cookie of a probe (bpf/tlsprof.h, COOKIE_*) of a function its family calls as
 /// `calls` says; `stepped`: see record/discovery/prologue.rs. `state_machine_probed`: the library's internal handshake
 /// functions are probed (Node.js), so a handshake inside SSL_read/SSL_write is seen there, and those are
@@ -167,16 +184,11 @@ pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machin
     if state_machine_probed {
         flags &= !IO_DRIVER;
     }
-    let at = match at {
-        Site::Entry => site::SITE_ENTRY,
-        Site::Exit => site::SITE_EXIT,
-        Site::Returned => site::SITE_RETURNED,
-    };
     u64::from(func_id)
         | stage << shift::COOKIE_STAGE_SHIFT
         | u64::from(row.length_query_arg) << shift::COOKIE_NULL_ARG_SHIFT
         | u64::from(flags) << shift::COOKIE_FLAGS_SHIFT
-        | at << shift::COOKIE_SITE_SHIFT
+        | at.id() << shift::COOKIE_SITE_SHIFT
 }
 
 #[cfg(test)]
@@ -232,6 +244,10 @@ mod tests {
         );
         assert_eq!((end >> 32) & 0xfff_ffff, u64::from(G_END | GO_ABI));
         assert_eq!(end >> 60, 0);
+        for at in Site::ALL {
+            assert_eq!(Site::of_cookie(cookie(8, r, Calls::Native, true, false, at)), Some(at));
+        }
+        assert_eq!(Site::of_cookie(3 << 60), None);
     }
 
     #[test]
