@@ -40,6 +40,8 @@ struct frame {
 	__u8 stage;
 	/* An FF_IO_DRIVER call that holds the thread's connection (thread_state.ssl). */
 	__u8 drives;
+	/* The function's FF_* flags, for an exit that serves several functions (SITE_LEARNED). */
+	__u32 flags;
 };
 
 /* The stage frames and on-CPU clock of a thread, or of a goroutine (Go targets, goroutine set). */
@@ -140,6 +142,8 @@ struct trap_sample _trap_sample = {};
 enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
+struct go_return_event _go_return_event = {};
+struct go_return_key _go_return_key = {};
 enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
@@ -258,6 +262,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } handshakes SEC(".maps");
+
+/* Where FF_GO_LEARN_RETURN functions were called from, each reported once (the value is unused). Bounded: a
+ * return address found when it is full is not reported, and that caller's calls end at the function's return
+ * instructions while their probes last. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_return_key);
+	__type(value, __u32);
+} go_returns SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */
 struct {
@@ -505,6 +519,18 @@ static __always_inline void note_unframed_work(__u32 tgid)
 		target->flags |= TARGET_UNFRAMED_WORK;
 }
 
+/* A certificate operation only full handshakes do, in the handshake of the thread's connection. */
+static __always_inline void note_cert_ops(__u32 tgid, struct thread_state *ts, __u32 flags)
+{
+	struct conn_state *c;
+
+	if (!(flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) || !ts->ssl)
+		return;
+	c = conn_lookup(tgid, ts->ssl, true);
+	if (c)
+		c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
+}
+
 /* Opens a stage frame of a thread or goroutine. sp: where the return address sits (a goroutine's: its
  * distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
 static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
@@ -597,12 +623,7 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 		if (!(flags & FF_GO_ABI))
 			note_unframed_work(tgid);
 	}
-	if ((flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK)) && ts->ssl) {
-		struct conn_state *c = conn_lookup(tgid, ts->ssl, true);
-
-		if (c)
-			c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
-	}
+	note_cert_ops(tgid, ts, flags);
 
 	f = &ts->frames[d];
 	f->sp = sp;
@@ -622,6 +643,7 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	f->func = COOKIE_FUNC(cookie);
 	f->stage = stage;
 	f->drives = drives;
+	f->flags = flags;
 	ts->depth = d + 1;
 	return 0;
 }
@@ -814,6 +836,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 {
 	__u16 func = COOKIE_FUNC(cookie);
 	__u32 flags = COOKIE_FLAGS(cookie);
+	bool any_func = COOKIE_SITE(cookie) == SITE_LEARNED;
 	struct tree_key key = {};
 	struct tree_val *val;
 	__u64 total, self, nested_hits, nested_stepped;
@@ -824,13 +847,17 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	ts->hits++;
 	/* Match by stack pointer: skipped length queries and lost returns (longjmp) cannot pop the wrong frame. */
 	for (i = TLSPROF_MAX_DEPTH - 1; i >= 0; i--) {
-		if (i < ts->depth && ts->frames[i].sp == entry_sp && ts->frames[i].func == func) {
+		if (i < ts->depth && ((any_func && ts->frames[i].sp <= entry_sp) ||
+				      (ts->frames[i].sp == entry_sp && ts->frames[i].func == func))) {
 			found = i;
-			break;
+			if (!any_func)
+				break;
 		}
 	}
 	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
 		return 0;
+	if (any_func)
+		flags = ts->frames[found].flags;
 
 	total = task_cpu_now(ts, now) - ts->frames[found].start_cpu_ns;
 	self = total - ts->frames[found].child_cpu_ns;
@@ -986,6 +1013,35 @@ static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid
 		go_stop(gs, now);
 }
 
+/* At the entry of an FF_GO_LEARN_RETURN function (past its stack check: the stack and frame pointers as at
+ * entry, the frame pointer still the caller's): reports the return address to user space the first time the
+ * function is called from there. */
+static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 func)
+{
+	struct go_return_key key = { .tgid = tgid, .func = func };
+	struct go_return_event *e;
+	__u32 reported = 0;
+
+	if (bpf_probe_read_user(&key.addr, sizeof(key.addr), (void *)PT_REGS_SP(ctx)) ||
+	    bpf_map_lookup_elem(&go_returns, &key) || bpf_map_update_elem(&go_returns, &key, &reported, BPF_NOEXIST))
+		return;
+	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	if (!e) {
+		/* Reported again by the next call from there. */
+		bpf_map_delete_elem(&go_returns, &key);
+		count_stat(STAT_HANDSHAKE_DROPS);
+		return;
+	}
+	e->kind = EVENT_GO_RETURN;
+	e->tgid = tgid;
+	e->addr = key.addr;
+	if (bpf_probe_read_user(&e->outer, sizeof(e->outer), (void *)(PT_REGS_FP(ctx) + 8)))
+		e->outer = 0;
+	e->func = func;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
 /* Every probe on Go code: entries and exit sites of stage functions, and the scheduler's switches. Nothing
  * here changes the target's stack or registers. */
 SEC("uprobe.multi")
@@ -1034,10 +1090,10 @@ int go_probe(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	go_run(t, tid, tgid, key.g, now);
-	sp = go_stack_pos(key.g, PT_REGS_SP(ctx) - (site == SITE_RETURNED ? 8 : 0));
+	sp = go_stack_pos(key.g, PT_REGS_SP(ctx) - (site == SITE_RETURNED || site == SITE_LEARNED ? 8 : 0));
 	if (exit) {
 		/* An error result is an interface: nil when its type word (RAX) is 0 (read only for handshake
-		 * functions, which are never closed at SITE_RETURNED, where the caller may have moved on). The exit's
+		 * functions, which are closed at SITE_RETURNED only where the caller has not moved it yet). The exit's
 		 * own hit is counted by pop_frame; its single step (a return instruction's) comes after the frame
 		 * closed. */
 		pop_frame(ctx, gs, tgid, cookie, sp, ctx->ax == 0, now);
@@ -1046,6 +1102,14 @@ int go_probe(struct pt_regs *ctx)
 	}
 	gs->hits++;
 	gs->stepped += stepped;
+	/* A function that only tells the handshake it runs in a fact: no frame, no exit. */
+	if (COOKIE_STAGE(cookie) == STAGE_NONE) {
+		if (gs->epoch == probe_epoch)
+			note_cert_ops(tgid, gs, flags);
+		return 0;
+	}
+	if (flags & FF_GO_LEARN_RETURN)
+		learn_return(ctx, tgid, COOKIE_FUNC(cookie));
 	return push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
 }
 

@@ -91,6 +91,10 @@ enum tlsprof_func_flags {
 	 * FF_CONN_START, a connection starts on the SSL * returned. Where a library's SSL_free cannot be found
 	 * (a build without symbols), a reused address still starts anew. */
 	FF_SSL_RET = 1 << 24,
+	/* Go code whose exits are its return instructions, which the kernel single-steps: its entry reports each
+	 * return address it has not seen before (EVENT_GO_RETURN), for user space to probe where that caller
+	 * resumes (SITE_LEARNED) and then take the return instructions' probes away. */
+	FF_GO_LEARN_RETURN = 1 << 25,
 };
 
 /* The connection key a client's first flight is kept under until its connection is known: no address. */
@@ -164,6 +168,11 @@ enum tlsprof_site {
 	/* In the caller of FF_GO_ABI code, after the call returned (the first instruction there that the kernel
 	 * emulates): the stack pointer is one slot above where it was at entry. */
 	SITE_RETURNED = 2,
+	/* As SITE_RETURNED, at a caller learned at run time (FF_GO_LEARN_RETURN), the result registers RAX and
+	 * RBX still as the callee left them: it ends whichever call returned there (an interface's or a function
+	 * value's call site may call several functions), directly or through a caller that returned at once
+	 * (`return signer.Sign(...)`, a method value's wrapper): the outermost frame below it. */
+	SITE_LEARNED = 3,
 };
 #define COOKIE_FUNC(c) ((__u16)((c)&0xffff))
 #define COOKIE_STAGE(c) ((__u8)(((c) >> COOKIE_STAGE_SHIFT) & 0xff))
@@ -242,6 +251,27 @@ enum tlsprof_event_kind {
 	EVENT_HELLO = 2,
 	/* A ClientHello, or the rest of one a read cut short: only its offer of resumption is read. */
 	EVENT_CLIENT_HELLO = 3,
+	/* A return address an FF_GO_LEARN_RETURN function was called from, new to go_returns. */
+	EVENT_GO_RETURN = 4,
+};
+
+/* A return address an FF_GO_LEARN_RETURN function was called from, in a process (map go_returns). */
+struct go_return_key {
+	__u32 tgid;
+	__u16 func;
+	__u16 pad;
+	__u64 addr;
+};
+
+struct go_return_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 addr;
+	/* The caller's own return address (its frame pointer's slot above): where the call ends if the caller
+	 * returns at once. 0 if unreadable. */
+	__u64 outer;
+	__u16 func;
+	__u16 pad[3];
 };
 
 /* Bytes of a connection's ServerHello flight kept (with TLS 1.2, the certificate and ServerKeyExchange

@@ -53,6 +53,7 @@ pub const HS_FINISH: u32 = ff::FF_HS_FINISH as u32;
 pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
+pub const GO_LEARN_RETURN: u32 = ff::FF_GO_LEARN_RETURN as u32;
 
 /// Where a probe's cookie keeps the flags above (bpf/tlsprof.h, enum tlsprof_cookie_shift); its site: Site.
 pub const COOKIE_FLAGS_SHIFT: u32 = shift::COOKIE_FLAGS_SHIFT as u32;
@@ -154,16 +155,19 @@ pub enum Site {
     /// Where a direct call of Go code has returned, in its caller: the exit of a function whose every call
     /// is known, without a return instruction's single step.
     Returned,
+    /// Where a caller learned while recording resumes: the exit of whichever Go function returned there.
+    Learned,
 }
 
 impl Site {
-    const ALL: [Site; 3] = [Site::Entry, Site::Exit, Site::Returned];
+    const ALL: [Site; 4] = [Site::Entry, Site::Exit, Site::Returned, Site::Learned];
 
     fn id(self) -> u64 {
         match self {
             Site::Entry => site::SITE_ENTRY,
             Site::Exit => site::SITE_EXIT,
             Site::Returned => site::SITE_RETURNED,
+            Site::Learned => site::SITE_LEARNED,
         }
     }
 
@@ -189,6 +193,16 @@ pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machin
         | u64::from(row.length_query_arg) << shift::COOKIE_NULL_ARG_SHIFT
         | u64::from(flags) << shift::COOKIE_FLAGS_SHIFT
         | at.id() << shift::COOKIE_SITE_SHIFT
+}
+
+/// The cookie of an entry probe of Go code that reports where it is called from (FF_GO_LEARN_RETURN).
+pub fn learning_returns(entry_cookie: u64) -> u64 {
+    entry_cookie | u64::from(GO_LEARN_RETURN) << shift::COOKIE_FLAGS_SHIFT
+}
+
+/// The cookie of a probe where a learned caller resumes: it names no function, it ends the call that returned.
+pub fn learned_site_cookie() -> u64 {
+    u64::from(GO_ABI) << shift::COOKIE_FLAGS_SHIFT | Site::Learned.id() << shift::COOKIE_SITE_SHIFT
 }
 
 #[cfg(test)]
@@ -247,7 +261,11 @@ mod tests {
         for at in Site::ALL {
             assert_eq!(Site::of_cookie(cookie(8, r, Calls::Native, true, false, at)), Some(at));
         }
-        assert_eq!(Site::of_cookie(3 << 60), None);
+        assert_eq!(Site::of_cookie(4 << 60), None);
+        assert_eq!(Site::of_cookie(learned_site_cookie()), Some(Site::Learned));
+        assert_eq!(learned_site_cookie() & 0xffff_ffff, 0);
+        let learns = learning_returns(end);
+        assert_eq!((learns >> 32) & 0xfff_ffff, u64::from(G_END | GO_ABI | GO_LEARN_RETURN));
     }
 
     #[test]
@@ -278,6 +296,7 @@ mod tests {
             FATAL_ALERT,
             FIRST_FLIGHT,
             SSL_RET,
+            GO_LEARN_RETURN,
         ];
         let width = shift::COOKIE_SITE_SHIFT - shift::COOKIE_FLAGS_SHIFT;
         let mut seen = 0;

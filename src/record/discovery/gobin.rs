@@ -206,11 +206,37 @@ impl GoBinary {
 
     /// The function whose code holds a file offset.
     pub fn function_at_offset(&self, offset: u64) -> Option<&GoFunc> {
-        let &(va, off, _) = self
-            .segments
+        self.function_at(self.address_of(offset)?)
+    }
+
+    /// Where a call that returns to file offset `ret_offset` (a return address a probed function found on
+    /// its stack, the target's word) is seen returned with its results untouched (`returned_site`), as a file
+    /// offset; where the caller returns at once (`return f(...)`), where its own call, returning to
+    /// `outer_offset`, is. None unless a call instruction of a function ends there.
+    pub fn resumed_site(&self, data: &[u8], ret_offset: u64, outer_offset: Option<u64>) -> Option<u64> {
+        let ret = self.address_of(ret_offset)?;
+        let f = self.function_at(ret.checked_sub(1)?)?;
+        let code = self.code(data, f)?;
+        let after_call = Decoder::with_ip(64, code, f.entry, DecoderOptions::NONE)
+            .into_iter()
+            .take_while(|i| i.ip() < ret)
+            .any(|i| i.next_ip() == ret && matches!(i.flow_control(), FlowControl::Call | FlowControl::IndirectCall));
+        if !after_call {
+            return None;
+        }
+        let after = code.get(usize::try_from(ret - f.entry).ok()?..)?;
+        if returns_at_once(after) {
+            return self.resumed_site(data, outer_offset?, None);
+        }
+        self.file_offset(returned_site(after, ret, true)?)
+    }
+
+    /// The virtual address a file offset is loaded at, if a segment maps it.
+    fn address_of(&self, offset: u64) -> Option<u64> {
+        self.segments
             .iter()
-            .find(|&&(_, off, size)| off <= offset && offset - off < size)?;
-        self.function_at(va + (offset - off))
+            .find(|&&(_, off, size)| off <= offset && offset - off < size)
+            .map(|&(va, off, _)| va + (offset - off))
     }
 
     /// The function whose code holds a virtual address.
@@ -369,14 +395,32 @@ pub fn exit_sites(code: &[u8], entry: u64) -> Vec<u64> {
 
 /// Where a probe sees a call that returned to `code` (at `ret_addr`) done without a single step: the first
 /// instruction from there on that the kernel emulates, if those before it only run on and leave the stack
-/// pointer alone (there it is one slot above where it was at the call's entry).
-pub fn returned_site(code: &[u8], ret_addr: u64) -> Option<u64> {
-    let keeps_stack = |info: &InstructionInfo| {
+/// pointer alone (there it is one slot above where it was at the call's entry) and, with `results`, the
+/// callee's result registers RAX and RBX too (an exit reads them).
+pub fn returned_site(code: &[u8], ret_addr: u64, results: bool) -> Option<u64> {
+    let keeps = |info: &InstructionInfo| {
         info.used_registers().iter().all(|r| {
-            r.register().full_register() != Register::RSP || matches!(r.access(), OpAccess::Read | OpAccess::CondRead)
+            let kept = match r.register().full_register() {
+                Register::RSP => true,
+                Register::RAX | Register::RBX => results,
+                _ => false,
+            };
+            !kept || matches!(r.access(), OpAccess::Read | OpAccess::CondRead)
         })
     };
-    prologue::first_emulated(code, MAX_AFTER_RETURN, keeps_stack).map(|at| ret_addr + at as u64)
+    prologue::first_emulated(code, MAX_AFTER_RETURN, keeps).map(|at| ret_addr + at as u64)
+}
+
+/// Whether `code` is only an epilogue: the frame released (`add rsp,N; pop rbp`) and a return.
+fn returns_at_once(code: &[u8]) -> bool {
+    for instr in Decoder::new(64, code, DecoderOptions::NONE).into_iter().take(3) {
+        match (instr.mnemonic(), instr.op0_register()) {
+            (Mnemonic::Ret, _) => return true,
+            (Mnemonic::Add, Register::RSP) | (Mnemonic::Pop, Register::RBP) => {}
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Instructions looked past at most after a return, to the first one the kernel emulates.
@@ -558,33 +602,75 @@ mod tests {
         let after = [
             0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x48, 0x85, 0xc0, 0x0f, 0x85, 0xca, 0, 0, 0,
         ];
-        assert_eq!(returned_site(&after, 0x5000), Some(0x500b));
+        assert_eq!(returned_site(&after, 0x5000, false), Some(0x500b));
         // After tls13.extract: results stored, a pointer loaded, then call runtime.newobject.
         let after = [
             0x48, 0x89, 0x5c, 0x24, 0x50, 0x48, 0x89, 0x4c, 0x24, 0x48, 0x48, 0x89, 0x44, 0x24, 0x58, 0x48, 0x8d, 0x05,
             0xba, 0x7c, 0x05, 0x00, 0xe8, 0xb5, 0x5c, 0xd5, 0xff,
         ];
-        assert_eq!(returned_site(&after, 0x5000), Some(0x5016));
+        assert_eq!(returned_site(&after, 0x5000, false), Some(0x5016));
         // Emulated at once: push rbx.
-        assert_eq!(returned_site(&[0x53], 0x5000), Some(0x5000));
+        assert_eq!(returned_site(&[0x53], 0x5000, false), Some(0x5000));
+        // Where the callee's results are read, past nothing that writes them: the lea above writes RAX.
+        assert_eq!(returned_site(&after, 0x5000, true), None);
+        assert_eq!(returned_site(&after[..10], 0x5000, true), None);
+        let stored = [0x48, 0x89, 0x5c, 0x24, 0x50, 0x48, 0x89, 0x44, 0x24, 0x58, 0x53];
+        assert_eq!(returned_site(&stored, 0x5000, true), Some(0x500a));
+    }
+
+    #[test]
+    fn a_reported_caller_is_probed_where_it_resumes_or_where_its_own_caller_does() {
+        let pad = |mut v: Vec<u8>| {
+            v.resize(0x20, 0xcc);
+            v
+        };
+        let funcs = [
+            // call rcx; test rax,rax; jne +0: resumes at the jne.
+            ("main.outer", pad(vec![0xff, 0xd1, 0x48, 0x85, 0xc0, 0x75, 0x00])),
+            // call rdx; add rsp,0x58; pop rbp; ret: returns at once (`return signer.Sign(...)`).
+            (
+                "main.wrapper",
+                pad(vec![0xff, 0xd2, 0x48, 0x83, 0xc4, 0x58, 0x5d, 0xc3]),
+            ),
+            // call rcx; lea rax,[rip]; jne +0: the result is gone before anything emulated.
+            (
+                "main.clobber",
+                pad(vec![0xff, 0xd1, 0x48, 0x8d, 0x05, 0, 0, 0, 0, 0x75, 0x00]),
+            ),
+            // nop; nop; ret: no call ends at 0x1061.
+            ("main.nocall", pad(vec![0x90, 0x90, 0xc3])),
+        ];
+        let (bin, file) = executable(&funcs, &[]);
+        // File offsets are the addresses less 0x1000.
+        assert_eq!(bin.resumed_site(&file, 0x2, None), Some(0x5));
+        assert_eq!(bin.resumed_site(&file, 0x22, Some(0x2)), Some(0x5));
+        assert_eq!(bin.resumed_site(&file, 0x22, None), None);
+        // One caller that returns at once is looked past, not two.
+        assert_eq!(bin.resumed_site(&file, 0x22, Some(0x22)), None);
+        assert_eq!(bin.resumed_site(&file, 0x42, None), None);
+        assert_eq!(bin.resumed_site(&file, 0x61, None), None);
+        assert_eq!(bin.resumed_site(&file, 0x5000, None), None);
     }
 
     #[test]
     fn no_return_site_past_a_stack_move_a_return_or_too_far() {
         // The caller's epilogue: add rsp,0x30; pop rbp; ret.
-        assert_eq!(returned_site(&[0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3], 0x5000), None);
-        assert_eq!(returned_site(&[0xc3], 0x5000), None);
+        assert_eq!(
+            returned_site(&[0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3], 0x5000, false),
+            None
+        );
+        assert_eq!(returned_site(&[0xc3], 0x5000, false), None);
         // An indirect jump, then nothing decodable, then nothing at all.
-        assert_eq!(returned_site(&[0xff, 0xe0, 0x53], 0x5000), None);
-        assert_eq!(returned_site(&[0x0f, 0xff], 0x5000), None);
-        assert_eq!(returned_site(&[], 0x5000), None);
+        assert_eq!(returned_site(&[0xff, 0xe0, 0x53], 0x5000, false), None);
+        assert_eq!(returned_site(&[0x0f, 0xff], 0x5000, false), None);
+        assert_eq!(returned_site(&[], 0x5000, false), None);
         // More plain instructions than are looked past (mov rax,rbx).
         let movs: Vec<u8> = [0x48, 0x89, 0xd8]
             .repeat(MAX_AFTER_RETURN + 1)
             .into_iter()
             .chain([0x53])
             .collect();
-        assert_eq!(returned_site(&movs, 0x5000), None);
+        assert_eq!(returned_site(&movs, 0x5000, false), None);
     }
 
     #[test]

@@ -381,7 +381,7 @@ fn returned_sites(bin: &GoBinary, data: &[u8], found: &[(&GoFunc, &'static Row)]
             let sites = returns
                 .iter()
                 .map(|&ret| {
-                    let site = gobin::returned_site(bin.code_after_call(data, ret)?, ret)?;
+                    let site = gobin::returned_site(bin.code_after_call(data, ret)?, ret, false)?;
                     Some(ExitSite {
                         file_offset: bin.file_offset(site)?,
                         stepped: false,
@@ -392,6 +392,20 @@ fn returned_sites(bin: &GoBinary, data: &[u8], found: &[(&GoFunc, &'static Row)]
             (!sites.is_empty()).then_some((entry, sites))
         })
         .collect()
+}
+
+/// Where the calls that return to `returns` (file offsets in the Go executable at `path`: return addresses a
+/// probed function found on its stack, and its caller's) are seen returned (GoBinary::resumed_site), in their
+/// order.
+pub fn go_resumed_sites(path: &Path, returns: &[(u64, Option<u64>)]) -> Result<Vec<Option<u64>>> {
+    let data = crate::model::file::read_bounded(path, gobin::MAX_EXECUTABLE_BYTES, "Go executable")?;
+    let bin = GoBinary::parse(&data)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        .with_context(|| format!("{}: not a Go executable", path.display()))?;
+    Ok(returns
+        .iter()
+        .map(|&(r, outer)| bin.resumed_site(&data, r, outer))
+        .collect())
 }
 
 /// The file is read in chunks this long, each overlapping the last by a whole version string: memory stays

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
-use super::bpf::types::{target_state, tlsprof_target_flags as target_flags};
+use super::bpf::types::{go_return_key, target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
 use crate::catalogue::families::{self, Calls, Flavor};
 use crate::catalogue::{self, Site};
@@ -41,6 +41,9 @@ pub struct TargetSet {
     io_drivers: Vec<ProbeSpec>,
     /// The stage probes' links, by process: empty while they are paused.
     links: Vec<(u32, Link)>,
+    /// Each spec's return-instruction probes (ProbeSpec::go_exits) while they are attached, by spec id.
+    exit_links: HashMap<u64, Link>,
+    next_spec_id: u64,
     paused: bool,
 }
 
@@ -122,14 +125,47 @@ fn unfound(objs: &[TlsObject]) -> Vec<(&'static str, String)> {
 
 /// The uprobes of one file in one process.
 struct ProbeSpec {
+    id: u64,
     process: Process,
     path: String,
     open_path: std::path::PathBuf,
+    /// The file's (device, inode).
+    file: (String, u64),
     entry: Probes,
     ret: Probes,
-    /// Go code: entries and exit sites, all entry-style (no return probe ever touches a Go stack).
+    /// Go code: entries and exit sites, all entry-style (no return probe ever touches a Go stack), and the
+    /// sites learned where callers resume.
     go: Probes,
+    /// Go code: the return instructions (and jumps out) of the functions that learn their callers
+    /// (FF_GO_LEARN_RETURN), of the function ids in `go_exit_funcs`: single-stepped, and probed only until
+    /// their callers are learned.
+    go_exits: Probes,
+    go_exit_funcs: Vec<u16>,
+    learning: Learning,
 }
+
+/// What a spec's Go functions learned of their callers while recording.
+#[derive(Default)]
+struct Learning {
+    /// When each function last reported a caller new to it, by function id.
+    last_new: HashMap<u16, Instant>,
+    /// Functions whose every caller so far is probed where it resumes and that reported none new for
+    /// SETTLED_AFTER: their return instructions are no longer probed.
+    settled: std::collections::HashSet<u16>,
+    /// Functions a caller of which could not be probed (no call ends at the return address, no emulated
+    /// instruction soon after it, or too many callers): their return instructions stay probed.
+    unsettled: std::collections::HashSet<u16>,
+    /// The file offsets of the sites learned (in `go` too).
+    sites: Vec<u64>,
+}
+
+/// A function whose callers are all probed where they resume loses its return instructions' probes once it
+/// has reported no new caller for this long: the handful of call paths a TLS handshake takes show in its
+/// first handshakes. A caller seen later costs its first call's end (a missed return) until it is probed.
+const SETTLED_AFTER: Duration = Duration::from_secs(1);
+
+/// Callers learned at most per file and process (a target's code chooses how many there are).
+const MAX_LEARNED_SITES: usize = 64;
 
 impl TargetSet {
     /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know
@@ -230,6 +266,7 @@ impl TargetSet {
     /// target looked at again (it ran exec, or reused a pid) first loses the probes of what it ran before.
     pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
         self.forget(p.pid);
+        forget_callers(skel, p.pid);
         let exe_id = targets::exe_id(p.pid);
         self.examined.insert(
             p.pid,
@@ -308,6 +345,7 @@ impl TargetSet {
     /// keeps nothing of processes gone, however many come and go.
     pub fn forget_exited(&mut self, skel: &TlsprofSkel, pid: u32) {
         self.forget(pid);
+        forget_callers(skel, pid);
         self.maps.remove(&pid);
         self.examined.remove(&pid);
         for l in &mut self.libraries {
@@ -324,10 +362,13 @@ impl TargetSet {
 
     /// Detaches and forgets the probes of a process, to probe what it runs now instead.
     fn forget(&mut self, pid: u32) {
-        let (gone, kept) = std::mem::take(&mut self.links)
+        let (mut gone, kept) = std::mem::take(&mut self.links)
             .into_iter()
             .partition(|(p, _)| *p == pid);
         self.links = kept;
+        for s in self.specs.iter().filter(|s| s.process.pid == pid) {
+            gone.extend(self.exit_links.remove(&s.id).map(|l| (pid, l)));
+        }
         detach(gone);
         self.specs.retain(|s| s.process.pid != pid);
         self.io_drivers.retain(|s| s.process.pid != pid);
@@ -382,14 +423,31 @@ impl TargetSet {
         let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
+            let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
                 let id = set.function_id(lib, f.row)?;
                 let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
                 if calls == Calls::GoRegisters {
-                    go.push(f.file_offset, cookie(f.stepped, Site::Entry));
+                    // A stage function that ends at a return instruction learns where its callers resume.
+                    let learns = f.row.stage.is_some() && f.exits.iter().any(|e| e.stepped && !e.in_caller);
+                    let entry_cookie = cookie(f.stepped, Site::Entry);
+                    go.push(
+                        f.file_offset,
+                        if learns {
+                            catalogue::learning_returns(entry_cookie)
+                        } else {
+                            entry_cookie
+                        },
+                    );
                     for exit in &f.exits {
-                        let at = if exit.in_caller { Site::Returned } else { Site::Exit };
-                        go.push(exit.file_offset, cookie(exit.stepped, at));
+                        if exit.in_caller {
+                            go.push(exit.file_offset, cookie(exit.stepped, Site::Returned));
+                        } else if learns {
+                            go_exits.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
+                            go_exit_funcs.push(id);
+                        } else {
+                            go.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
+                        }
                     }
                     continue;
                 }
@@ -402,13 +460,19 @@ impl TargetSet {
                     ret.push(f.file_offset, cookie);
                 }
             }
+            set.next_spec_id += 1;
             Ok(ProbeSpec {
+                id: set.next_spec_id,
                 process: p.clone(),
                 path: path.clone(),
                 open_path: m.open_path(p.pid),
+                file: (m.dev.clone(), m.inode),
                 entry,
                 ret,
                 go,
+                go_exits,
+                go_exit_funcs,
+                learning: Learning::default(),
             })
         };
         let probed = spec(self, &|r| opts.all_probes || !r.frequent)?;
@@ -444,11 +508,125 @@ impl TargetSet {
     /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
     fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
         self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
+        self.probes += spec.go_exits.offsets.len();
         if !self.paused {
-            let pid = spec.process.pid;
-            self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
+            self.attach_spec(skel, &spec)?;
         }
         self.specs.push(spec);
+        Ok(())
+    }
+
+    fn attach_spec(&mut self, skel: &TlsprofSkel, spec: &ProbeSpec) -> Result<()> {
+        // Exits first: a call entered between the two attachments would otherwise never be seen to end.
+        if let Some(link) = spec.attach_exits(skel)? {
+            self.exit_links.insert(spec.id, link);
+        }
+        let pid = spec.process.pid;
+        self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
+        Ok(())
+    }
+
+    /// Probes where the callers that Go functions reported (EVENT_GO_RETURN: process, function id, return
+    /// address and the caller's) resume. A caller that cannot be probed keeps its function's return
+    /// instructions probed.
+    pub fn learn_callers(&mut self, skel: &TlsprofSkel, reported: &[(u32, u16, [u64; 2])]) {
+        let now = Instant::now();
+        for i in 0..self.specs.len() {
+            let spec = &self.specs[i];
+            let pid = spec.process.pid;
+            let Some(maps) = self.maps.get(&pid) else { continue };
+            // Return addresses in this spec's file, as file offsets.
+            let in_file = |addr: u64| {
+                let m = maps.iter().find(|m| {
+                    m.start <= addr && addr < m.end && (m.dev.as_str(), m.inode) == (spec.file.0.as_str(), spec.file.1)
+                })?;
+                Some(addr - m.start + m.offset)
+            };
+            let mine: Vec<(u16, (u64, Option<u64>))> = reported
+                .iter()
+                .filter(|&&(p, func, _)| p == pid && spec.go_exit_funcs.contains(&func))
+                .filter_map(|&(_, func, [addr, outer])| Some((func, (in_file(addr)?, in_file(outer)))))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let offsets: Vec<(u64, Option<u64>)> = mine.iter().map(|&(_, o)| o).collect();
+            let sites = objects::go_resumed_sites(&spec.open_path, &offsets).unwrap_or_else(|e| {
+                status::warn_once(
+                    &format!("learn {pid} {}", spec.path),
+                    &format!("{e:#}: callers of its Go functions not probed where they resume"),
+                );
+                vec![None; offsets.len()]
+            });
+            let spec = &mut self.specs[i];
+            let mut learned = Probes::default();
+            for (&(func, _), site) in mine.iter().zip(sites) {
+                let l = &mut spec.learning;
+                l.last_new.insert(func, now);
+                match site {
+                    // Another function's call from the same place: probed already.
+                    Some(s) if l.sites.contains(&s) => {}
+                    Some(s)
+                        if l.sites.len() < MAX_LEARNED_SITES
+                            && !spec.go.offsets.contains(&(s as usize))
+                            && !spec.go_exits.offsets.contains(&(s as usize)) =>
+                    {
+                        l.sites.push(s);
+                        spec.go.push(s, catalogue::learned_site_cookie());
+                        learned.push(s, catalogue::learned_site_cookie());
+                    }
+                    _ => {
+                        l.unsettled.insert(func);
+                    }
+                }
+            }
+            self.probes += learned.offsets.len();
+            if self.paused || learned.offsets.is_empty() {
+                continue;
+            }
+            match spec.attach_probes(&learned, false, &skel.progs.go_probe) {
+                Ok(link) => self.links.push((pid, link)),
+                Err(e) => {
+                    status::warn_once(&format!("learned {pid} {}", spec.path), &format!("{e:#}"));
+                    spec.learning.unsettled.extend(mine.iter().map(|&(f, _)| f));
+                }
+            }
+        }
+    }
+
+    /// Takes away the return-instruction probes of the Go functions whose callers are all probed where they
+    /// resume and that reported no new one for SETTLED_AFTER (the calls under way end at either).
+    pub fn settle(&mut self, skel: &TlsprofSkel) -> Result<()> {
+        let mut gone = Vec::new();
+        for spec in &mut self.specs {
+            let l = &mut spec.learning;
+            let ready: Vec<u16> = l
+                .last_new
+                .iter()
+                .filter(|&(f, at)| at.elapsed() >= SETTLED_AFTER && !l.unsettled.contains(f) && !l.settled.contains(f))
+                .map(|(&f, _)| f)
+                .collect();
+            if ready.is_empty() {
+                continue;
+            }
+            l.settled.extend(ready);
+            if self.paused {
+                continue;
+            }
+            let pid = spec.process.pid;
+            match spec.attach_exits(skel) {
+                Ok(link) => {
+                    let old = match link {
+                        Some(link) => self.exit_links.insert(spec.id, link),
+                        None => self.exit_links.remove(&spec.id),
+                    };
+                    gone.extend(old.map(|l| (pid, l)));
+                }
+                Err(_) if !spec.process.alive() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        detach(gone);
         Ok(())
     }
 
@@ -488,7 +666,9 @@ impl TargetSet {
     /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
     pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         next_epoch(skel)?;
-        detach(std::mem::take(&mut self.links));
+        let mut links = std::mem::take(&mut self.links);
+        links.extend(self.exit_links.drain().map(|(_, l)| (0, l)));
+        detach(links);
         self.paused = true;
         Ok(())
     }
@@ -499,9 +679,10 @@ impl TargetSet {
     pub fn resume(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         self.specs.retain(|s| s.process.alive());
         let mut failed = Vec::new();
-        for (i, spec) in self.specs.iter().enumerate() {
-            match spec.attach(skel) {
-                Ok(links) => self.links.extend(links.into_iter().map(|l| (spec.process.pid, l))),
+        let specs = std::mem::take(&mut self.specs);
+        for (i, spec) in specs.iter().enumerate() {
+            match self.attach_spec(skel, spec) {
+                Ok(()) => {}
                 // It exited since the check above.
                 Err(_) if !spec.process.alive() => failed.push(i),
                 // It ran exec since it was last looked at: the file is no longer mapped there. The next look
@@ -515,6 +696,7 @@ impl TargetSet {
                 }
             }
         }
+        self.specs = specs;
         for i in failed.into_iter().rev() {
             self.specs.swap_remove(i);
         }
@@ -524,6 +706,26 @@ impl TargetSet {
 }
 
 impl ProbeSpec {
+    /// The return-instruction probes of the functions not settled yet, if any.
+    fn attach_exits(&self, skel: &TlsprofSkel) -> Result<Option<Link>> {
+        let mut exits = Probes::default();
+        for ((&offset, &cookie), func) in self
+            .go_exits
+            .offsets
+            .iter()
+            .zip(&self.go_exits.cookies)
+            .zip(&self.go_exit_funcs)
+        {
+            if !self.learning.settled.contains(func) {
+                exits.push(offset as u64, cookie);
+            }
+        }
+        if exits.offsets.is_empty() {
+            return Ok(None);
+        }
+        self.attach_probes(&exits, false, &skel.progs.go_probe).map(Some)
+    }
+
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
         // Returns first: a call entered between the two attachments would otherwise never see its return.
@@ -533,38 +735,53 @@ impl ProbeSpec {
             (&self.go, false, &skel.progs.go_probe),
         ];
         for (probes, retprobe, prog) in sets {
-            if probes.offsets.is_empty() {
-                continue;
+            if !probes.offsets.is_empty() {
+                links.push(self.attach_probes(probes, retprobe, prog)?);
             }
-            let link = prog
-                .attach_uprobe_multi_with_opts(
-                    self.process.pid as i32,
-                    &self.open_path,
-                    "",
-                    UprobeMultiOpts {
-                        offsets: probes.offsets.clone(),
-                        cookies: probes.cookies.clone(),
-                        retprobe,
-                        ..Default::default()
-                    },
-                )
-                .with_context(|| {
-                    format!(
-                        "attach {} uprobes in {} of process {}",
-                        if retprobe { "return" } else { "entry" },
-                        Printable(&self.path),
-                        self.process.pid
-                    )
-                })?;
-            links.push(link);
         }
         Ok(links)
+    }
+
+    fn attach_probes(&self, probes: &Probes, retprobe: bool, prog: &libbpf_rs::ProgramMut) -> Result<Link> {
+        prog.attach_uprobe_multi_with_opts(
+            self.process.pid as i32,
+            &self.open_path,
+            "",
+            UprobeMultiOpts {
+                offsets: probes.offsets.clone(),
+                cookies: probes.cookies.clone(),
+                retprobe,
+                ..Default::default()
+            },
+        )
+        .with_context(|| {
+            format!(
+                "attach {} uprobes in {} of process {}",
+                if retprobe { "return" } else { "entry" },
+                Printable(&self.path),
+                self.process.pid
+            )
+        })
     }
 }
 
 impl Drop for TargetSet {
     fn drop(&mut self) {
         detach(std::mem::take(&mut self.links));
+    }
+}
+
+/// Forgets the callers a process's Go functions reported: its code may be another program's from now on.
+fn forget_callers(skel: &TlsprofSkel, pid: u32) {
+    let mut key = go_return_key::default();
+    let keys: Vec<Vec<u8>> = skel
+        .maps
+        .go_returns
+        .keys()
+        .filter(|k| plain::copy_from_bytes(&mut key, k).is_ok() && key.tgid == pid)
+        .collect();
+    for k in keys {
+        let _ = skel.maps.go_returns.delete(&k);
     }
 }
 

@@ -26,7 +26,7 @@ use super::duty::traps::ProbeTraps;
 use super::duty::windows::{Reading, WindowLog};
 use super::handshakes::events::Handshakes;
 use super::handshakes::hello::HelloWindows;
-use super::kernel::bpf::types::tlsprof_stat;
+use super::kernel::bpf::types::{go_return_event, tlsprof_event_kind, tlsprof_stat};
 use super::kernel::probes::{self, Change, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
@@ -151,6 +151,9 @@ pub struct Session<'obj, 'o> {
     /// The counters when the first window opened.
     first: Reading,
     last_rescan: Instant,
+    /// Callers of Go functions reported since the last tick (EVENT_GO_RETURN: process, function id, return
+    /// address and the caller's), to probe where they resume.
+    callers: Vec<(u32, u16, [u64; 2])>,
 }
 
 impl<'obj, 'o> Session<'obj, 'o> {
@@ -237,6 +240,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
             started_unix_ns,
             first,
             last_rescan: Instant::now(),
+            callers: Vec::new(),
         })
     }
 
@@ -246,6 +250,9 @@ impl<'obj, 'o> Session<'obj, 'o> {
         // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
         std::thread::sleep(POLL);
         self.drain()?;
+        self.targets
+            .learn_callers(&self.programs.skel, &std::mem::take(&mut self.callers));
+        self.targets.settle(&self.programs.skel)?;
         self.samples.name_when_due(&self.targets.functions);
         self.poll_cpu();
         self.step_trap_sampler(self.governor.live())?;
@@ -355,7 +362,15 @@ impl<'obj, 'o> Session<'obj, 'o> {
     fn drain(&mut self) -> Result<()> {
         self.events.ring.consume().context("drain the ring buffers")?;
         for data in self.events.handshakes.try_iter() {
-            self.handshakes.add(&data);
+            let mut caller = go_return_event::default();
+            if plain::copy_from_bytes(&mut caller, &data).is_ok()
+                && caller.kind == tlsprof_event_kind::EVENT_GO_RETURN.0
+            {
+                self.callers
+                    .push((caller.tgid, caller.func, [caller.addr, caller.outer]));
+            } else {
+                self.handshakes.add(&data);
+            }
         }
         for data in self.events.stacks.try_iter() {
             self.samples.add(&data);
