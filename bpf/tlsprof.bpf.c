@@ -263,9 +263,10 @@ struct {
 	__uint(max_entries, 4 << 20);
 } handshakes SEC(".maps");
 
-/* Where FF_GO_LEARN_RETURN functions were called from, each reported once (the value is unused). Bounded: a
- * return address found when it is full is not reported, and that caller's calls end at the function's return
- * instructions while their probes last. */
+/* Where FF_GO_LEARN_RETURN functions were called from, each reported once, and the calls from there (user space
+ * reads them to tell when no new caller has come for a while). Bounded: a return address found when it is
+ * full is not reported, and that caller's calls end at the function's return instructions while their probes
+ * last. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -856,8 +857,14 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	}
 	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
 		return 0;
-	if (any_func)
+	if (any_func) {
 		flags = ts->frames[found].flags;
+		/* The frames inside it ended unseen (a call from a caller first seen after its function's return
+		 * instructions lost their probes). */
+		for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
+			if (i > found && i < ts->depth)
+				count_stat(STAT_MISSED_RETURNS);
+	}
 
 	total = task_cpu_now(ts, now) - ts->frames[found].start_cpu_ns;
 	self = total - ts->frames[found].child_cpu_ns;
@@ -1015,15 +1022,21 @@ static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid
 
 /* At the entry of an FF_GO_LEARN_RETURN function (past its stack check: the stack and frame pointers as at
  * entry, the frame pointer still the caller's): reports the return address to user space the first time the
- * function is called from there. */
+ * function is called from there, and counts the calls from there after. */
 static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 func)
 {
 	struct go_return_key key = { .tgid = tgid, .func = func };
 	struct go_return_event *e;
-	__u32 reported = 0;
+	__u32 first = 1, *calls;
 
-	if (bpf_probe_read_user(&key.addr, sizeof(key.addr), (void *)PT_REGS_SP(ctx)) ||
-	    bpf_map_lookup_elem(&go_returns, &key) || bpf_map_update_elem(&go_returns, &key, &reported, BPF_NOEXIST))
+	if (bpf_probe_read_user(&key.addr, sizeof(key.addr), (void *)PT_REGS_SP(ctx)))
+		return;
+	calls = bpf_map_lookup_elem(&go_returns, &key);
+	if (calls) {
+		__sync_fetch_and_add(calls, 1);
+		return;
+	}
+	if (bpf_map_update_elem(&go_returns, &key, &first, BPF_NOEXIST))
 		return;
 	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
 	if (!e) {

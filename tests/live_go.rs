@@ -194,7 +194,7 @@ fn go_server_exact_mode_ends_calls_where_their_callers_resume() {
             .count()
     };
     let (returned_sites, exits_at_start) = (sites(Site::Returned), sites(Site::Exit));
-    let (first, then): (u64, u64) = (100, 1500);
+    let (first, then): (u64, u64) = (300, 3000);
     let seen = go_client(
         &client,
         &addr,
@@ -315,8 +315,14 @@ fn stripped_oldest_go_is_profiled_with_names() {
     );
     assert!(within(f(&hs["total"]), connections as f64, 0.02), "{summary}");
     assert_eq!(f(&hs["resumed"]), f(&resumed["resumed"]), "{summary}");
+    // The TLS 1.2 handshakes sign and agree keys from callers first seen after those functions' return
+    // instructions lost their probes (the TLS 1.3 handshakes before settled them): those calls end unseen
+    // until their callers are probed, each counted as a missed return, and their handshakes' certificate key
+    // is not told. Every other one is.
     let full_keys = certificate_keys(&r, "server", false);
-    assert_eq!(full_keys.keys().collect::<Vec<_>>(), ["RSA-2048"], "{summary}");
+    let untold: u64 = full_keys.iter().filter(|(k, _)| *k != "RSA-2048").map(|(_, n)| n).sum();
+    assert!(full_keys.get("RSA-2048").is_some_and(|&n| n >= 300), "{summary}");
+    assert!(untold <= n(&r["lost"]["missed_returns"]), "{summary}");
     for name in [
         "crypto/tls.(*Conn).serverHandshake",
         "crypto/rsa.(*PrivateKey).Sign",

@@ -147,25 +147,33 @@ struct ProbeSpec {
 /// What a spec's Go functions learned of their callers while recording.
 #[derive(Default)]
 struct Learning {
-    /// When each function last reported a caller new to it, by function id.
-    last_new: HashMap<u16, Instant>,
-    /// Functions whose every caller so far is probed where it resumes and that reported none new for
-    /// SETTLED_AFTER: their return instructions are no longer probed.
+    /// Functions not settled yet that reported a caller, by id, with their calls (from callers reported) when
+    /// the count towards settling started: None until the next look after their last new caller.
+    pending: HashMap<u16, Option<u64>>,
+    /// Functions whose every caller so far is probed where it resumes and that reported none new in
+    /// SETTLE_CALLS calls: their return instructions are no longer probed.
     settled: std::collections::HashSet<u16>,
     /// Functions a caller of which could not be probed (no call ends at the return address, no emulated
     /// instruction soon after it, or too many callers): their return instructions stay probed.
     unsettled: std::collections::HashSet<u16>,
     /// The file offsets of the sites learned (in `go` too).
     sites: Vec<u64>,
+    /// Callers reported: each costs a read of the executable.
+    reported: usize,
+    /// `settled` lost a function since the return-instruction probes were last attached.
+    exits_changed: bool,
 }
 
 /// A function whose callers are all probed where they resume loses its return instructions' probes once it
-/// has reported no new caller for this long: the handful of call paths a TLS handshake takes show in its
-/// first handshakes. A caller seen later costs its first call's end (a missed return) until it is probed.
-const SETTLED_AFTER: Duration = Duration::from_secs(1);
+/// has been called this many times since it last reported a new caller: the handful of call paths a TLS
+/// handshake takes show in its first handshakes. A caller seen later costs its first call's end (a missed
+/// return) until it is probed.
+const SETTLE_CALLS: u64 = 64;
 
-/// Callers learned at most per file and process (a target's code chooses how many there are).
+/// Callers probed and reported at most per file and process (the target's code chooses how many there are,
+/// and each report is a read of its executable).
 const MAX_LEARNED_SITES: usize = 64;
+const MAX_REPORTED_CALLERS: usize = 256;
 
 impl TargetSet {
     /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know
@@ -530,7 +538,6 @@ impl TargetSet {
     /// address and the caller's) resume. A caller that cannot be probed keeps its function's return
     /// instructions probed.
     pub fn learn_callers(&mut self, skel: &TlsprofSkel, reported: &[(u32, u16, [u64; 2])]) {
-        let now = Instant::now();
         for i in 0..self.specs.len() {
             let spec = &self.specs[i];
             let pid = spec.process.pid;
@@ -542,7 +549,7 @@ impl TargetSet {
                 })?;
                 Some(addr - m.start + m.offset)
             };
-            let mine: Vec<(u16, (u64, Option<u64>))> = reported
+            let mut mine: Vec<(u16, (u64, Option<u64>))> = reported
                 .iter()
                 .filter(|&&(p, func, _)| p == pid && spec.go_exit_funcs.contains(&func))
                 .filter_map(|&(_, func, [addr, outer])| Some((func, (in_file(addr)?, in_file(outer)))))
@@ -550,19 +557,34 @@ impl TargetSet {
             if mine.is_empty() {
                 continue;
             }
+            let over = mine.split_off(
+                mine.len()
+                    .min(MAX_REPORTED_CALLERS.saturating_sub(spec.learning.reported)),
+            );
             let offsets: Vec<(u64, Option<u64>)> = mine.iter().map(|&(_, o)| o).collect();
-            let sites = objects::go_resumed_sites(&spec.open_path, &offsets).unwrap_or_else(|e| {
-                status::warn_once(
-                    &format!("learn {pid} {}", spec.path),
-                    &format!("{e:#}: callers of its Go functions not probed where they resume"),
-                );
-                vec![None; offsets.len()]
-            });
+            let sites = if offsets.is_empty() {
+                Vec::new()
+            } else {
+                objects::go_resumed_sites(&spec.open_path, &offsets).unwrap_or_else(|e| {
+                    status::warn_once(
+                        &format!("learn {pid} {}", spec.path),
+                        &format!("{e:#}: callers of its Go functions not probed where they resume"),
+                    );
+                    vec![None; offsets.len()]
+                })
+            };
             let spec = &mut self.specs[i];
+            spec.learning.reported += mine.len();
+            spec.learning.unsettled.extend(over.iter().map(|&(f, _)| f));
             let mut learned = Probes::default();
             for (&(func, _), site) in mine.iter().zip(sites) {
                 let l = &mut spec.learning;
-                l.last_new.insert(func, now);
+                // A function settled before this caller showed: its return instructions are probed again
+                // until it settles anew (the calls from here until then end unseen: missed returns).
+                if l.settled.remove(&func) {
+                    l.exits_changed = true;
+                }
+                l.pending.insert(func, None);
                 match site {
                     // Another function's call from the same place: probed already.
                     Some(s) if l.sites.contains(&s) => {}
@@ -595,21 +617,38 @@ impl TargetSet {
     }
 
     /// Takes away the return-instruction probes of the Go functions whose callers are all probed where they
-    /// resume and that reported no new one for SETTLED_AFTER (the calls under way end at either).
+    /// resume and that reported no new one in SETTLE_CALLS calls (the calls under way end at either).
     pub fn settle(&mut self, skel: &TlsprofSkel) -> Result<()> {
+        if self
+            .specs
+            .iter()
+            .all(|s| s.learning.pending.is_empty() && !s.learning.exits_changed)
+        {
+            return Ok(());
+        }
+        let calls = callers_calls(skel);
         let mut gone = Vec::new();
         for spec in &mut self.specs {
+            let pid = spec.process.pid;
             let l = &mut spec.learning;
-            let ready: Vec<u16> = l
-                .last_new
-                .iter()
-                .filter(|&(f, at)| at.elapsed() >= SETTLED_AFTER && !l.unsettled.contains(f) && !l.settled.contains(f))
-                .map(|(&f, _)| f)
-                .collect();
-            if ready.is_empty() {
+            let mut ready = Vec::new();
+            for (&func, start) in &mut l.pending {
+                let now = calls.get(&(pid, func)).copied().unwrap_or(0);
+                match *start {
+                    None => *start = Some(now),
+                    Some(from) if now.saturating_sub(from) >= SETTLE_CALLS => ready.push(func),
+                    Some(_) => {}
+                }
+            }
+            for func in &ready {
+                l.pending.remove(func);
+            }
+            ready.retain(|f| !l.unsettled.contains(f));
+            if ready.is_empty() && !l.exits_changed {
                 continue;
             }
             l.settled.extend(ready);
+            l.exits_changed = false;
             if self.paused {
                 continue;
             }
@@ -769,6 +808,22 @@ impl Drop for TargetSet {
     fn drop(&mut self) {
         detach(std::mem::take(&mut self.links));
     }
+}
+
+/// Calls of each Go function that learns its callers so far, by (process, function id), from the callers
+/// they reported.
+fn callers_calls(skel: &TlsprofSkel) -> HashMap<(u32, u16), u64> {
+    let mut out: HashMap<(u32, u16), u64> = HashMap::new();
+    let mut key = go_return_key::default();
+    for k in skel.maps.go_returns.keys() {
+        let Ok(Some(v)) = skel.maps.go_returns.lookup(&k, MapFlags::ANY) else {
+            continue;
+        };
+        if let (Ok(()), Ok(calls)) = (plain::copy_from_bytes(&mut key, &k), <[u8; 4]>::try_from(v.as_slice())) {
+            *out.entry((key.tgid, key.func)).or_default() += u64::from(u32::from_ne_bytes(calls));
+        }
+    }
+    out
 }
 
 /// Forgets the callers a process's Go functions reported: its code may be another program's from now on.
