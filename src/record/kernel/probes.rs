@@ -705,11 +705,15 @@ impl TargetSet {
     /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
     pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         next_epoch(skel)?;
+        self.detach_all();
+        self.paused = true;
+        Ok(())
+    }
+
+    fn detach_all(&mut self) {
         let mut links = std::mem::take(&mut self.links);
         links.extend(self.exit_links.drain().map(|(_, l)| (0, l)));
         detach(links);
-        self.paused = true;
-        Ok(())
     }
 
     /// Attaches the stage probes again in every process still running; the window starts once all are
@@ -737,7 +741,14 @@ impl TargetSet {
         }
         self.specs = specs;
         for i in failed.into_iter().rev() {
-            self.specs.swap_remove(i);
+            let gone = self.specs.swap_remove(i);
+            detach(
+                self.exit_links
+                    .remove(&gone.id)
+                    .map(|l| (gone.process.pid, l))
+                    .into_iter()
+                    .collect(),
+            );
         }
         self.paused = false;
         next_epoch(skel)
@@ -806,7 +817,7 @@ impl ProbeSpec {
 
 impl Drop for TargetSet {
     fn drop(&mut self) {
-        detach(std::mem::take(&mut self.links));
+        self.detach_all();
     }
 }
 
