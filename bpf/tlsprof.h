@@ -343,7 +343,8 @@ enum tlsprof_stat {
 	STAT_SAMPLES = 6,
 	/* Every probe hit on a target (entries and returns): what the probes cost the targets. */
 	STAT_PROBE_HITS = 7,
-	/* Frames dropped because their function had returned unseen (a longjmp, or probes attached mid-call). */
+	/* Frames dropped because their function had returned unseen (a longjmp, probes attached mid-call, or Go
+	 * code called from a caller not probed yet: FF_GO_LEARN_RETURN). */
 	STAT_MISSED_RETURNS = 8,
 	/* Entries of FF_STEPPED functions on a target (also in STAT_PROBE_HITS): each a second trap. */
 	STAT_STEPPED_HITS = 9,
