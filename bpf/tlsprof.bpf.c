@@ -143,7 +143,6 @@ enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
 struct go_return_event _go_return_event = {};
-struct go_return_key _go_return_key = {};
 enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
@@ -263,16 +262,24 @@ struct {
 	__uint(max_entries, 4 << 20);
 } handshakes SEC(".maps");
 
-/* Where FF_GO_LEARN_RETURN functions were called from, each reported once, and the calls from there (user space
- * reads them to tell when no new caller has come for a while). Bounded: a return address found when it is
- * full is not reported, and that caller's calls end at the function's return instructions while their probes
- * last. */
+/* Where FF_GO_LEARN_RETURN functions were called from, each reported once (the value is unused). Bounded: a
+ * return address found when it is full is not reported, and that caller's calls end at the function's return
+ * instructions while their probes last. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct go_return_key);
 	__type(value, __u32);
 } go_returns SEC(".maps");
+
+/* Each FF_GO_LEARN_RETURN function's calls since it last reported a new caller: user space takes its return
+ * instructions' probes away once enough have come from callers it probes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_calls_key);
+	__type(value, __u64);
+} go_calls SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */
 struct {
@@ -1022,22 +1029,26 @@ static __always_inline void go_switch(struct pt_regs *ctx, __u32 tid, __u32 tgid
 
 /* At the entry of an FF_GO_LEARN_RETURN function (past its stack check: the stack and frame pointers as at
  * entry, the frame pointer still the caller's): reports the return address to user space the first time the
- * function is called from there, and counts the calls from there after. */
+ * function is called from there, and counts the function's calls since it last did. */
 static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 func)
 {
 	struct go_return_key key = { .tgid = tgid, .func = func };
+	struct go_calls_key calls_key = { .tgid = tgid, .func = func };
 	struct go_return_event *e;
-	__u32 first = 1, *calls;
+	__u64 none = 0, *calls;
+	__u32 seen = 0;
 
 	if (bpf_probe_read_user(&key.addr, sizeof(key.addr), (void *)PT_REGS_SP(ctx)))
 		return;
-	calls = bpf_map_lookup_elem(&go_returns, &key);
-	if (calls) {
-		__sync_fetch_and_add(calls, 1);
+	if (bpf_map_lookup_elem(&go_returns, &key)) {
+		calls = bpf_map_lookup_elem(&go_calls, &calls_key);
+		if (calls)
+			__sync_fetch_and_add(calls, 1);
 		return;
 	}
-	if (bpf_map_update_elem(&go_returns, &key, &first, BPF_NOEXIST))
+	if (bpf_map_update_elem(&go_returns, &key, &seen, BPF_NOEXIST))
 		return;
+	bpf_map_update_elem(&go_calls, &calls_key, &none, BPF_ANY);
 	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
 	if (!e) {
 		/* Reported again by the next call from there. */

@@ -263,6 +263,13 @@ struct go_return_key {
 	__u64 addr;
 };
 
+/* An FF_GO_LEARN_RETURN function of a process (map go_calls: its calls since it last reported a new caller). */
+struct go_calls_key {
+	__u32 tgid;
+	__u16 func;
+	__u16 pad;
+};
+
 struct go_return_event {
 	__u32 kind;
 	__u32 tgid;

@@ -11,7 +11,7 @@ unsafe impl plain::Plain for types::target_state {}
 unsafe impl plain::Plain for types::handshake_event {}
 unsafe impl plain::Plain for types::hello_event {}
 unsafe impl plain::Plain for types::go_return_event {}
-unsafe impl plain::Plain for types::go_return_key {}
+unsafe impl plain::Plain for types::go_calls_key {}
 unsafe impl plain::Plain for types::stack_sample {}
 unsafe impl plain::Plain for types::trap_sample {}
 

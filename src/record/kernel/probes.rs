@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
-use super::bpf::types::{go_return_key, target_state, tlsprof_target_flags as target_flags};
+use super::bpf::types::{go_calls_key, target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
 use crate::catalogue::families::{self, Calls, Flavor};
 use crate::catalogue::{self, Site};
@@ -147,9 +147,8 @@ struct ProbeSpec {
 /// What a spec's Go functions learned of their callers while recording.
 #[derive(Default)]
 struct Learning {
-    /// Functions not settled yet that reported a caller, by id, with their calls (from callers reported) when
-    /// the count towards settling started: None until the next look after their last new caller.
-    pending: HashMap<u16, Option<u64>>,
+    /// Functions not settled yet that reported a caller, by id.
+    pending: std::collections::HashSet<u16>,
     /// Functions whose every caller so far is probed where it resumes and that reported none new in
     /// SETTLE_CALLS calls: their return instructions are no longer probed.
     settled: std::collections::HashSet<u16>,
@@ -584,7 +583,7 @@ impl TargetSet {
                 if l.settled.remove(&func) {
                     l.exits_changed = true;
                 }
-                l.pending.insert(func, None);
+                l.pending.insert(func);
                 match site {
                     // Another function's call from the same place: probed already.
                     Some(s) if l.sites.contains(&s) => {}
@@ -626,20 +625,16 @@ impl TargetSet {
         {
             return Ok(());
         }
-        let calls = callers_calls(skel);
         let mut gone = Vec::new();
         for spec in &mut self.specs {
             let pid = spec.process.pid;
             let l = &mut spec.learning;
-            let mut ready = Vec::new();
-            for (&func, start) in &mut l.pending {
-                let now = calls.get(&(pid, func)).copied().unwrap_or(0);
-                match *start {
-                    None => *start = Some(now),
-                    Some(from) if now.saturating_sub(from) >= SETTLE_CALLS => ready.push(func),
-                    Some(_) => {}
-                }
-            }
+            let mut ready: Vec<u16> = l
+                .pending
+                .iter()
+                .copied()
+                .filter(|&func| calls_since_new_caller(skel, pid, func) >= SETTLE_CALLS)
+                .collect();
             for func in &ready {
                 l.pending.remove(func);
             }
@@ -821,33 +816,30 @@ impl Drop for TargetSet {
     }
 }
 
-/// Calls of each Go function that learns its callers so far, by (process, function id), from the callers
-/// they reported.
-fn callers_calls(skel: &TlsprofSkel) -> HashMap<(u32, u16), u64> {
-    let mut out: HashMap<(u32, u16), u64> = HashMap::new();
-    let mut key = go_return_key::default();
-    for k in skel.maps.go_returns.keys() {
-        let Ok(Some(v)) = skel.maps.go_returns.lookup(&k, MapFlags::ANY) else {
-            continue;
-        };
-        if let (Ok(()), Ok(calls)) = (plain::copy_from_bytes(&mut key, &k), <[u8; 4]>::try_from(v.as_slice())) {
-            *out.entry((key.tgid, key.func)).or_default() += u64::from(u32::from_ne_bytes(calls));
-        }
+/// A Go function's calls since it last reported a new caller (map go_calls).
+fn calls_since_new_caller(skel: &TlsprofSkel, pid: u32, func: u16) -> u64 {
+    let key = go_calls_key {
+        tgid: pid,
+        func,
+        ..Default::default()
+    };
+    // SAFETY: go_calls_key is Plain.
+    let key = unsafe { plain::as_bytes(&key) };
+    match skel.maps.go_calls.lookup(key, MapFlags::ANY) {
+        Ok(Some(v)) => <[u8; 8]>::try_from(v.as_slice()).map_or(0, u64::from_ne_bytes),
+        _ => 0,
     }
-    out
 }
 
 /// Forgets the callers a process's Go functions reported: its code may be another program's from now on.
 fn forget_callers(skel: &TlsprofSkel, pid: u32) {
-    let mut key = go_return_key::default();
-    let keys: Vec<Vec<u8>> = skel
-        .maps
-        .go_returns
-        .keys()
-        .filter(|k| plain::copy_from_bytes(&mut key, k).is_ok() && key.tgid == pid)
-        .collect();
-    for k in keys {
-        let _ = skel.maps.go_returns.delete(&k);
+    // Both maps' keys (go_return_key, go_calls_key) open with the process id.
+    let of_pid = |k: &Vec<u8>| k.get(..4) == Some(&pid.to_ne_bytes()[..]);
+    for map in [&skel.maps.go_returns, &skel.maps.go_calls] {
+        let keys: Vec<Vec<u8>> = map.keys().filter(of_pid).collect();
+        for k in keys {
+            let _ = map.delete(&k);
+        }
     }
 }
 
