@@ -138,7 +138,7 @@ struct ProbeSpec {
     go: Probes,
     /// Go code: the return instructions (and jumps out) of the functions that learn their callers
     /// (FF_GO_LEARN_RETURN), of the function ids in `go_exit_funcs`: single-stepped, and probed only until
-    /// their callers are learned.
+    /// their function settles (Learning).
     go_exits: Probes,
     go_exit_funcs: Vec<u16>,
     learning: Learning,
@@ -647,7 +647,6 @@ impl TargetSet {
             if self.paused {
                 continue;
             }
-            let pid = spec.process.pid;
             match spec.attach_exits(skel) {
                 Ok(link) => {
                     let old = match link {
