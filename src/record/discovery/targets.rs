@@ -36,6 +36,11 @@ impl Mapping {
     pub fn display_path(&self) -> &str {
         self.path.strip_suffix(" (deleted)").unwrap_or(&self.path)
     }
+
+    /// Where in the file a virtual address inside the mapping is (what uprobes and symbolizers take).
+    pub fn file_offset(&self, addr: u64) -> u64 {
+        addr - self.start + self.offset
+    }
 }
 
 /// CPU time a process has used so far (user + system, all threads, exited ones included), in milliseconds.

@@ -178,7 +178,7 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
         let addr = f as *const () as usize as u64;
         let m = targets::mapping_for(&maps, addr).context("find tlsprof's own code mapping")?;
         probes.push((
-            (addr - m.start + m.offset) as usize,
+            m.file_offset(addr) as usize,
             catalogue::cookie(
                 id,
                 &CALIBRATION_ROW,

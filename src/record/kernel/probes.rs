@@ -155,8 +155,6 @@ struct Learning {
     /// Functions a caller of which could not be probed (no call ends at the return address, no emulated
     /// instruction soon after it, or too many callers): their return instructions stay probed.
     unsettled: std::collections::HashSet<u16>,
-    /// The file offsets of the sites learned (in `go` too).
-    sites: Vec<u64>,
     /// Callers reported: each costs a read of the executable.
     reported: usize,
     /// `settled` lost a function since the return-instruction probes were last attached.
@@ -543,10 +541,9 @@ impl TargetSet {
             let Some(maps) = self.maps.get(&pid) else { continue };
             // Return addresses in this spec's file, as file offsets.
             let in_file = |addr: u64| {
-                let m = maps.iter().find(|m| {
-                    m.start <= addr && addr < m.end && (m.dev.as_str(), m.inode) == (spec.file.0.as_str(), spec.file.1)
-                })?;
-                Some(addr - m.start + m.offset)
+                targets::mapping_for(maps, addr)
+                    .filter(|m| (m.dev.as_str(), m.inode) == (spec.file.0.as_str(), spec.file.1))
+                    .map(|m| m.file_offset(addr))
             };
             let mut mine: Vec<(u16, (u64, Option<u64>))> = reported
                 .iter()
@@ -584,15 +581,15 @@ impl TargetSet {
                     l.exits_changed = true;
                 }
                 l.pending.insert(func);
-                match site {
+                let learned_cookie = catalogue::learned_site_cookie();
+                let probed_at = |offset: u64| spec.go.offsets.iter().position(|&o| o as u64 == offset);
+                let learned_sites = spec.go.cookies.iter().filter(|&&c| c == learned_cookie).count();
+                match site.map(|s| (s, probed_at(s))) {
                     // Another function's call from the same place: probed already.
-                    Some(s) if l.sites.contains(&s) => {}
-                    Some(s)
-                        if l.sites.len() < MAX_LEARNED_SITES
-                            && !spec.go.offsets.contains(&(s as usize))
-                            && !spec.go_exits.offsets.contains(&(s as usize)) =>
+                    Some((_, Some(i))) if spec.go.cookies[i] == learned_cookie => {}
+                    Some((s, None))
+                        if learned_sites < MAX_LEARNED_SITES && !spec.go_exits.offsets.contains(&(s as usize)) =>
                     {
-                        l.sites.push(s);
                         spec.go.push(s, catalogue::learned_site_cookie());
                         learned.push(s, catalogue::learned_site_cookie());
                     }

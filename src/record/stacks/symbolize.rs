@@ -304,7 +304,7 @@ impl FrameSymbolizer {
                 }
             };
         };
-        let file_offset = addr - m.start + m.offset;
+        let file_offset = m.file_offset(addr);
         let live_path = m.open_path(pid);
         let path: PathBuf = if live_path.exists() {
             live_path

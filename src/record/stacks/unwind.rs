@@ -370,7 +370,7 @@ mod tests {
         let maps = me.maps().unwrap();
         let start = recorded_caller as *const () as usize as u64;
         let m = crate::record::discovery::targets::mapping_for(&maps, start).unwrap();
-        let offset = start - m.start + m.offset;
+        let offset = m.file_offset(start);
         let path = std::path::PathBuf::from(m.display_path());
         let mut cache = SectionCache::default();
         assert_eq!(cache.function_start(m, &path, offset + 7), Some(offset));
