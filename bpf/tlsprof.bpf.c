@@ -25,12 +25,11 @@ static __always_inline bool probes_paused(void)
 struct frame {
 	__u64 sp;
 	__u64 start_cpu_ns;
-	__u64 child_cpu_ns;
 	/* The thread's hit count just after this frame's entry, and its stepped-entry count just before it (the
 	 * entry's own second trap comes after the program, within the frame). */
 	__u64 hits_at_entry;
 	__u64 stepped_at_entry;
-	/* The caller's return address, read before the uretprobe replaces it; ip and bp at entry. */
+	/* A Go frame's return address (a native frame's is found by the sampler); ip and bp at entry. */
 	__u64 ret_addr;
 	__u64 entry_ip;
 	__u64 entry_bp;
@@ -437,12 +436,20 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 
 /* The connection on this SSL * ends: a handshake of this window that did work and never completed is
  * reported as abandoned. */
-static __always_inline void end_conn(__u32 tgid, __u64 ssl)
-{
-	struct conn_state *c = conn_lookup(tgid, ssl, false);
+/* An epoch no window has (windows' are even): a connection that ended. Its entry stays in the map, as one of an
+ * earlier window does, until its SSL * starts another or the LRU takes it: an update or delete of an LRU map
+ * entry costs a lock and a free-list move that a write in place does not, on every connection. */
+#define CONN_ENDED 0xffffffffU
 
-	if (c && c->worked && !c->counted)
+/* The connection at c (found under ssl) ends: a handshake of this window that did work and never completed is
+ * reported as abandoned. */
+static __always_inline void end_conn(__u32 tgid, __u64 ssl, struct conn_state *c)
+{
+	if (c->epoch != probe_epoch)
+		return;
+	if (c->worked && !c->counted)
 		emit_handshake(tgid, ssl, c, OUTCOME_ABANDONED);
+	c->epoch = CONN_ENDED;
 }
 
 /* Record what a function tells about its connection: its start, role and end. */
@@ -454,17 +461,23 @@ static __always_inline void note_conn_fact(__u64 ssl, __u32 tgid, __u32 flags)
 
 	if (!(flags & FF_SSL_ARG) || !ssl)
 		return;
-	if (flags & FF_CONN_END) {
-		end_conn(tgid, ssl);
-		bpf_map_delete_elem(&conns, &key);
-		return;
-	}
-	if (flags & FF_CONN_START) {
+	if (flags & (FF_CONN_END | FF_CONN_START)) {
 		struct conn_state fresh = { .role = role, .epoch = probe_epoch };
 
+		c = bpf_map_lookup_elem(&conns, &key);
 		/* A reused SSL * (SSL_clear, or an SSL_free the probes missed) ends the connection before it. */
-		end_conn(tgid, ssl);
-		if (bpf_map_update_elem(&conns, &key, &fresh, BPF_ANY))
+		if (c)
+			end_conn(tgid, ssl, c);
+		if (!(flags & FF_CONN_START))
+			return;
+		if (!c && bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST) == 0)
+			return;
+		/* Not inserted: there already, or put there since the lookup above. */
+		if (!c)
+			c = bpf_map_lookup_elem(&conns, &key);
+		if (c)
+			*c = fresh;
+		else
 			count_stat(STAT_CONN_DROPS);
 		return;
 	}
@@ -539,9 +552,9 @@ static __always_inline void note_cert_ops(__u32 tgid, struct thread_state *ts, _
 		c->cert_ops |= flags & (FF_PRIVATE_KEY_OP | FF_PEER_CERT_CHECK);
 }
 
-/* Opens a stage frame of a thread or goroutine. sp: where the return address sits (a goroutine's: its
- * distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
-static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
+/* Opens a stage frame of a thread or goroutine; false when none was opened. sp: where the return address sits
+ * (a goroutine's: its distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
+static __always_inline bool push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
 				      __u64 arg1, __u64 now)
 {
 	__u8 stage = COOKIE_STAGE(cookie);
@@ -578,12 +591,12 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	barrier_var(d);
 	if (d >= TLSPROF_MAX_DEPTH) {
 		count_stat(STAT_DEPTH_OVERFLOW);
-		return 0;
+		return false;
 	}
 	/* Go enters a function again from its start after growing the goroutine's stack (morestack): the
 	 * same call, already open. */
 	if ((flags & FF_GO_ABI) && d > 0 && ts->frames[d - 1].sp == sp && ts->frames[d - 1].func == COOKIE_FUNC(cookie))
-		return 0;
+		return false;
 
 	/* See DERIVE_ABSORBED_BY. */
 	if (stage == STAGE_DERIVE && d > 0 && d <= TLSPROF_MAX_DEPTH &&
@@ -635,8 +648,12 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 
 	f = &ts->frames[d];
 	f->sp = sp;
-	/* Go frames: where the return address sits in the goroutine's stack right now (go_stack_pos). */
-	if (bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
+	/* Go frames: where the return address sits in the goroutine's stack right now (go_stack_pos). Only a Go
+	 * frame's return address is read here: a native frame's return probe takes it from the stack, and the
+	 * sampler finds it where the kernel keeps it (return_addresses_taken). */
+	f->ret_addr = 0;
+	if ((flags & FF_GO_ABI) &&
+	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
 		f->ret_addr = 0;
 	f->entry_ip = PT_REGS_IP(ctx);
 	f->entry_bp = PT_REGS_FP(ctx);
@@ -645,7 +662,6 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	    bpf_probe_read_user(&f->arg3, sizeof(f->arg3), (void *)(PT_REGS_SP(ctx) + 16)))
 		f->arg3 = 0;
 	f->start_cpu_ns = task_cpu_now(ts, now);
-	f->child_cpu_ns = 0;
 	f->hits_at_entry = ts->hits;
 	f->stepped_at_entry = ts->stepped - stepped;
 	f->func = COOKIE_FUNC(cookie);
@@ -653,7 +669,7 @@ static __always_inline int push_frame(struct pt_regs *ctx, struct thread_state *
 	f->drives = drives;
 	f->flags = flags;
 	ts->depth = d + 1;
-	return 0;
+	return true;
 }
 
 /* tid -> its thread_state, made on the thread's first probe hit: the thread is on a CPU now, running it. */
@@ -694,8 +710,8 @@ static __always_inline struct thread_state *thread_state_of(__u32 tid, __u64 now
 	return ts;
 }
 
-SEC("uprobe.multi")
-int stage_enter(struct pt_regs *ctx)
+/* A stage function's entry, or a fact's; true when it opened a frame that its return closes. */
+static __always_inline bool enter_stage(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u8 stage = COOKIE_STAGE(cookie);
@@ -711,7 +727,7 @@ int stage_enter(struct pt_regs *ctx)
 	if (stepped)
 		count_stat(STAT_STEPPED_HITS);
 	if (probes_paused())
-		return 0;
+		return false;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
 		ts->hits++;
@@ -719,13 +735,13 @@ int stage_enter(struct pt_regs *ctx)
 	}
 	/* A call with a NULL output buffer only asks for a length: it is not an operation. */
 	if (null_arg && arg_value(ctx, null_arg) == 0)
-		return 0;
+		return false;
 
 	now = bpf_ktime_get_ns();
 	if (!ts) {
 		ts = thread_state_of(tid, now);
 		if (!ts)
-			return 0;
+			return false;
 		ts->hits = 1;
 		ts->stepped = stepped;
 	}
@@ -747,9 +763,16 @@ int stage_enter(struct pt_regs *ctx)
 		/* A connection starts or ends between handshake calls, never inside one. */
 		if (flags & (FF_CONN_START | FF_CONN_END))
 			ts->settled_epoch = probe_epoch;
-		return 0;
+		return false;
 	}
 	return push_frame(ctx, ts, tgid, cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), now);
+}
+
+SEC("uprobe.multi")
+int stage_enter(struct pt_regs *ctx)
+{
+	enter_stage(ctx);
+	return 0;
 }
 
 static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
@@ -847,7 +870,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	bool any_func = COOKIE_SITE(cookie) == SITE_LEARNED;
 	struct tree_key key = {};
 	struct tree_val *val;
-	__u64 total, self, nested_hits, nested_stepped;
+	__u64 total, nested_hits, nested_stepped;
 	int i, found = -1;
 
 	if (ts->epoch != probe_epoch)
@@ -874,11 +897,6 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	}
 
 	total = task_cpu_now(ts, now) - ts->frames[found].start_cpu_ns;
-	self = total - ts->frames[found].child_cpu_ns;
-	if (total < ts->frames[found].child_cpu_ns)
-		self = 0;
-	if (found > 0)
-		ts->frames[found - 1].child_cpu_ns += total;
 	/* Less this return's own hit. */
 	nested_hits = ts->hits - 1 - ts->frames[found].hits_at_entry;
 	nested_stepped = ts->stepped - ts->frames[found].stepped_at_entry;
@@ -899,7 +917,6 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	if (val) {
 		__sync_fetch_and_add(&val->calls, 1);
 		__sync_fetch_and_add(&val->cpu_ns, total);
-		__sync_fetch_and_add(&val->self_ns, self);
 		__sync_fetch_and_add(&val->nested_hits, nested_hits);
 		__sync_fetch_and_add(&val->nested_stepped, nested_stepped);
 	}
@@ -921,8 +938,8 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	return 0;
 }
 
-SEC("uretprobe.multi")
-int stage_exit(struct pt_regs *ctx)
+/* A stage function's return, or the return of a function whose result is the connection. */
+static __always_inline void exit_stage(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -935,17 +952,17 @@ int stage_exit(struct pt_regs *ctx)
 
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
-		return 0;
+		return;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (flags & FF_SSL_RET) {
 		note_conn_fact(PT_REGS_RC(ctx), tgid, FF_SSL_ARG | (flags & FF_CONN_START));
 		/* A connection starts between handshake calls, never inside one. */
 		if (ts)
 			ts->settled_epoch = probe_epoch;
-		return 0;
+		return;
 	}
 	if (!ts)
-		return 0;
+		return;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. A step of a
 	 * handshake driven message by message returns its result through memory: its completion is the last
 	 * step's return without a fatal alert. */
@@ -953,7 +970,29 @@ int stage_exit(struct pt_regs *ctx)
 		ok = (flags & FF_HS_FINISH) && !ts->alerted;
 	else
 		ok = (int)PT_REGS_RC(ctx) == 1;
-	return pop_frame(ctx, ts, tgid, cookie, entry_sp, ok, bpf_ktime_get_ns());
+	pop_frame(ctx, ts, tgid, cookie, entry_sp, ok, bpf_ktime_get_ns());
+}
+
+SEC("uretprobe.multi")
+int stage_exit(struct pt_regs *ctx)
+{
+	exit_stage(ctx);
+	return 0;
+}
+
+/* Where the kernel has them (6.13+), a stage function with both is probed by one session program: its entry
+ * declines the return probe when it opened no frame (a length query, a paused window), so such a call costs
+ * one hit, not two. User space leaves it unloaded elsewhere. */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe.session")
+int stage_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		exit_stage(ctx);
+		return 0;
+	}
+	return enter_stage(ctx) ? 0 : 1;
 }
 
 /* A goroutine's stack moves when it grows (copied whole to a bigger one): its frames are kept by their
@@ -1134,7 +1173,8 @@ int go_probe(struct pt_regs *ctx)
 	}
 	if (flags & FF_GO_LEARN_RETURN)
 		learn_return(ctx, tgid, COOKIE_FUNC(cookie));
-	return push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
+	push_frame(ctx, gs, tgid, cookie, sp, ctx->ax, now);
+	return 0;
 }
 
 /* Streams len (1..) bytes at buf to user space as a hello_event of `kind`; false when the ring buffer is full. */
@@ -1463,6 +1503,28 @@ static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 }
 
 /* A CPU sample of target tgid's thread tid: its user stack and the stage frames it is in, to user space. */
+/* Return probes put the trampoline's address in the return slots of the calls they wait for: the kernel keeps
+ * each taken address (a return_instance: its slot, the address) on the thread's list, innermost first, for as
+ * long as the call runs. A sampled native frame's return address is taken from there, by its slot. */
+#define TLSPROF_MAX_RETURN_INSTANCES 16
+
+static __always_inline void return_addresses_taken(struct stack_sample *s)
+{
+	struct uprobe_task *utask = bpf_get_current_task_btf()->utask;
+	struct return_instance *ri;
+	int i, j;
+
+	if (!utask)
+		return;
+	ri = utask->return_instances;
+	for (j = 0; j < TLSPROF_MAX_RETURN_INSTANCES && ri; j++) {
+		for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
+			if (i < s->depth && !s->ret_addrs[i] && s->ret_slots[i] == ri->stack)
+				s->ret_addrs[i] = ri->orig_ret_vaddr;
+		ri = ri->next;
+	}
+}
+
 static __always_inline void cpu_sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
 {
 	struct thread_state *ts;
@@ -1518,6 +1580,8 @@ static __always_inline void cpu_sample(struct bpf_perf_event_data *ctx, __u32 tg
 			s->entry_bps[i] = ts->frames[i].entry_bp;
 			s->depth = i + 1;
 		}
+		if (!ts->goroutine)
+			return_addresses_taken(s);
 	}
 
 	/* Always: a sample in the kernel's uprobe code measures what the probes cost the target

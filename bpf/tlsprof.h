@@ -190,7 +190,6 @@ struct tree_key {
 struct tree_val {
 	__u64 calls;
 	__u64 cpu_ns;
-	__u64 self_ns;
 	/* Probe hits inside these calls (not their own entry and return): each cost the thread CPU that the
 	 * figures above include and user space removes with the calibrated cost of a hit. */
 	__u64 nested_hits;

@@ -129,6 +129,59 @@ fn nginx_full_handshakes_counted_and_sign_share_matches_speed() {
         .expect("inferno parses the folded stacks");
 }
 
+/// Debian's OpenSSL asks EVP_PKEY_derive and EVP_DigestSign for their output's length first, with a NULL
+/// buffer: where the kernel has uprobe sessions, such a call's entry declines its return probe, and the
+/// handshake costs two hits fewer. With sessions or without (TLSPROF_UPROBE_SESSIONS=0), every stage call is
+/// counted.
+#[test]
+fn nginx_length_queries_cost_one_hit_where_the_kernel_has_uprobe_sessions() {
+    if !require_root("nginx_length_queries_cost_one_hit_where_the_kernel_has_uprobe_sessions") {
+        return;
+    }
+    let scratch = Scratch::new("nginx-sessions");
+    let nginx = Nginx::start(
+        &scratch.path("nginx"),
+        &["--protocols", "TLSv1.3", "--cert", "ecdsa-p256"],
+    );
+    let worker = nginx.workers()[0];
+    pin(worker, cpus().server);
+    let mut hits_per_handshake = Vec::new();
+    for sessions in ["1", "0"] {
+        let recording = scratch.path(&format!("sessions-{sessions}.tlsprof"));
+        let mut cmd = tlsprof();
+        cmd.env("TLSPROF_UPROBE_SESSIONS", sessions);
+        let rec = Recorder::start_from(
+            cmd,
+            &["--pid", &worker.to_string(), "-o", recording.to_str().unwrap()],
+        );
+        let connections = s_time_new_www(nginx.port, 3, "/");
+        let summary = rec.interrupt();
+        let r = report_json(&recording);
+        let full = f(&r["handshakes"]["full"]);
+        assert_eq!(full, connections as f64, "sessions {sessions}\n{summary}");
+        for name in ["keygen", "derive", "sign"] {
+            assert_eq!(
+                f(&stage(&r, name)["calls"]),
+                full,
+                "one {name} call per handshake, sessions {sessions}\n{summary}"
+            );
+        }
+        assert_eq!(r["lost"]["missed_returns"], 0, "{summary}");
+        hits_per_handshake.push(f(&r["probe_hits"]) / full);
+    }
+    let (with, without) = (hits_per_handshake[0], hits_per_handshake[1]);
+    eprintln!("probe hits per handshake: {with:.2} with uprobe sessions, {without:.2} without");
+    let kernel_btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
+    let has_sessions = kernel_btf
+        .windows(b"BPF_TRACE_UPROBE_SESSION".len())
+        .any(|w| w == b"BPF_TRACE_UPROBE_SESSION");
+    let saved = if has_sessions { 2.0 } else { 0.0 };
+    assert!(
+        (without - with - saved).abs() < 0.1,
+        "{with:.2} hits per handshake with sessions, {without:.2} without: {saved} fewer expected"
+    );
+}
+
 fn resumption(tls: &str, nginx_args: &[&str]) {
     let scratch = Scratch::new(&format!("nginx-resume-{tls}"));
     let nginx = Nginx::start(&scratch.path("nginx"), nginx_args);

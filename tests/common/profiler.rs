@@ -28,12 +28,17 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn start(args: &[&str]) -> Recorder {
+        Recorder::start_from(tlsprof(), args)
+    }
+
+    /// As `start`, running tlsprof as `cmd` sets it up (its environment).
+    pub fn start_from(mut cmd: Command, args: &[&str]) -> Recorder {
         let exact: &[&str] = if args.contains(&"--max-overhead") {
             &[]
         } else {
             &["--max-overhead", "100"]
         };
-        let mut child = tlsprof()
+        let mut child = cmd
             .arg("record")
             .args(args)
             .args(exact)

@@ -191,12 +191,19 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
         ));
     }
 
+    // The programs the targets' stage functions get: one session program, or an entry and a return one.
+    let programs = if skel.progs.stage_session.autoload() {
+        vec![(&skel.progs.stage_session, false, true)]
+    } else {
+        vec![(&skel.progs.stage_enter, false, false), (&skel.progs.stage_exit, true, false)]
+    };
     let mut links = Vec::new();
-    for (prog, retprobe) in [(&skel.progs.stage_enter, false), (&skel.progs.stage_exit, true)] {
+    for (prog, retprobe, session) in programs {
         let opts = UprobeMultiOpts {
             offsets: probes.iter().map(|p| p.0).collect(),
             cookies: probes.iter().map(|p| p.1).collect(),
             retprobe,
+            session,
             ..Default::default()
         };
         links.push(

@@ -133,6 +133,9 @@ struct ProbeSpec {
     file: (String, u64),
     entry: Probes,
     ret: Probes,
+    /// Functions with both an entry and a return probe, where the kernel has uprobe sessions: one program
+    /// whose entry declines the return of a call that opened no frame.
+    session: Probes,
     /// Go code: entries and exit sites, all entry-style (no return probe ever touches a Go stack), and the
     /// sites learned where callers resume.
     go: Probes,
@@ -428,6 +431,8 @@ impl TargetSet {
         let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
+            let mut session = Probes::default();
+            let sessions = skel.progs.stage_session.autoload();
             let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
                 let id = set.function_id(lib, f.row)?;
@@ -458,10 +463,16 @@ impl TargetSet {
                 }
                 let cookie = cookie(f.stepped, Site::Entry);
                 // A function whose result is the connection has nothing to tell at entry.
-                if f.row.flags & catalogue::SSL_RET == 0 {
+                let at_entry = f.row.flags & catalogue::SSL_RET == 0;
+                let at_return = f.row.stage.is_some() || f.row.flags & catalogue::SSL_RET != 0;
+                if at_entry && at_return && sessions {
+                    session.push(f.file_offset, cookie);
+                    continue;
+                }
+                if at_entry {
                     entry.push(f.file_offset, cookie);
                 }
-                if f.row.stage.is_some() || f.row.flags & catalogue::SSL_RET != 0 {
+                if at_return {
                     ret.push(f.file_offset, cookie);
                 }
             }
@@ -474,6 +485,7 @@ impl TargetSet {
                 file: (m.dev.clone(), m.inode),
                 entry,
                 ret,
+                session,
                 go,
                 go_exits,
                 go_exit_funcs,
@@ -483,7 +495,7 @@ impl TargetSet {
         let probed = spec(self, &|r| opts.all_probes || !r.frequent)?;
         if !opts.all_probes && !state_machine_probed {
             let drivers = spec(self, &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0)?;
-            if !drivers.entry.offsets.is_empty() {
+            if !(drivers.entry.offsets.is_empty() && drivers.session.offsets.is_empty()) {
                 self.io_drivers.push(drivers);
             }
         }
@@ -513,6 +525,7 @@ impl TargetSet {
     /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
     fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
         self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
+        self.probes += spec.session.offsets.len();
         self.probes += spec.go_exits.offsets.len();
         if !self.paused {
             self.attach_spec(skel, &spec)?;
@@ -602,7 +615,7 @@ impl TargetSet {
             if self.paused || learned.offsets.is_empty() {
                 continue;
             }
-            match spec.attach_probes(&learned, false, &skel.progs.go_probe) {
+            match spec.attach_probes(&learned, Kind::Entry, &skel.progs.go_probe) {
                 Ok(link) => self.links.push((pid, link)),
                 Err(e) => {
                     status::warn_once(&format!("learned {pid} {}", spec.path), &format!("{e:#}"));
@@ -764,26 +777,27 @@ impl ProbeSpec {
         if exits.offsets.is_empty() {
             return Ok(None);
         }
-        self.attach_probes(&exits, false, &skel.progs.go_probe).map(Some)
+        self.attach_probes(&exits, Kind::Entry, &skel.progs.go_probe).map(Some)
     }
 
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
         // Returns first: a call entered between the two attachments would otherwise never see its return.
         let sets = [
-            (&self.ret, true, &skel.progs.stage_exit),
-            (&self.entry, false, &skel.progs.stage_enter),
-            (&self.go, false, &skel.progs.go_probe),
+            (&self.ret, Kind::Return, &skel.progs.stage_exit),
+            (&self.session, Kind::Session, &skel.progs.stage_session),
+            (&self.entry, Kind::Entry, &skel.progs.stage_enter),
+            (&self.go, Kind::Entry, &skel.progs.go_probe),
         ];
-        for (probes, retprobe, prog) in sets {
+        for (probes, kind, prog) in sets {
             if !probes.offsets.is_empty() {
-                links.push(self.attach_probes(probes, retprobe, prog)?);
+                links.push(self.attach_probes(probes, kind, prog)?);
             }
         }
         Ok(links)
     }
 
-    fn attach_probes(&self, probes: &Probes, retprobe: bool, prog: &libbpf_rs::ProgramMut) -> Result<Link> {
+    fn attach_probes(&self, probes: &Probes, kind: Kind, prog: &libbpf_rs::ProgramMut) -> Result<Link> {
         prog.attach_uprobe_multi_with_opts(
             self.process.pid as i32,
             &self.open_path,
@@ -791,14 +805,19 @@ impl ProbeSpec {
             UprobeMultiOpts {
                 offsets: probes.offsets.clone(),
                 cookies: probes.cookies.clone(),
-                retprobe,
+                retprobe: kind == Kind::Return,
+                session: kind == Kind::Session,
                 ..Default::default()
             },
         )
         .with_context(|| {
             format!(
                 "attach {} uprobes in {} of process {}",
-                if retprobe { "return" } else { "entry" },
+                match kind {
+                    Kind::Entry => "entry",
+                    Kind::Return => "return",
+                    Kind::Session => "session",
+                },
                 Printable(&self.path),
                 self.process.pid
             )
@@ -842,6 +861,14 @@ fn forget_callers(skel: &TlsprofSkel, pid: u32) {
 /// Detaches the targets' links at once (a second per few dozen uprobe_multi links, one after the other).
 fn detach(links: Vec<(u32, Link)>) {
     super::detach(links.into_iter().map(|(_, l)| l).collect());
+}
+
+/// What a uprobe_multi link's program runs at: entries, returns, or both as one session.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Entry,
+    Return,
+    Session,
 }
 
 #[derive(Default)]

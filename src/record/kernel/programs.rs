@@ -87,6 +87,9 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         .sample_scratch
         .set_max_entries(cpus)
         .context("size the sample scratch map")?;
+    if !uprobe_sessions() {
+        open.progs.stage_session.set_autoload(false);
+    }
     let ring_bytes = stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes);
     open.maps
         .stacks
@@ -111,6 +114,19 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         }
         anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
     })
+}
+
+/// Whether stage functions get one session uprobe each (Linux 6.13+, whose BTF names the attach type) instead
+/// of an entry and a return probe; TLSPROF_UPROBE_SESSIONS=0 asks for the two.
+fn uprobe_sessions() -> bool {
+    if std::env::var_os("TLSPROF_UPROBE_SESSIONS").is_some_and(|v| v == "0") {
+        return false;
+    }
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
+        return false;
+    };
+    btf.type_by_name::<libbpf_rs::btf::types::Enum>("bpf_attach_type")
+        .is_some_and(|e| e.iter().any(|m| m.name.is_some_and(|n| n == "BPF_TRACE_UPROBE_SESSION")))
 }
 
 static LIBBPF_MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
