@@ -54,7 +54,7 @@ def unwrap(text):
 
 
 def overhead_table(data, workload):
-    unit = "handshake" if workload in ("full", "go_full", "rustls_full", "boring_full", "aws_lc_full") else "request"
+    unit = "request" if workload == "keepalive" else "handshake"
     rows = []
     for c in data["settings"]["conditions"]:
         rs = runs_of(data, workload, c)
@@ -363,6 +363,8 @@ def render(data, template=None):
         "budget_table": table(["Budget line", "Measured (medians)", "Result"], budget_lines(data)),
         "overhead_full_table": overhead_table(data, "full"),
         "overhead_keepalive_table": overhead_table(data, "keepalive"),
+        "ecdsa": bool(runs_of(data, "ecdsa_full", "none")),
+        "overhead_ecdsa_table": overhead_table(data, "ecdsa_full"),
         "go": bool(runs_of(data, "go_full", "none")),
         "overhead_go_table": overhead_table(data, "go_full"),
         "rustls": bool(runs_of(data, "rustls_full", "none")),

@@ -26,7 +26,7 @@ from .serve import serve_run
 from .settings import runs_condition, settings_of
 from .twins import (GoServer, Nginx, RustServer, build_go, build_aws_lc, build_rust_example, go_tool,
                     paired_overhead, pin_twins, twin_figures, worker_counters)
-from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
+from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, ECDSA_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
                         run_load, start_full, wait_clients)
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
@@ -64,6 +64,8 @@ class Bench:
         self.tlsprof = args.tlsprof
         self.scratch = tempfile.mkdtemp(prefix="tlsprof-bench.")
         self.twins = []
+        # nginx with an ECDSA P-256 certificate: the ecdsa_full workload's twins.
+        self.ecdsa_twins = []
         # --go: two Go servers, the twins of the Go workloads.
         self.go_twins = []
         self.rustls_twins = []
@@ -129,7 +131,8 @@ class Bench:
     def overhead_run(self, rnd, workload, condition, profiled):
         """The profiler on twin `profiled`, the same load on both twins at once; the other twin is the control."""
         a = self.args
-        twins = (self.go_twins if workload in GO_WORKLOADS else
+        twins = (self.ecdsa_twins if workload in ECDSA_WORKLOADS else
+                 self.go_twins if workload in GO_WORKLOADS else
                  self.rustls_twins if workload in RUSTLS_WORKLOADS else
                  self.boring_twins if workload in BORING_WORKLOADS else
                  self.aws_lc_twins if workload in AWS_LC_WORKLOADS else self.twins)
@@ -361,6 +364,10 @@ class Bench:
             for twin in self.twins:
                 twin.start()
             self.data["worker_cpu"] = pin_twins(self.twins)
+            self.ecdsa_twins = [Nginx(self.scratch, "A", cert="ecdsa-p256"), Nginx(self.scratch, "B", cert="ecdsa-p256")]
+            for twin in self.ecdsa_twins:
+                twin.start()
+            pin_twins(self.ecdsa_twins)
             if a.go:
                 server, _client = build_go(self.scratch)
                 self.go_twins = [GoServer(self.scratch, "A", server), GoServer(self.scratch, "B", server)]
@@ -415,7 +422,8 @@ class Bench:
             if a.serve_minutes > 0:
                 serve_run(self)
         finally:
-            for twin in self.twins + self.go_twins + self.rustls_twins + self.boring_twins + self.aws_lc_twins:
+            for twin in (self.twins + self.ecdsa_twins + self.go_twins + self.rustls_twins + self.boring_twins
+                         + self.aws_lc_twins):
                 twin.stop()
         self.data["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()

@@ -43,13 +43,17 @@ def build_aws_lc():
 
 
 class Nginx:
-    """One of the two identical targets (the twins): one worker, loopback, RSA-2048, TLS 1.3. Debian's nginx, or
-    `executable` with its TLS library linked in (nginx built against AWS-LC)."""
+    """One of the two identical targets (the twins): one worker, loopback, TLS 1.3, an RSA-2048 certificate or
+    `cert` (nginx-target.sh's name). Debian's nginx, or `executable` with its TLS library linked in (nginx built
+    against AWS-LC)."""
 
-    def __init__(self, scratch, name, executable=None):
+    def __init__(self, scratch, name, executable=None, cert="rsa2048"):
         self.name = name
-        self.dir = os.path.join(scratch, f"nginx-{name}" if executable is None else f"nginx-static-{name}")
+        kind = "" if executable is None else "static-"
+        kind += "" if cert == "rsa2048" else f"{cert}-"
+        self.dir = os.path.join(scratch, f"nginx-{kind}{name}")
         self.executable = executable
+        self.cert = cert
         self.port = free_port()
         self.master = None
         self.worker = None
@@ -69,7 +73,7 @@ class Nginx:
             env["NGINX_BIN"] = os.path.join(libdir, "nginx")
             shutil.copy2(self.executable, env["NGINX_BIN"])
         out = run_text([NGINX_TARGET, "start", self.dir, self.port,
-                        "--protocols", "TLSv1.3", "--cert", "rsa2048", "--workers", "1"], env=env)
+                        "--protocols", "TLSv1.3", "--cert", self.cert, "--workers", "1"], env=env)
         if out.returncode != 0:
             raise BenchError(f"nginx-target.sh start: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
         self.master = int(out.stdout.strip())

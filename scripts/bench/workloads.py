@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The bounded loads, each from clients of its own per twin, and what their clients report.
 
-full: `openssl s_time -new` (full handshakes only: no tickets, no cache); keepalive: `wrk -t1 -c4` (GET / over
+full: `openssl s_time -new` (full handshakes only: no tickets, no cache); ecdsa_full: the same, on the twins with
+an ECDSA P-256 certificate (cheaper handshakes, where exact mode's probes weigh more); keepalive: `wrk -t1 -c4` (GET / over
 four kept-alive connections); go_full (--go, on the Go twins): examples/go/client, a new connection and a full
 handshake per request, from 2 goroutines per `--full-clients`; rustls_full (--rustls, on the rustls twins), boring_full
 (--boring, on the BoringSSL twins) and aws_lc_full (--aws-lc, on the twins of nginx built against AWS-LC): `openssl
@@ -21,6 +22,7 @@ from .processes import Child
 
 WORKLOADS = {
     "full": "full handshakes",
+    "ecdsa_full": "full handshakes, ECDSA certificate",
     "keepalive": "keep-alive requests",
     "go_full": "full handshakes, Go server",
     "rustls_full": "full handshakes, rustls server",
@@ -29,6 +31,7 @@ WORKLOADS = {
 }
 # The workloads that run on the Go twins (--go), the rustls twins (--rustls), the BoringSSL twins (--boring) and
 # the twins of nginx on AWS-LC (--aws-lc).
+ECDSA_WORKLOADS = ("ecdsa_full",)
 GO_WORKLOADS = ("go_full",)
 RUSTLS_WORKLOADS = ("rustls_full",)
 BORING_WORKLOADS = ("boring_full",)
@@ -133,7 +136,8 @@ def parse_go_full(clients):
             (c.ended - c.started), "client_cpu_s": c.cpu_ms() / 1e3}
 
 
-WORKLOAD_RUN = {"full": (start_full, parse_full), "keepalive": (start_keepalive, parse_keepalive),
+WORKLOAD_RUN = {"full": (start_full, parse_full), "ecdsa_full": (start_full, parse_full),
+                "keepalive": (start_keepalive, parse_keepalive),
                 "go_full": (start_go_full, parse_go_full), "rustls_full": (start_full, parse_full),
                 "boring_full": (start_full, parse_full), "aws_lc_full": (start_full, parse_full)}
 
