@@ -1620,6 +1620,22 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* x86-64's system calls of the uprobe trampolines: a return probe's (Linux 6.11+) and an optimized probe's. */
+#define NR_URETPROBE 335
+#define NR_UPROBE 336
+
+/* Whether the current task, in the kernel, may be there for a uprobe: it entered by an exception without an
+ * error code (the breakpoint's, a single step's; also a system interrupt's) or a trampoline's system call, as
+ * the entry's saved user registers say. Not by another system call, a page fault or a device interrupt: most of
+ * a server's kernel time, whose stacks need not be walked. */
+static __always_inline bool may_be_in_probe_trap(void)
+{
+	struct pt_regs *user = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	long entry = (long)BPF_CORE_READ(user, orig_ax);
+
+	return entry == -1 || entry == NR_URETPROBE || entry == NR_UPROBE;
+}
+
 /* A denser sampler than on_cpu_sample, enabled only while the stage probes are attached: the share of the
  * targets' samples taken in the probes' traps is what the probes cost them, measured in them (the governor
  * spends --max-overhead by it). No user stack: a sample costs a target little more than its interrupt. */
@@ -1636,7 +1652,7 @@ int on_trap_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	count_stat(STAT_TRAP_SAMPLES);
 	/* x86-64 kernel addresses have the top bit set; user ones never do. */
-	if ((__s64)ctx->regs.ip < 0) {
+	if ((__s64)ctx->regs.ip < 0 && may_be_in_probe_trap()) {
 		t = bpf_ringbuf_reserve(&trap_samples, sizeof(*t), 0);
 		if (t) {
 			n = bpf_get_stack(ctx, t->kernel_ips, sizeof(t->kernel_ips), 0);
