@@ -555,7 +555,7 @@ static __always_inline void note_cert_ops(__u32 tgid, struct thread_state *ts, _
 /* Opens a stage frame of a thread or goroutine; false when none was opened. sp: where the return address sits
  * (a goroutine's: its distance from the stack's top, see go_stack_pos); arg1: the function's first argument. */
 static __always_inline bool push_frame(struct pt_regs *ctx, struct thread_state *ts, __u32 tgid, __u64 cookie, __u64 sp,
-				      __u64 arg1, __u64 now)
+				       __u64 arg1, __u64 now)
 {
 	__u8 stage = COOKIE_STAGE(cookie);
 	__u32 flags = COOKIE_FLAGS(cookie);
@@ -652,8 +652,7 @@ static __always_inline bool push_frame(struct pt_regs *ctx, struct thread_state 
 	 * frame's return address is read here: a native frame's return probe takes it from the stack, and the
 	 * sampler finds it where the kernel keeps it (return_addresses_taken). */
 	f->ret_addr = 0;
-	if ((flags & FF_GO_ABI) &&
-	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
+	if ((flags & FF_GO_ABI) && bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
 		f->ret_addr = 0;
 	f->entry_ip = PT_REGS_IP(ctx);
 	f->entry_bp = PT_REGS_FP(ctx);

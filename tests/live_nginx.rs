@@ -150,10 +150,7 @@ fn nginx_length_queries_cost_one_hit_where_the_kernel_has_uprobe_sessions() {
         let recording = scratch.path(&format!("sessions-{sessions}.tlsprof"));
         let mut cmd = tlsprof();
         cmd.env("TLSPROF_UPROBE_SESSIONS", sessions);
-        let rec = Recorder::start_from(
-            cmd,
-            &["--pid", &worker.to_string(), "-o", recording.to_str().unwrap()],
-        );
+        let rec = Recorder::start_from(cmd, &["--pid", &worker.to_string(), "-o", recording.to_str().unwrap()]);
         let connections = s_time_new_www(nginx.port, 3, "/");
         let summary = rec.interrupt();
         let r = report_json(&recording);

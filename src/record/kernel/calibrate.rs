@@ -195,7 +195,10 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     let programs = if skel.progs.stage_session.autoload() {
         vec![(&skel.progs.stage_session, false, true)]
     } else {
-        vec![(&skel.progs.stage_enter, false, false), (&skel.progs.stage_exit, true, false)]
+        vec![
+            (&skel.progs.stage_enter, false, false),
+            (&skel.progs.stage_exit, true, false),
+        ]
     };
     let mut links = Vec::new();
     for (prog, retprobe, session) in programs {

@@ -126,7 +126,10 @@ fn uprobe_sessions() -> bool {
         return false;
     };
     btf.type_by_name::<libbpf_rs::btf::types::Enum>("bpf_attach_type")
-        .is_some_and(|e| e.iter().any(|m| m.name.is_some_and(|n| n == "BPF_TRACE_UPROBE_SESSION")))
+        .is_some_and(|e| {
+            e.iter()
+                .any(|m| m.name.is_some_and(|n| n == "BPF_TRACE_UPROBE_SESSION"))
+        })
 }
 
 static LIBBPF_MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
