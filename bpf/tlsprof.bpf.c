@@ -434,8 +434,6 @@ static __always_inline void emit_handshake(__u32 tgid, __u64 ssl, struct conn_st
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-/* The connection on this SSL * ends: a handshake of this window that did work and never completed is
- * reported as abandoned. */
 /* An epoch no window has (windows' are even): a connection that ended. Its entry stays in the map, as one of an
  * earlier window does, until its SSL * starts another or the LRU takes it: an update or delete of an LRU map
  * entry costs a lock and a free-list move that a write in place does not, on every connection. */
@@ -1501,7 +1499,6 @@ static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 	return 0;
 }
 
-/* A CPU sample of target tgid's thread tid: its user stack and the stage frames it is in, to user space. */
 /* Return probes put the trampoline's address in the return slots of the calls they wait for: the kernel keeps
  * each taken address (a return_instance: its slot, the address) on the thread's list, innermost first, for as
  * long as the call runs. A sampled native frame's return address is taken from there, by its slot. */
@@ -1524,6 +1521,7 @@ static __always_inline void return_addresses_taken(struct stack_sample *s)
 	}
 }
 
+/* A CPU sample of target tgid's thread tid: its user stack and the stage frames it is in, to user space. */
 static __always_inline void cpu_sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
 {
 	struct thread_state *ts;

@@ -13,7 +13,7 @@ SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "serve_minutes": 0.5, "sp
 # only the conditions their sections and budget lines need: without a profiler, the defaults, and exact mode
 # where a budget line judges it.
 SMOKE_EVERY_CONDITION = "full"
-SMOKE_CONDITIONS = {"go_full": ("none", "tlsprof", "tlsprof-exact")}
+SMOKE_CONDITIONS = {"go_full": ("none", "tlsprof", "tlsprof-exact"), "ecdsa_full": ("none", "tlsprof-exact")}
 SMOKE_FEW_CONDITIONS = ("none", "tlsprof")
 # Workloads measured under some conditions only, in every run: the ECDSA twins are there for exact mode's price on
 # cheaper handshakes.
