@@ -26,8 +26,8 @@ from .serve import serve_run
 from .settings import runs_condition, settings_of
 from .twins import (GoServer, Nginx, RustServer, build_go, build_aws_lc, build_rust_example, go_tool,
                     paired_overhead, pin_twins, twin_figures, worker_counters)
-from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, ECDSA_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS, parse_loads,
-                        run_load, start_full, wait_clients)
+from .workloads import (AWS_LC_WORKLOADS, BORING_WORKLOADS, ECDSA_WORKLOADS, GO_WORKLOADS, RUSTLS_WORKLOADS, WORKLOADS,
+                        parse_loads, run_load, start_full, wait_clients)
 
 # `openssl speed` lines of the four operations. Per-op seconds are printed with 4-6 decimals (0.0000s for
 # ECDSA): the ops/s column is exact, so that is the one read.
@@ -364,7 +364,7 @@ class Bench:
             for twin in self.twins:
                 twin.start()
             self.data["worker_cpu"] = pin_twins(self.twins)
-            self.ecdsa_twins = [Nginx(self.scratch, "A", cert="ecdsa-p256"), Nginx(self.scratch, "B", cert="ecdsa-p256")]
+            self.ecdsa_twins = [Nginx(self.scratch, name, cert="ecdsa-p256") for name in ("A", "B")]
             for twin in self.ecdsa_twins:
                 twin.start()
             pin_twins(self.ecdsa_twins)
