@@ -13,10 +13,10 @@ SMOKE = {"rounds": 1, "seconds": 2, "long_minutes": 0, "serve_minutes": 0.5, "sp
 # only the conditions their sections and budget lines need: without a profiler, the defaults, and exact mode
 # where a budget line judges it.
 SMOKE_EVERY_CONDITION = "full"
-SMOKE_CONDITIONS = {"go_full": ("none", "tlsprof", "tlsprof-exact"), "ecdsa_full": ("none", "tlsprof-exact")}
+SMOKE_CONDITIONS = {"go_full": ("none", "tlsprof", "tlsprof-exact")}
 SMOKE_FEW_CONDITIONS = ("none", "tlsprof")
-# Workloads measured under some conditions only, in every run: the ECDSA twins are there for exact mode's price on
-# cheaper handshakes.
+# Workloads measured under these conditions only, in every run, a smoke run included: the ECDSA twins are there
+# for exact mode's price on cheaper handshakes.
 WORKLOAD_CONDITIONS = {"ecdsa_full": ("none", "tlsprof-exact")}
 # What a raw file saved before a setting existed ran: no continuous-mode stage.
 BEFORE = {"serve_minutes": 0}
@@ -55,8 +55,8 @@ def reproduce_command(s):
 
 def runs_condition(s, workload, condition):
     """Whether a run of these settings measures `condition` on `workload` (a smoke run, only some)."""
-    if condition not in WORKLOAD_CONDITIONS.get(workload, (condition,)):
-        return False
+    if workload in WORKLOAD_CONDITIONS:
+        return condition in WORKLOAD_CONDITIONS[workload]
     if not s["smoke"] or workload == SMOKE_EVERY_CONDITION:
         return True
     return condition in SMOKE_CONDITIONS.get(workload, SMOKE_FEW_CONDITIONS)
