@@ -220,12 +220,16 @@ class RustServer:
             self.child.stop(grace=10)
 
 
+# The CPUs this benchmark may use, read before pin_twins narrows its own affinity to all but the last.
+BENCH_CPUS = sorted(os.sched_getaffinity(0))
+
+
 def pin_twins(twins):
     """Both workers get the last CPU, which they share; this process, and so the clients and profilers it starts,
     get the others. On one CPU the twins see the same CPU speed and the same neighbours. Pinning also keeps the
     scheduler from moving a worker onto a client's CPU, which changes its CPU per request by more than a
     profiler does. Returns the workers' CPU, or None."""
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = BENCH_CPUS
     if len(cpus) < 2:
         return None
     for twin in twins:
