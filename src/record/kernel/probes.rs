@@ -705,16 +705,16 @@ impl TargetSet {
         Ok(started)
     }
 
-    /// Detaches the stage probes (not the sampler): a pause of the --max-overhead duty cycle. The window
-    /// ends first (next_epoch), so hits while the uprobes are being detached are ignored.
-    pub fn pause(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
+    /// A pause of the --max-overhead duty cycle begins: the window ends (next_epoch), so that the stage
+    /// probes' hits from now on are ignored, also while they are being detached (detach_all).
+    pub fn end_window(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
         next_epoch(skel)?;
-        self.detach_all();
         self.paused = true;
         Ok(())
     }
 
-    fn detach_all(&mut self) {
+    /// Detaches the stage probes (not the sampler).
+    pub fn detach_all(&mut self) {
         let mut links = std::mem::take(&mut self.links);
         links.extend(self.exit_links.drain().map(|(_, l)| (0, l)));
         detach(links);

@@ -258,7 +258,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         self.step_trap_sampler(self.governor.live())?;
         let now = Instant::now();
         match self.governor.tick(now, self.probe_ms(), self.cpu.total_ms()) {
-            Action::Pause => self.pause(now)?,
+            Action::Pause => self.pause()?,
             Action::Resume => self.resume()?,
             Action::Stay => {}
         }
@@ -302,6 +302,10 @@ impl<'obj, 'o> Session<'obj, 'o> {
 
     /// Ends the recording: the last window closes, and everything counted becomes the recording.
     pub fn finish(mut self) -> Result<Recording> {
+        // A window still open ends as the epoch flips, as at a pause: nothing its probes count after its date.
+        if self.governor.live() {
+            self.targets.end_window(&mut self.programs.skel)?;
+        }
         let end = Instant::now();
         self.drain()?;
         self.poll_cpu();
@@ -382,13 +386,17 @@ impl<'obj, 'o> Session<'obj, 'o> {
     }
 
     /// The duty cycle pauses: the window closes here (the epoch flips first), then the probes detach.
-    fn pause(&mut self, now: Instant) -> Result<()> {
+    fn pause(&mut self) -> Result<()> {
+        // The window ends as the epoch flips: it is dated from there, as it is at resume. (Dated earlier, the
+        // operations the probes counted while tlsprof waited for the CPU would fall outside it.)
+        self.targets.end_window(&mut self.programs.skel)?;
+        let ended = Instant::now();
         // The trap sampler stops with the targets' CPU counted as probed, at this reading.
         self.step_trap_sampler(false)?;
-        let at = self.reading(now);
+        let at = self.reading(ended);
         // Detaching takes time, during which the stage probes and the hello capture still run: their
         // events are drained before the window's figures are read.
-        self.targets.pause(&mut self.programs.skel)?;
+        self.targets.detach_all();
         self.drain()?;
         self.close_window(&at, read_tree(&self.programs)?);
         self.handshakes.forget_pending_hellos();
