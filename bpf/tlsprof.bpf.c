@@ -1506,18 +1506,18 @@ static __always_inline __u32 copy_user_stack(struct stack_sample *s)
 
 static __always_inline void return_addresses_taken(struct stack_sample *s)
 {
-	struct uprobe_task *utask = bpf_get_current_task_btf()->utask;
-	struct return_instance *ri;
+	/* Read as plain kernel memory (bpf_probe_read_kernel), not walked as typed pointers: the verifier then
+	 * checks the loop once, where typed pointers had it walk every iteration count on every path here. */
+	struct return_instance *ri = BPF_CORE_READ(bpf_get_current_task_btf(), utask, return_instances);
 	int i, j;
 
-	if (!utask)
-		return;
-	ri = utask->return_instances;
 	for (j = 0; j < TLSPROF_MAX_RETURN_INSTANCES && ri; j++) {
+		__u64 slot = BPF_CORE_READ(ri, stack), addr = BPF_CORE_READ(ri, orig_ret_vaddr);
+
 		for (i = 0; i < TLSPROF_MAX_DEPTH; i++)
-			if (i < s->depth && !s->ret_addrs[i] && s->ret_slots[i] == ri->stack)
-				s->ret_addrs[i] = ri->orig_ret_vaddr;
-		ri = ri->next;
+			if (i < s->depth && !s->ret_addrs[i] && s->ret_slots[i] == slot)
+				s->ret_addrs[i] = addr;
+		ri = BPF_CORE_READ(ri, next);
 	}
 }
 
