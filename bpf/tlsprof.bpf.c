@@ -935,6 +935,17 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	return 0;
 }
 
+/* The return of a function whose result is the connection (FF_SSL_RET): a fact about it, no frame. */
+static __always_inline void connection_returned(struct pt_regs *ctx, __u32 tid, __u32 tgid, __u32 flags)
+{
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+
+	note_conn_fact(PT_REGS_RC(ctx), tgid, FF_SSL_ARG | (flags & FF_CONN_START));
+	/* A connection starts between handshake calls, never inside one. */
+	if (ts)
+		ts->settled_epoch = probe_epoch;
+}
+
 /* A stage function's return, or the return of a function whose result is the connection. */
 static __always_inline void exit_stage(struct pt_regs *ctx)
 {
@@ -950,14 +961,11 @@ static __always_inline void exit_stage(struct pt_regs *ctx)
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
 		return;
-	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (flags & FF_SSL_RET) {
-		note_conn_fact(PT_REGS_RC(ctx), tgid, FF_SSL_ARG | (flags & FF_CONN_START));
-		/* A connection starts between handshake calls, never inside one. */
-		if (ts)
-			ts->settled_epoch = probe_epoch;
+		connection_returned(ctx, tid, tgid, flags);
 		return;
 	}
+	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)
 		return;
 	/* 1 is success for SSL_do_handshake, SSL_accept, SSL_connect and the state machine alike. A step of a
@@ -974,6 +982,20 @@ SEC("uretprobe.multi")
 int stage_exit(struct pt_regs *ctx)
 {
 	exit_stage(ctx);
+	return 0;
+}
+
+/* Where stage functions have session probes (below), the only return probes left are those of functions whose
+ * result is the connection: they get this program, without the frames' code, which the verifier would check
+ * once more at every load. User space loads one of the two. */
+SEC("uretprobe.multi")
+int connection_return(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	count_stat(STAT_PROBE_HITS);
+	if (!probes_paused())
+		connection_returned(ctx, (__u32)pid_tgid, pid_tgid >> 32, COOKIE_FLAGS(bpf_get_attach_cookie(ctx)));
 	return 0;
 }
 

@@ -782,9 +782,16 @@ impl ProbeSpec {
 
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
+        // Where stage functions have sessions, the return probes left are those of functions whose result is
+        // the connection (the spec's `ret`): connection_return is loaded in place of stage_exit.
+        let returns = if skel.progs.stage_session.autoload() {
+            &skel.progs.connection_return
+        } else {
+            &skel.progs.stage_exit
+        };
         // Returns first: a call entered between the two attachments would otherwise never see its return.
         let sets = [
-            (&self.ret, Kind::Return, &skel.progs.stage_exit),
+            (&self.ret, Kind::Return, returns),
             (&self.session, Kind::Session, &skel.progs.stage_session),
             (&self.entry, Kind::Entry, &skel.progs.stage_enter),
             (&self.go, Kind::Entry, &skel.progs.go_probe),
