@@ -935,18 +935,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	return 0;
 }
 
-/* The return of a function whose result is the connection (FF_SSL_RET): a fact about it, no frame. */
-static __always_inline void connection_returned(struct pt_regs *ctx, __u32 tid, __u32 tgid, __u32 flags)
-{
-	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
-
-	note_conn_fact(PT_REGS_RC(ctx), tgid, FF_SSL_ARG | (flags & FF_CONN_START));
-	/* A connection starts between handshake calls, never inside one. */
-	if (ts)
-		ts->settled_epoch = probe_epoch;
-}
-
-/* A stage function's return, or the return of a function whose result is the connection. */
+/* A stage function's return. */
 static __always_inline void exit_stage(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -961,10 +950,6 @@ static __always_inline void exit_stage(struct pt_regs *ctx)
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
 		return;
-	if (flags & FF_SSL_RET) {
-		connection_returned(ctx, tid, tgid, flags);
-		return;
-	}
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)
 		return;
@@ -985,17 +970,23 @@ int stage_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Where stage functions have session probes (below), the only return probes left are those of functions whose
- * result is the connection: they get this program, without the frames' code, which the verifier would check
- * once more at every load. User space loads one of the two. */
+/* The return of a function whose result is the connection (FF_SSL_RET): a fact about it, no frame. A program of
+ * its own, so that where stage functions have session probes (below) stage_exit need not be loaded. */
 SEC("uretprobe.multi")
 int connection_return(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, flags = COOKIE_FLAGS(bpf_get_attach_cookie(ctx));
+	struct thread_state *ts;
 
 	count_stat(STAT_PROBE_HITS);
-	if (!probes_paused())
-		connection_returned(ctx, (__u32)pid_tgid, pid_tgid >> 32, COOKIE_FLAGS(bpf_get_attach_cookie(ctx)));
+	if (probes_paused())
+		return 0;
+	note_conn_fact(PT_REGS_RC(ctx), pid_tgid >> 32, FF_SSL_ARG | (flags & FF_CONN_START));
+	/* A connection starts between handshake calls, never inside one. */
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (ts)
+		ts->settled_epoch = probe_epoch;
 	return 0;
 }
 

@@ -132,7 +132,10 @@ struct ProbeSpec {
     /// The file's (device, inode).
     file: (String, u64),
     entry: Probes,
+    /// Stage functions' returns, where the kernel has no uprobe sessions.
     ret: Probes,
+    /// Functions whose result is the connection: their return alone (connection_return).
+    connection_ret: Probes,
     /// Functions with both an entry and a return probe, where the kernel has uprobe sessions: one program
     /// whose entry declines the return of a call that opened no frame.
     session: Probes,
@@ -431,7 +434,7 @@ impl TargetSet {
         let calls = obj.family.calls();
         let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
-            let mut session = Probes::default();
+            let (mut session, mut connection_ret) = (Probes::default(), Probes::default());
             let sessions = skel.progs.stage_session.autoload();
             let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
@@ -463,16 +466,14 @@ impl TargetSet {
                 }
                 let cookie = cookie(f.stepped, Site::Entry);
                 // A function whose result is the connection has nothing to tell at entry.
-                let at_entry = f.row.flags & catalogue::SSL_RET == 0;
-                let at_return = f.row.stage.is_some() || f.row.flags & catalogue::SSL_RET != 0;
-                if at_entry && at_return && sessions {
-                    session.push(f.file_offset, cookie);
-                    continue;
-                }
-                if at_entry {
+                if f.row.flags & catalogue::SSL_RET != 0 {
+                    connection_ret.push(f.file_offset, cookie);
+                } else if f.row.stage.is_none() {
                     entry.push(f.file_offset, cookie);
-                }
-                if at_return {
+                } else if sessions {
+                    session.push(f.file_offset, cookie);
+                } else {
+                    entry.push(f.file_offset, cookie);
                     ret.push(f.file_offset, cookie);
                 }
             }
@@ -485,6 +486,7 @@ impl TargetSet {
                 file: (m.dev.clone(), m.inode),
                 entry,
                 ret,
+                connection_ret,
                 session,
                 go,
                 go_exits,
@@ -525,7 +527,7 @@ impl TargetSet {
     /// Attaches a spec unless the probes are paused, and keeps it for the next windows.
     fn start(&mut self, skel: &TlsprofSkel, spec: ProbeSpec) -> Result<()> {
         self.probes += spec.entry.offsets.len() + spec.ret.offsets.len() + spec.go.offsets.len();
-        self.probes += spec.session.offsets.len();
+        self.probes += spec.session.offsets.len() + spec.connection_ret.offsets.len();
         self.probes += spec.go_exits.offsets.len();
         if !self.paused {
             self.attach_spec(skel, &spec)?;
@@ -782,16 +784,10 @@ impl ProbeSpec {
 
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
         let mut links = Vec::new();
-        // Where stage functions have sessions, the return probes left are those of functions whose result is
-        // the connection (the spec's `ret`): connection_return is loaded in place of stage_exit.
-        let returns = if skel.progs.stage_session.autoload() {
-            &skel.progs.connection_return
-        } else {
-            &skel.progs.stage_exit
-        };
         // Returns first: a call entered between the two attachments would otherwise never see its return.
         let sets = [
-            (&self.ret, Kind::Return, returns),
+            (&self.ret, Kind::Return, &skel.progs.stage_exit),
+            (&self.connection_ret, Kind::Return, &skel.progs.connection_return),
             (&self.session, Kind::Session, &skel.progs.stage_session),
             (&self.entry, Kind::Entry, &skel.progs.stage_enter),
             (&self.go, Kind::Entry, &skel.progs.go_probe),

@@ -87,12 +87,11 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         .sample_scratch
         .set_max_entries(cpus)
         .context("size the sample scratch map")?;
-    // With sessions, stage_exit's frames code is not needed: connection_return takes the returns left.
+    // One of the two for stage functions' returns: the other is not checked by the verifier for nothing.
     if uprobe_sessions() {
         open.progs.stage_exit.set_autoload(false);
     } else {
         open.progs.stage_session.set_autoload(false);
-        open.progs.connection_return.set_autoload(false);
     }
     let ring_bytes = stack_ring_bytes(online_cpus()?.len(), opts.freq_hz, opts.stack_bytes);
     open.maps
