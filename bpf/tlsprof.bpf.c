@@ -250,8 +250,8 @@ struct {
 	__type(value, struct stack_sample);
 } sample_scratch SEC(".maps");
 
-/* Records are submitted without waking user space (BPF_RB_NO_WAKEUP): it drains the ring buffers on its own
- * clock, so a busy target does not cost a wakeup of tlsprof per event. */
+/* Records are submitted without waking user space (BPF_RB_NO_WAKEUP), go_callers' aside: it drains the ring
+ * buffers on its own clock, so a busy target does not cost a wakeup of tlsprof per event. */
 
 /* Completed handshakes and captured ClientHellos and ServerHellos (enum tlsprof_event_kind), in order: rare
  * enough to stream. A hello takes the bytes it has (mostly 0.2-2 KiB): 4 MiB holds more than a second of both
@@ -260,6 +260,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } handshakes SEC(".maps");
+
+/* Callers of FF_GO_LEARN_RETURN functions not seen before (EVENT_GO_RETURN): the one ring buffer whose records
+ * wake user space, which probes where the caller resumes at once. Until then the function's return
+ * instructions stay probed, and each return is a single step. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 10);
+} go_callers SEC(".maps");
 
 /* Where FF_GO_LEARN_RETURN functions were called from, each reported once (the value is unused). Bounded: a
  * return address found when it is full is not reported, and that caller's calls end at the function's return
@@ -1098,11 +1106,10 @@ static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 
 	if (bpf_map_update_elem(&go_returns, &key, &seen, BPF_NOEXIST))
 		return;
 	bpf_map_update_elem(&go_calls, &calls_key, &none, BPF_ANY);
-	e = bpf_ringbuf_reserve(&handshakes, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&go_callers, sizeof(*e), 0);
 	if (!e) {
 		/* Reported again by the next call from there. */
 		bpf_map_delete_elem(&go_returns, &key);
-		count_stat(STAT_HANDSHAKE_DROPS);
 		return;
 	}
 	e->kind = EVENT_GO_RETURN;
@@ -1112,7 +1119,7 @@ static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 
 		e->outer = 0;
 	e->func = func;
 	e->pad[0] = e->pad[1] = e->pad[2] = 0;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Every probe on Go code: entries and exit sites of stage functions, and the scheduler's switches. Nothing

@@ -41,8 +41,9 @@ pub struct TargetSet {
     io_drivers: Vec<ProbeSpec>,
     /// The stage probes' links, by process: empty while they are paused.
     links: Vec<(u32, Link)>,
-    /// Each spec's return-instruction probes (ProbeSpec::go_exits) while they are attached, by spec id.
-    exit_links: HashMap<u64, Link>,
+    /// Each spec's return-instruction probes (ProbeSpec::go_exits) while they are attached, by spec id: a link
+    /// per function, so that one settling detaches its own probes alone.
+    exit_links: HashMap<u64, ExitLinks>,
     next_spec_id: u64,
     paused: bool,
 }
@@ -378,7 +379,13 @@ impl TargetSet {
             .partition(|(p, _)| *p == pid);
         self.links = kept;
         for s in self.specs.iter().filter(|s| s.process.pid == pid) {
-            gone.extend(self.exit_links.remove(&s.id).map(|l| (pid, l)));
+            gone.extend(
+                self.exit_links
+                    .remove(&s.id)
+                    .into_iter()
+                    .flatten()
+                    .map(|(_, l)| (pid, l)),
+            );
         }
         detach(gone);
         self.specs.retain(|s| s.process.pid != pid);
@@ -538,10 +545,10 @@ impl TargetSet {
 
     fn attach_spec(&mut self, skel: &TlsprofSkel, spec: &ProbeSpec) -> Result<()> {
         // Exits first: a call entered between the two attachments would otherwise never be seen to end.
-        if let Some(link) = spec.attach_exits(skel)? {
-            self.exit_links.insert(spec.id, link);
-        }
+        let exits = self.exit_links.entry(spec.id).or_default();
+        let gone = spec.sync_exits(skel, exits)?;
         let pid = spec.process.pid;
+        detach(gone.into_iter().map(|l| (pid, l)).collect());
         self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
         Ok(())
     }
@@ -627,6 +634,11 @@ impl TargetSet {
         }
     }
 
+    /// Whether a Go function reported a caller and has not settled yet.
+    pub fn learning(&self) -> bool {
+        self.specs.iter().any(|s| !s.learning.pending.is_empty())
+    }
+
     /// Takes away the return-instruction probes of the Go functions whose callers are all probed where they
     /// resume and that reported no new one in SETTLE_CALLS calls (the calls under way end at either).
     pub fn settle(&mut self, skel: &TlsprofSkel) -> Result<()> {
@@ -659,19 +671,13 @@ impl TargetSet {
             if self.paused {
                 continue;
             }
-            match spec.attach_exits(skel) {
-                Ok(link) => {
-                    let old = match link {
-                        Some(link) => self.exit_links.insert(spec.id, link),
-                        None => self.exit_links.remove(&spec.id),
-                    };
-                    gone.extend(old.map(|l| (pid, l)));
-                }
+            match spec.sync_exits(skel, self.exit_links.entry(spec.id).or_default()) {
+                Ok(old) => gone.extend(old.into_iter().map(|l| (pid, l))),
                 Err(_) if !spec.process.alive() => {}
                 Err(e) => return Err(e),
             }
         }
-        detach(gone);
+        std::thread::spawn(move || detach(gone));
         Ok(())
     }
 
@@ -718,7 +724,7 @@ impl TargetSet {
     /// Detaches the stage probes (not the sampler).
     pub fn detach_all(&mut self) {
         let mut links = std::mem::take(&mut self.links);
-        links.extend(self.exit_links.drain().map(|(_, l)| (0, l)));
+        links.extend(self.exit_links.drain().flat_map(|(_, ls)| ls).map(|(_, l)| (0, l)));
         detach(links);
     }
 
@@ -751,8 +757,9 @@ impl TargetSet {
             detach(
                 self.exit_links
                     .remove(&gone.id)
-                    .map(|l| (gone.process.pid, l))
                     .into_iter()
+                    .flatten()
+                    .map(|(_, l)| (gone.process.pid, l))
                     .collect(),
             );
         }
@@ -762,24 +769,40 @@ impl TargetSet {
 }
 
 impl ProbeSpec {
-    /// The return-instruction probes of the functions not settled yet, if any.
-    fn attach_exits(&self, skel: &TlsprofSkel) -> Result<Option<Link>> {
-        let mut exits = Probes::default();
-        for ((&offset, &cookie), func) in self
-            .go_exits
-            .offsets
+    /// Brings `links` to the return-instruction probes of the functions not settled yet: attaches those
+    /// missing, and returns the links of the settled ones, to be detached.
+    fn sync_exits(&self, skel: &TlsprofSkel, links: &mut ExitLinks) -> Result<Vec<Link>> {
+        let mut wanted: Vec<u16> = self
+            .go_exit_funcs
             .iter()
-            .zip(&self.go_exits.cookies)
-            .zip(&self.go_exit_funcs)
-        {
-            if !self.learning.settled.contains(func) {
-                exits.push(offset as u64, cookie);
+            .copied()
+            .filter(|f| !self.learning.settled.contains(f))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let (gone, kept): (ExitLinks, ExitLinks) = std::mem::take(links)
+            .into_iter()
+            .partition(|(f, _)| wanted.binary_search(f).is_err());
+        *links = kept;
+        for func in wanted {
+            if links.iter().any(|&(f, _)| f == func) {
+                continue;
             }
+            let mut exits = Probes::default();
+            for ((&offset, &cookie), &f) in self
+                .go_exits
+                .offsets
+                .iter()
+                .zip(&self.go_exits.cookies)
+                .zip(&self.go_exit_funcs)
+            {
+                if f == func {
+                    exits.push(offset as u64, cookie);
+                }
+            }
+            links.push((func, self.attach_probes(&exits, Kind::Entry, &skel.progs.go_probe)?));
         }
-        if exits.offsets.is_empty() {
-            return Ok(None);
-        }
-        self.attach_probes(&exits, Kind::Entry, &skel.progs.go_probe).map(Some)
+        Ok(gone.into_iter().map(|(_, l)| l).collect())
     }
 
     fn attach(&self, skel: &TlsprofSkel) -> Result<Vec<Link>> {
@@ -865,6 +888,9 @@ fn forget_callers(skel: &TlsprofSkel, pid: u32) {
 fn detach(links: Vec<(u32, Link)>) {
     super::detach(links.into_iter().map(|(_, l)| l).collect());
 }
+
+/// A spec's return-instruction probes, a link per function id.
+type ExitLinks = Vec<(u16, Link)>;
 
 /// What a uprobe_multi link's program runs at: entries, returns, or both as one session.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -40,6 +40,9 @@ use interval::Interval;
 
 /// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
 const POLL: Duration = Duration::from_millis(100);
+/// How often callers are taken in while Go functions learn them: their return instructions, single-stepped,
+/// stay probed until they settle.
+const LEARNING_POLL: Duration = Duration::from_millis(10);
 /// How often /proc is read for new processes (--comm, --all) and targets that ran exec.
 const RESCAN: Duration = Duration::from_millis(500);
 
@@ -102,6 +105,9 @@ impl Tracked {
 /// The ring buffers' events, copied out by their callbacks and handed to their handlers after each drain.
 struct Events {
     ring: RingBuffer<'static>,
+    /// go_callers alone: the ring waited on, whose records wake tlsprof.
+    callers_ring: RingBuffer<'static>,
+    callers: Receiver<Vec<u8>>,
     handshakes: Receiver<Vec<u8>>,
     stacks: Receiver<Vec<u8>>,
     trap_samples: Receiver<Vec<u8>>,
@@ -119,12 +125,17 @@ impl Events {
         let (handshakes_tx, handshakes) = mpsc::channel();
         let (stacks_tx, stacks) = mpsc::channel();
         let (traps_tx, trap_samples) = mpsc::channel();
+        let (callers_tx, callers) = mpsc::channel();
+        let mut callers_ring = RingBufferBuilder::new();
+        callers_ring.add(&programs.skel.maps.go_callers, queue(callers_tx))?;
         let mut rb = RingBufferBuilder::new();
         rb.add(&programs.skel.maps.handshakes, queue(handshakes_tx))?
             .add(&programs.skel.maps.stacks, queue(stacks_tx))?
             .add(&programs.skel.maps.trap_samples, queue(traps_tx))?;
         Ok(Events {
             ring: rb.build()?,
+            callers_ring: callers_ring.build()?,
+            callers,
             handshakes,
             stacks,
             trap_samples,
@@ -247,12 +258,9 @@ impl<'obj, 'o> Session<'obj, 'o> {
     /// One poll: drain the events, read the meters, open or close a probe window, keep the hello windows,
     /// and look for new processes when due.
     pub fn tick(&mut self) -> Result<()> {
-        // The BPF side never wakes us (BPF_RB_NO_WAKEUP): drain on our own clock.
-        std::thread::sleep(POLL);
+        self.wait_poll()?;
         self.drain()?;
-        self.targets
-            .learn_callers(&self.programs.skel, &std::mem::take(&mut self.callers));
-        self.targets.settle(&self.programs.skel)?;
+        self.learn_callers()?;
         self.samples.name_when_due(&self.targets.functions);
         self.poll_cpu();
         self.step_trap_sampler(self.governor.live())?;
@@ -362,19 +370,63 @@ impl<'obj, 'o> Session<'obj, 'o> {
         parts.into_recording(&self.programs, &self.targets, self.opts)
     }
 
-    /// Hands each ring buffer's events to its handler.
-    fn drain(&mut self) -> Result<()> {
-        self.events.ring.consume().context("drain the ring buffers")?;
-        for data in self.events.handshakes.try_iter() {
+    /// Waits out a poll. The BPF side wakes us only when a Go function reports a new caller (go_callers; the
+    /// other rings are drained on our own clock): that caller is probed at once, and while any function is
+    /// learning its callers are taken in every LEARNING_POLL. A signal ends the wait early.
+    fn wait_poll(&mut self) -> Result<()> {
+        let until = Instant::now() + POLL;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            let wait = if self.targets.learning() {
+                left.min(LEARNING_POLL)
+            } else {
+                left
+            };
+            match self.events.callers_ring.poll_raw(wait) {
+                n if n == -libc::EINTR => return Ok(()),
+                n if n < 0 => {
+                    return Err(std::io::Error::from_raw_os_error(-n)).context("wait for Go functions' callers")
+                }
+                _ => {}
+            }
+            self.drain_callers()?;
+            if !self.callers.is_empty() || self.targets.learning() {
+                self.learn_callers()?;
+            }
+        }
+    }
+
+    /// Takes the Go functions' newly reported callers in.
+    fn drain_callers(&mut self) -> Result<()> {
+        self.events.callers_ring.consume().context("drain the ring buffers")?;
+        for data in self.events.callers.try_iter() {
             let mut caller = go_return_event::default();
             if plain::copy_from_bytes(&mut caller, &data).is_ok()
                 && caller.kind == tlsprof_event_kind::EVENT_GO_RETURN.0
             {
                 self.callers
                     .push((caller.tgid, caller.func, [caller.addr, caller.outer]));
-            } else {
-                self.handshakes.add(&data);
             }
+        }
+        Ok(())
+    }
+
+    /// Probes where the Go functions' newly reported callers resume, and settles those that learned theirs.
+    fn learn_callers(&mut self) -> Result<()> {
+        self.targets
+            .learn_callers(&self.programs.skel, &std::mem::take(&mut self.callers));
+        self.targets.settle(&self.programs.skel)
+    }
+
+    /// Hands each ring buffer's events to its handler.
+    fn drain(&mut self) -> Result<()> {
+        self.events.ring.consume().context("drain the ring buffers")?;
+        self.drain_callers()?;
+        for data in self.events.handshakes.try_iter() {
+            self.handshakes.add(&data);
         }
         for data in self.events.stacks.try_iter() {
             self.samples.add(&data);
