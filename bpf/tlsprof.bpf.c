@@ -98,7 +98,8 @@ struct thread_state {
 	/* The epoch its clock (running, last_in, task_clock_out, rq_left_out_in) was last kept in: the scheduler
 	 * program skips every switch while the probes are paused, so a clock of an earlier epoch is stale. */
 	__u32 clock_epoch;
-	__u32 pad;
+	/* The index of the frame pop_frame closes, read back (see there). */
+	__u32 popped;
 	struct frame frames[TLSPROF_MAX_DEPTH];
 };
 
@@ -593,6 +594,8 @@ static __always_inline bool push_frame(struct pt_regs *ctx, struct thread_state 
 		ts->ssl = 0;
 		ts->driving = 0;
 	}
+	/* Read back, as in pop_frame: the verifier checks what follows once, not once for each depth. */
+	d = *(volatile __u32 *)&ts->depth;
 	/* Keeps clang from indexing frames[] with a copy of d the check below did not bound. */
 	barrier_var(d);
 	if (d >= TLSPROF_MAX_DEPTH) {
@@ -876,6 +879,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	struct tree_key key = {};
 	struct tree_val *val;
 	__u64 total, nested_hits, nested_stepped;
+	bool inside_handshake;
 	int i, found = -1;
 
 	if (ts->epoch != probe_epoch)
@@ -892,6 +896,16 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	}
 	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
 		return 0;
+	/* The frame a handshake call returns to, if it is one: only the outermost finishes a handshake. */
+	inside_handshake = found > 0 && ts->frames[found - 1].stage == STAGE_HANDSHAKE;
+	/* Read back from memory, the index is known to the verifier by its bounds alone: it checks the rest of
+	 * this function once, not once for each index the search above can end with. */
+	ts->popped = found;
+	found = *(volatile __u32 *)&ts->popped;
+	if (found < 0 || found >= TLSPROF_MAX_DEPTH)
+		return 0;
+	/* Keeps clang from indexing with a copy of found the check above did not bound. */
+	barrier_var(found);
 	if (any_func) {
 		flags = ts->frames[found].flags;
 		/* The frames inside it ended unseen (a call from a caller first seen after its function's return
@@ -934,8 +948,7 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 			     0);
 	if (ts->ssl && (flags & (FF_SECRET_LEN_PTR | FF_SECRET_LEN_RET)) && ts->frames[found].stage == STAGE_DERIVE)
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
-	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl &&
-	    (found == 0 || ts->frames[found - 1].stage != STAGE_HANDSHAKE))
+	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl && !inside_handshake)
 		finish_handshake(ok, tgid, ts, total, nested_hits, nested_stepped);
 	else if (ts->frames[found].drives && ts->ssl && ts->driving)
 		finish_io_driver(ctx, tgid, ts, total, nested_hits, nested_stepped);
