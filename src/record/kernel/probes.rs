@@ -634,9 +634,11 @@ impl TargetSet {
         }
     }
 
-    /// Whether a Go function reported a caller and has not settled yet.
+    /// Whether a Go function of a running process reported a caller and has not settled yet.
     pub fn learning(&self) -> bool {
-        self.specs.iter().any(|s| !s.learning.pending.is_empty())
+        self.specs
+            .iter()
+            .any(|s| !s.learning.pending.is_empty() && s.process.alive())
     }
 
     /// Takes away the return-instruction probes of the Go functions whose callers are all probed where they
@@ -677,7 +679,12 @@ impl TargetSet {
                 Err(e) => return Err(e),
             }
         }
-        std::thread::spawn(move || detach(gone));
+        // Detaching a link takes its breakpoints out, then waits for the kernel to let go of them: in a thread
+        // of its own, so that other functions' learning need not wait. (Where no thread can be had, the
+        // dropped closure detaches them here.)
+        if !gone.is_empty() {
+            let _ = std::thread::Builder::new().spawn(move || detach(gone));
+        }
         Ok(())
     }
 
