@@ -380,11 +380,9 @@ impl<'obj, 'o> Session<'obj, 'o> {
             if left.is_zero() {
                 return Ok(());
             }
-            let wait = if self.targets.learning() {
-                left.min(LEARNING_POLL)
-            } else {
-                left
-            };
+            // Only learn_callers changes it, and it reads /proc for the learning processes.
+            let learning = self.targets.learning();
+            let wait = if learning { left.min(LEARNING_POLL) } else { left };
             match self.events.callers_ring.poll_raw(wait) {
                 n if n == -libc::EINTR => return Ok(()),
                 n if n < 0 => {
@@ -393,7 +391,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
                 _ => {}
             }
             self.drain_callers()?;
-            if !self.callers.is_empty() || self.targets.learning() {
+            if learning || !self.callers.is_empty() {
                 self.learn_callers()?;
             }
         }
