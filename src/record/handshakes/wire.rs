@@ -224,7 +224,7 @@ fn version_name(v: u16) -> Option<&'static str> {
     })
 }
 
-/// Named groups (RFC 8446, 7919).
+/// Named groups (RFC 8446, 7919; the post-quantum ones as IANA's registry and OpenSSL 3.5 name them).
 fn group_name(g: u16) -> String {
     match g {
         0x001d => "x25519".into(),
@@ -235,7 +235,12 @@ fn group_name(g: u16) -> String {
         0x0100 => "ffdhe2048".into(),
         0x0101 => "ffdhe3072".into(),
         0x0102 => "ffdhe4096".into(),
+        0x0200 => "MLKEM512".into(),
+        0x0201 => "MLKEM768".into(),
+        0x0202 => "MLKEM1024".into(),
+        0x11eb => "SecP256r1MLKEM768".into(),
         0x11ec => "X25519MLKEM768".into(),
+        0x11ed => "SecP384r1MLKEM1024".into(),
         _ => format!("group 0x{g:04x}"),
     }
 }
@@ -359,6 +364,19 @@ pub(super) mod tests {
         assert_eq!(h.cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
         assert_eq!(h.group.as_deref(), Some("X25519MLKEM768"));
         assert_eq!(parse(&record, false).unwrap(), h);
+    }
+
+    #[test]
+    fn post_quantum_groups_are_named_as_openssl_names_them() {
+        for (id, name) in [
+            (0x11ec, "X25519MLKEM768"),
+            (0x11eb, "SecP256r1MLKEM768"),
+            (0x11ed, "SecP384r1MLKEM1024"),
+            (0x0202, "MLKEM1024"),
+        ] {
+            assert_eq!(group_name(id), name);
+        }
+        assert_eq!(group_name(0x11ee), "group 0x11ee");
     }
 
     #[test]
