@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Live: Go HTTPS servers (examples/go) profiled by tlsprof (needs root): the newest Go and Go 1.21 stripped,
-//! counts against the clients', the sign stage against the server's own clock of the same signature in the
-//! same run, no return probe on Go code, and servers that grow their goroutines' stacks deeply during
-//! handshakes alive and correct afterwards.
+//! Live: Go HTTPS servers (examples/go) profiled by tlsprof (needs root): the machine's Go, the newest release
+//! stripped and Go 1.21 stripped, counts against the clients', the sign stage against the server's own clock of
+//! the same signature in the same run, no return probe on Go code, and servers that grow their goroutines'
+//! stacks deeply during handshakes alive and correct afterwards.
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 use common::*;
 use tlsprof::catalogue::Site;
 
-/// The oldest Go release tlsprof supports, fetched through the Go module proxy.
+/// The oldest Go release tlsprof supports and the newest it is tested on, fetched through the Go module proxy.
 const OLDEST_GO: &str = "go1.21.13";
+const NEWEST_GO: &str = "go1.27.3";
 
 /// Deep enough that every handshake's goroutine grows (and so moves) its stack in GetCertificate.
 const RECURSE: &str = "3000";
@@ -160,19 +161,26 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
     assert!(server.0.try_wait().unwrap().is_none(), "the server died");
 }
 
-/// Exact mode on a Go server: the functions that only direct calls reach (TLS 1.3's HKDF-Extract among them)
-/// end where their callers resume, on instructions the kernel emulates; those reached through function values
-/// and interfaces (the handshake, the signature, the key share) learn their callers in the first handshakes
-/// and end there too once their return instructions (single-stepped) are no longer probed. Every call is
-/// still seen to end, and counted.
+/// Exact mode on a Go server, built with the machine's Go and, stripped, with the newest release: the
+/// functions that only direct calls reach (TLS 1.3's HKDF-Extract among them) end where their callers resume,
+/// on instructions the kernel emulates; those reached through function values and interfaces (the handshake,
+/// the signature, the key share) learn their callers in the first handshakes and end there too once their
+/// return instructions (single-stepped) are no longer probed. Every call is still seen to end, and counted.
 #[test]
 fn go_server_exact_mode_ends_calls_where_their_callers_resume() {
     if !require_root("go_server_exact_mode_ends_calls_where_their_callers_resume") {
         return;
     }
-    let server_bin = go_build("server", None, false);
+    for (toolchain, stripped) in [(None, false), (Some(NEWEST_GO), true)] {
+        exact_mode_ends_calls_where_their_callers_resume(toolchain, stripped);
+    }
+}
+
+fn exact_mode_ends_calls_where_their_callers_resume(toolchain: Option<&str>, stripped: bool) {
+    let server_bin = go_build("server", toolchain, stripped);
+    eprintln!("{}", server_bin.display());
     let client = go_build("client", None, false);
-    let scratch = Scratch::new("go-exact");
+    let scratch = Scratch::new(&format!("go-exact-{}", toolchain.unwrap_or("local")));
     let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa", "-no-tickets"]);
     let cpus = cpus();
     pin(server.pid(), cpus.server);
@@ -223,6 +231,9 @@ fn go_server_exact_mode_ends_calls_where_their_callers_resume() {
         "no return instruction unprobed\n{summary}"
     );
     let r = report_json(&recording);
+    if let Some(release) = toolchain {
+        assert_eq!(r["libraries"][0]["version"], release, "{summary}");
+    }
     let full = f(&r["handshakes"]["full"]);
     assert_eq!(full, (first + then) as f64, "{summary}");
     // TLS 1.3 without a pre-shared key extracts three secrets: early, handshake and master.
