@@ -82,15 +82,35 @@ pub enum Spread {
 /// counted from and to the moment it did): a bias that the windows' agreement cannot show, so the interval
 /// holds it on top.
 pub fn ratio(seen: &[f64], base: &[f64], total: f64, spread: Spread, edges: f64) -> Estimate {
+    ratio_with_stand_ins(seen, base, &vec![false; seen.len()], total, spread, edges)
+}
+
+/// As `ratio`, where the windows marked in `stand_ins` were not taken from the recording but stand for the
+/// part of it no window saw (a continuous-mode interval whose connections came while the probes were
+/// detached takes an earlier interval's window): they give the ratio, but sample none of `total`, and
+/// what they saw is not a floor.
+pub fn ratio_with_stand_ins(
+    seen: &[f64],
+    base: &[f64],
+    stand_ins: &[bool],
+    total: f64,
+    spread: Spread,
+    edges: f64,
+) -> Estimate {
     let (y, x): (f64, f64) = (seen.iter().sum(), base.iter().sum());
+    let taken = |v: &[f64]| -> f64 { v.iter().zip(stand_ins).filter(|(_, s)| !**s).map(|(v, _)| v).sum() };
+    let (y_taken, x_taken) = (taken(seen), taken(base));
     let n = seen.len();
     if x <= 0.0 || total <= 0.0 {
+        return Estimate::exact(y_taken);
+    }
+    // What the windows sampled of the recording, for the finite-population correction; the scale from their
+    // base to the recording's, for the estimate.
+    let sampled = (x_taken / total).min(1.0);
+    if sampled >= 1.0 && x_taken >= x {
         return Estimate::exact(y);
     }
-    let sampled = (x / total).min(1.0);
-    if sampled >= 1.0 {
-        return Estimate::exact(y);
-    }
+    let scale = x / total;
     let r = y / x;
     let value = r * total;
     let half = if n >= 2 {
@@ -105,12 +125,12 @@ pub fn ratio(seen: &[f64], base: &[f64], total: f64, spread: Spread, edges: f64)
         t95(n - 1) * var.sqrt()
     } else {
         // One window says nothing of how windows differ: count its events as random arrivals.
-        1.96 * (y.max(3.0) * (1.0 - sampled)).sqrt() / sampled
+        1.96 * (y.max(3.0) * (1.0 - sampled)).sqrt() / scale
     };
     let half = half + edges * r.min(1.0) * total / x;
     Estimate {
         value,
-        ci95: [(value - half).max(y), value + half],
+        ci95: [(value - half).max(y_taken), value + half],
         exact: false,
     }
 }
@@ -205,5 +225,22 @@ mod tests {
         let edged = ratio(&seen, &connections, 7000.0, Spread::PerUnit, 6.0);
         let widening = (edged.ci95[1] - e.ci95[1]) / (6.0 * 7000.0 / 465.0);
         assert!((widening - 1.0).abs() < 0.01, "{e:?} {edged:?}");
+    }
+
+    #[test]
+    fn a_window_standing_in_gives_the_ratio_but_samples_nothing() {
+        // 50 connections came while the probes were detached; an earlier window saw 88 handshakes in 89.
+        let e = ratio_with_stand_ins(&[88.0], &[89.0], &[true], 50.0, Spread::PerUnit, 0.0);
+        assert!(!e.exact, "{e:?}");
+        assert!((e.value - 50.0 * 88.0 / 89.0).abs() < 1e-9, "{e:?}");
+        assert!(e.ci95[0] < e.value && e.ci95[0] < 88.0, "{e:?}");
+        // Nothing of the 50 was sampled: no finite-population correction, 1.96 × √88 / (89 / 50).
+        assert!(
+            (e.ci95[1] - e.value - 1.96 * 88f64.sqrt() * 50.0 / 89.0).abs() < 1e-6,
+            "{e:?}"
+        );
+        // Beside a window of the recording that saw no connection, it still samples nothing.
+        let two = ratio_with_stand_ins(&[0.0, 88.0], &[0.0, 89.0], &[false, true], 50.0, Spread::PerUnit, 0.0);
+        assert!(!two.exact && (two.value - e.value).abs() < 1e-9, "{two:?}");
     }
 }

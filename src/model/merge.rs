@@ -4,7 +4,10 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
-use super::{CpuHistogram, HandshakeGroup, HandshakeKind, OwnPrograms, Recording, Sample, Target, TicketKey, TreeNode};
+use super::{
+    CpuHistogram, HandshakeGroup, HandshakeKind, OwnPrograms, ProbeWindow, Recording, Sample, Target, TicketKey,
+    TreeNode,
+};
 
 impl Recording {
     /// A copy without the lists kept per process (targets, call tree, samples, handshakes, ticket keys), which parts and
@@ -184,6 +187,7 @@ impl Recording {
                 }
             }
         }
+        drop_redundant_stand_ins(&mut out.probing.window_figures);
         out.targets = targets.into_values().collect();
         out.tree = tree.into_values().collect();
         out.samples = samples
@@ -207,12 +211,31 @@ impl Recording {
     }
 }
 
+/// A window standing in for one interval is an earlier interval's: among windows of the merged intervals
+/// that saw connections it adds nothing (they stand for every interval alike), and once is enough otherwise.
+fn drop_redundant_stand_ins(windows: &mut Vec<ProbeWindow>) {
+    let saw_connections = |w: &ProbeWindow| !w.stands_in && w.processes.iter().any(|p| p.connections > 0);
+    if windows.iter().any(saw_connections) {
+        windows.retain(|w| !w.stands_in);
+        return;
+    }
+    let mut kept: Vec<(Option<u64>, u64)> = Vec::new();
+    windows.retain(|w| {
+        let key = (w.start_unix_ns, w.live_s.to_bits());
+        let first = !kept.contains(&key);
+        if w.stands_in && first {
+            kept.push(key);
+        }
+        !w.stands_in || first
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::model::tests::sample_recording;
+    use crate::model::tests::{sample_recording, two_process_recording};
 
     #[test]
     fn intervals_merge_into_one_recording_with_their_sums() {
@@ -236,5 +259,24 @@ mod tests {
         assert_eq!((merged.lost.samples_taken, merged.lost.unframed_work), (7, 3));
         // What a merged recording holds loads as any other.
         Recording::from_bytes(&serde_json::to_vec(&merged).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_window_standing_in_is_dropped_beside_windows_that_saw_connections() {
+        let mut seen = two_process_recording();
+        seen.probing.window_figures.truncate(1);
+        let stand_in = ProbeWindow {
+            stands_in: true,
+            ..seen.probing.window_figures[0].clone()
+        };
+        let mut unseen = two_process_recording();
+        unseen.probing.window_figures = vec![stand_in];
+        let merged = Recording::merge(&[seen.clone(), unseen.clone()]);
+        assert_eq!(merged.probing.window_figures.len(), 1);
+        assert!(!merged.probing.window_figures[0].stands_in);
+        // Two intervals that the same window stood in for keep it once.
+        let merged = Recording::merge(&[unseen.clone(), unseen]);
+        assert_eq!(merged.probing.window_figures.len(), 1);
+        assert!(merged.probing.window_figures[0].stands_in);
     }
 }

@@ -150,6 +150,11 @@ pub struct ProbeWindow {
     pub start_unix_ns: Option<u64>,
     pub live_s: f64,
     pub processes: Vec<WindowPart>,
+    /// An earlier continuous-mode interval's window, standing for an interval whose connections all came
+    /// while the probes were detached: its ratios (handshakes per connection, stage CPU per CPU ms) hold
+    /// for it, but it sampled none of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stands_in: bool,
 }
 
 /// What a probe window saw in one target (pid), or in several added together.
@@ -827,6 +832,7 @@ pub(crate) mod tests {
             start_unix_ns: None,
             live_s: 0.25,
             processes: vec![part(10, 2.5, 2), part(20, 5.0, 5)],
+            stands_in: false,
         };
         rec.probing.window_figures = vec![window.clone(), window];
         rec

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::{summarize, Summary};
+use crate::analyze::{summarize, Estimate, Summary};
 use crate::model::lost::Kind as LostKind;
 use crate::model::{Lost, Outcome, Recording, Role};
 use crate::output::prometheus::{Exposition, Type};
@@ -58,18 +58,45 @@ struct Histogram {
 }
 
 /// The whole-serve 95% interval of a process group's handshakes: the intervals' own, added as independent
-/// errors.
+/// errors, but for those of intervals whose window stood in from an earlier one: their error is that
+/// window's, so they add in full.
 #[derive(Default)]
 struct Interval {
     value: f64,
     below_sq: f64,
     above_sq: f64,
+    below_shared: f64,
+    above_shared: f64,
+}
+
+impl Interval {
+    fn add(&mut self, e: &Estimate, shared: bool) {
+        let (below, above) = ((e.value - e.ci95[0]).max(0.0), (e.ci95[1] - e.value).max(0.0));
+        self.value += e.value.max(0.0);
+        if shared {
+            self.below_shared += below;
+            self.above_shared += above;
+        } else {
+            self.below_sq += below.powi(2);
+            self.above_sq += above.powi(2);
+        }
+    }
+
+    fn bounds(&self) -> [f64; 2] {
+        [
+            (self.value - self.below_sq.sqrt() - self.below_shared).max(0.0),
+            self.value + self.above_sq.sqrt() + self.above_shared,
+        ]
+    }
 }
 
 #[derive(Default)]
 pub struct Metrics {
     handshakes: Counter,
     handshakes_interval: BTreeMap<Labels, Interval>,
+    /// Each process group's handshakes by kind in the last interval that saw some: the labels of each kind
+    /// and its share, for an interval whose window stood in.
+    kind_shares: BTreeMap<Labels, Vec<(Labels, f64)>>,
     abandoned: Counter,
     stage_cpu: Counter,
     tls_cpu: Counter,
@@ -161,7 +188,9 @@ impl Metrics {
             .collect();
         let seen: u64 = kinds.iter().map(|k| k.count).sum();
         let total = hs.total_estimate;
+        let stood_in = rec.probing.window_figures.iter().any(|w| w.stands_in);
         if seen > 0 {
+            let mut shares = Vec::new();
             for k in kinds {
                 let mut labels = p();
                 labels.extend([
@@ -175,7 +204,15 @@ impl Metrics {
                     ("group", or_unknown(&k.key_exchange)),
                     ("certificate_key", or_unknown(&k.certificate_key)),
                 ]);
-                self.handshakes.add(labels, total.value * k.count as f64 / seen as f64);
+                let share = k.count as f64 / seen as f64;
+                self.handshakes.add(labels.clone(), total.value * share);
+                shares.push((labels, share));
+            }
+            self.kind_shares.insert(p(), shares);
+        } else if let Some(shares) = self.kind_shares.get(group).filter(|_| stood_in && total.value > 0.0) {
+            // No window saw this interval's handshakes: the one that stood in for it gives their kinds too.
+            for (labels, share) in shares {
+                self.handshakes.add(labels.clone(), total.value * share);
             }
         } else if total.value > 0.0 {
             // Only handshakes under way at attach were seen: nothing says what they were.
@@ -185,10 +222,7 @@ impl Metrics {
             }
             self.handshakes.add(labels, total.value);
         }
-        let i = self.handshakes_interval.entry(p()).or_default();
-        i.value += total.value.max(0.0);
-        i.below_sq += (total.value - total.ci95[0]).max(0.0).powi(2);
-        i.above_sq += (total.ci95[1] - total.value).max(0.0).powi(2);
+        self.handshakes_interval.entry(p()).or_default().add(&total, stood_in);
         self.abandoned.add(p(), hs.abandoned as f64);
         for st in &summary.stages {
             let mut labels = p();
@@ -381,17 +415,17 @@ impl Metrics {
             let help = |bound| {
                 format!(
                     "The {bound} end of the 95% interval of sum by (process) (tlsprof_handshakes_total): the \
-                 intervals' own, as independent errors."
+                 intervals' own, as independent errors (an interval whose probe window stood in from an \
+                 earlier one: in full)."
                 )
             };
-            for (name, bound, sign) in [
-                ("tlsprof_handshakes_ci95_lower", "lower", -1.0),
-                ("tlsprof_handshakes_ci95_upper", "upper", 1.0),
+            for (name, bound, end) in [
+                ("tlsprof_handshakes_ci95_lower", "lower", 0),
+                ("tlsprof_handshakes_ci95_upper", "upper", 1),
             ] {
                 e.family(name, Type::Gauge, &help(bound));
                 for (labels, i) in &self.handshakes_interval {
-                    let half = if sign < 0.0 { i.below_sq } else { i.above_sq }.sqrt();
-                    e.sample(name, &borrowed(labels), (i.value + sign * half).max(0.0));
+                    e.sample(name, &borrowed(labels), i.bounds()[end]);
                 }
             }
         }
@@ -447,6 +481,7 @@ mod tests {
     use super::*;
 
     use crate::model::tests::sample_recording;
+    use crate::model::ProbeWindow;
 
     /// Every sample line of a scrape: (name with labels, value).
     fn samples(text: &str) -> BTreeMap<String, f64> {
@@ -573,6 +608,37 @@ mod tests {
             now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",library=\"openssl\",stage=\"sign\"}"]
                 > 0.0
         );
+    }
+
+    #[test]
+    fn an_interval_whose_window_stood_in_takes_its_kinds_and_its_whole_error() {
+        let seen = crate::model::tests::two_process_recording();
+        let mut unseen = seen.clone();
+        unseen.handshakes.clear();
+        unseen.probing.window_figures = vec![ProbeWindow {
+            stands_in: true,
+            ..seen.probing.window_figures[1].clone()
+        }];
+        let mut m = Metrics::default();
+        m.add(&seen, &summarize(&seen));
+        m.add(&unseen, &summarize(&unseen));
+        let text = m.render();
+        assert!(!text.contains("role=\"unknown\""), "{text}");
+        let now = samples(&text);
+        let node = r#"process="node",container="",library="openssl""#;
+        let total: f64 = now
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("tlsprof_handshakes_total{{{node},")))
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(total, 200.0);
+        assert_eq!(now["tlsprof_intervals_total{estimated=\"true\"}"], 2.0);
+        let estimate = |r: &Recording| summarize(&r.of_processes(&[20])).handshakes.total_estimate;
+        let (a, b) = (estimate(&seen), estimate(&unseen));
+        assert!(!b.exact && b.ci95[1] > b.value, "{b:?}");
+        let upper = now[&format!("tlsprof_handshakes_ci95_upper{{{node}}}")];
+        let expected = a.value + b.value + (a.ci95[1] - a.value) + (b.ci95[1] - b.value);
+        assert!((upper - expected).abs() < 1e-6, "{upper} {expected}");
     }
 
     #[test]

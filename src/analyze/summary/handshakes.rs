@@ -248,6 +248,7 @@ mod tests {
                 abandoned_weighted: Some(3.3),
                 ..WindowPart::default()
             }],
+            ..crate::model::ProbeWindow::default()
         }];
         let mut group = exact.handshakes[0].clone();
         group.kind.outcome = Outcome::Abandoned;

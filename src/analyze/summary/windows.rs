@@ -27,8 +27,8 @@ pub struct ProbingSummary {
     /// When each window opened (ns since the Unix epoch) and how long it stayed: the moments the stage
     /// figures come from. Windows of recordings that did not date them are left out.
     pub window_spans: Vec<WindowSpan>,
-    /// What each dated window saw, in the order they opened (windows of recordings that did not date them,
-    /// or with no start date of their own, are left out).
+    /// What each dated window of the recording saw, in the order they opened (windows of recordings that
+    /// did not date them, with no start date of their own, or standing in from before it, are left out).
     pub timeline: Vec<WindowPoint>,
     /// The duty cycle paused the stage probes at some point.
     pub part_time: bool,
@@ -56,6 +56,7 @@ fn timeline(rec: &Recording) -> Vec<WindowPoint> {
     rec.probing
         .window_figures
         .iter()
+        .filter(|w| !w.stands_in)
         .filter_map(|w| {
             let opened = w.start_unix_ns?;
             let whole = w.whole();
@@ -76,6 +77,8 @@ pub(super) struct Windows {
     /// Each window's figures for all the recording's processes together; None when the probes were
     /// attached throughout: every figure is exact.
     pub(super) windows: Option<Vec<WindowPart>>,
+    /// Which of them stand in for the recording (ProbeWindow::stands_in).
+    stand_ins: Vec<bool>,
     /// For recordings that kept no windows one by one: all windows as one.
     pub(super) merged: Option<WindowPart>,
     total_cpu_ms: f64,
@@ -88,6 +91,7 @@ impl Windows {
         if !probing.part_time {
             return Windows {
                 windows: None,
+                stand_ins: Vec::new(),
                 merged: None,
                 total_cpu_ms,
                 connections: 0.0,
@@ -100,6 +104,7 @@ impl Windows {
         });
         Windows {
             windows: Some(rec.probing.window_figures.iter().map(|w| w.whole()).collect()),
+            stand_ins: rec.probing.window_figures.iter().map(|w| w.stands_in).collect(),
             merged,
             total_cpu_ms,
             connections: rec.connections() as f64,
@@ -116,7 +121,14 @@ impl Windows {
                 let seen: Vec<f64> = windows.iter().map(&per_window).collect();
                 // One handshake under way at each edge of each window.
                 let edges = 2.0 * windows.len() as f64;
-                return estimate::ratio(&seen, &connections, self.connections, Spread::PerUnit, edges);
+                return estimate::ratio_with_stand_ins(
+                    &seen,
+                    &connections,
+                    &self.stand_ins,
+                    self.connections,
+                    Spread::PerUnit,
+                    edges,
+                );
             }
         }
         self.estimate(per_window, observed)
@@ -139,7 +151,7 @@ impl Windows {
         }
         let seen: Vec<f64> = windows.iter().map(per_window).collect();
         let cpu: Vec<f64> = windows.iter().map(|w| w.own_cpu_ms).collect();
-        estimate::ratio(&seen, &cpu, self.total_cpu_ms, Spread::Arrivals, 0.0)
+        estimate::ratio_with_stand_ins(&seen, &cpu, &self.stand_ins, self.total_cpu_ms, Spread::Arrivals, 0.0)
     }
 }
 

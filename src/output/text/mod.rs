@@ -274,6 +274,7 @@ mod tests {
                 stage_self_ns: BTreeMap::from([(Stage::Sign, 2_210_000)]),
                 ..WindowPart::default()
             }],
+            ..ProbeWindow::default()
         };
         rec.probing.window_figures = vec![window(2), window(2)];
         let s = summarize(&rec);

@@ -190,6 +190,7 @@ impl WindowLog {
                 .map(|(instant, unix_ns)| unix_ns + open.now.saturating_duration_since(instant).as_nanos() as u64),
             live_s: at.now.saturating_duration_since(open.now).as_secs_f64(),
             processes,
+            stands_in: false,
         });
     }
 }

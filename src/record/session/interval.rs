@@ -98,7 +98,7 @@ impl Interval {
             probing: Probing {
                 max_overhead_pct: session.opts.max_overhead_pct,
                 live_s: self.probed(session.governor.probed(at.now)).as_secs_f64(),
-                windows: window_figures.len() as u32,
+                windows: window_figures.iter().filter(|w| !w.stands_in).count() as u32,
                 peak_overhead: session.governor.peak_overhead,
                 window_figures,
             },
@@ -118,7 +118,12 @@ impl Interval {
     fn window_figures(&mut self, mut windows: Vec<ProbeWindow>, connections: u64) -> Vec<ProbeWindow> {
         let saw_connections = |w: &ProbeWindow| w.processes.iter().any(|p| p.connections > 0);
         match windows.iter().rfind(|w| saw_connections(w)) {
-            Some(w) => self.last_seen = Some(w.clone()),
+            Some(w) => {
+                self.last_seen = Some(ProbeWindow {
+                    stands_in: true,
+                    ..w.clone()
+                })
+            }
             None if connections > 0 || windows.is_empty() => windows.extend(self.last_seen.clone()),
             None => {}
         }
