@@ -185,10 +185,11 @@ fn confidence_line(s: &Summary) -> Line {
     }
 }
 
-/// The file that leaves the most samples unnamed, when that is a large share of them.
+/// The file whose unnamed code the most samples ran in, when that is a large share of them (a file every
+/// stack passes through, as a server's event loop, is not where its CPU went).
 fn unnamed_line(s: &Summary) -> Option<String> {
-    let u = s.unnamed_files.iter().max_by_key(|u| u.samples)?;
-    let share = u.samples as f64 / s.samples.max(1) as f64;
+    let u = s.unnamed_files.iter().max_by_key(|u| u.leaf_samples)?;
+    let share = u.leaf_samples as f64 / s.samples.max(1) as f64;
     if share < UNNAMED_WORTH_A_LINE {
         return None;
     }
@@ -238,6 +239,34 @@ mod tests {
             long.ends_with("0.43 resumed") && long.chars().count() <= WIDTH,
             "{long}"
         );
+    }
+
+    /// The file every stack passes through (a server's event loop) is not where the CPU went: the line names
+    /// the one whose unnamed code the samples ran in.
+    #[test]
+    fn the_unnamed_line_names_the_file_the_samples_ran_in() {
+        let mut s = crate::analyze::summarize(&crate::model::tests::sample_recording());
+        s.samples = 100;
+        let unnamed = |path: &str, package: &str, samples, leaf_samples| crate::analyze::UnnamedFileSummary {
+            file: crate::model::UnnamedFile {
+                path: path.into(),
+                build_id: None,
+                package: Some(package.into()),
+                reason: crate::model::UnnamedReason::NoDebugInfo,
+            },
+            samples,
+            leaf_samples,
+        };
+        s.unnamed_files = vec![
+            unnamed("/usr/sbin/nginx", "nginx", 100, 1),
+            unnamed("/usr/lib/libcrypto.so.3", "libssl3", 60, 45),
+        ];
+        assert_eq!(
+            unnamed_line(&s).as_deref(),
+            Some("45% of samples in stripped libcrypto.so.3: install libssl3-dbgsym to name them")
+        );
+        s.unnamed_files[1].leaf_samples = 10;
+        assert_eq!(unnamed_line(&s), None, "under a fifth: no line");
     }
 
     impl GroupFigures {

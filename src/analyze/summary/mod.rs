@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::causes;
 use super::estimate::{self, Estimate};
 use crate::catalogue::Stage;
-use crate::model::{CallGraph, Flavor, Hits, Lost, OwnPrograms, Recording, Symbols, Target, UnnamedFile};
+use crate::model::{CallGraph, Flavor, Hits, Lost, OwnPrograms, Recording, Sample, Symbols, Target, UnnamedFile};
 
 mod call_tree;
 mod handshakes;
@@ -161,7 +161,10 @@ pub struct LibrarySummary {
 pub struct UnnamedFileSummary {
     #[serde(flatten)]
     pub file: UnnamedFile,
+    /// Samples with a frame unnamed in it.
     pub samples: u64,
+    /// Samples whose innermost frame is unnamed in it: the CPU was in its unnamed code.
+    pub leaf_samples: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -415,7 +418,8 @@ fn function_figures(rec: &Recording) -> Vec<FunctionSummary> {
     figs
 }
 
-/// The files frames stayed unnamed in, with the samples that have such a frame (`file+0xOFFSET` or `[file]`).
+/// The files frames stayed unnamed in, with the samples that have such a frame (`file+0xOFFSET` or `[file]`),
+/// and those whose innermost frame is one.
 fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
     rec.unnamed_files
         .iter()
@@ -425,14 +429,13 @@ fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
             let unnamed = |frame: &String| {
                 (frame.starts_with(&offset) || *frame == whole) && rec.frame_files.get(frame) == Some(&f.path)
             };
+            let count = |with: &dyn Fn(&Sample) -> bool| -> u64 {
+                rec.samples.iter().filter(|s| with(s)).map(|s| s.count).sum()
+            };
             UnnamedFileSummary {
                 file: f.clone(),
-                samples: rec
-                    .samples
-                    .iter()
-                    .filter(|s| s.frames.iter().any(unnamed))
-                    .map(|s| s.count)
-                    .sum(),
+                samples: count(&|s| s.frames.iter().any(unnamed)),
+                leaf_samples: count(&|s| s.frames.last().is_some_and(unnamed)),
             }
         })
         .collect()
@@ -442,6 +445,30 @@ fn unnamed_files(rec: &Recording) -> Vec<UnnamedFileSummary> {
 mod tests {
     use super::*;
     use crate::model::tests::sample_recording;
+
+    /// A file every stack passes through (a server's event loop) is not where the CPU went.
+    #[test]
+    fn unnamed_files_count_the_samples_that_ran_in_them_apart() {
+        let mut rec = sample_recording();
+        let unnamed = |path: &str| crate::model::UnnamedFile {
+            path: path.into(),
+            build_id: None,
+            package: None,
+            reason: crate::model::UnnamedReason::NoDebugInfo,
+        };
+        rec.unnamed_files = vec![unnamed("/usr/sbin/nginx"), unnamed("/usr/lib/libcrypto.so.3")];
+        for (frame, file) in [
+            ("nginx+0x10", "/usr/sbin/nginx"),
+            ("libcrypto.so.3+0x20", "/usr/lib/libcrypto.so.3"),
+        ] {
+            rec.frame_files.insert(frame.into(), file.into());
+        }
+        rec.samples[0].frames[1] = "nginx+0x10".into();
+        rec.samples[1].frames[3] = "libcrypto.so.3+0x20".into();
+        let s = summarize(&rec);
+        let counts: Vec<(u64, u64)> = s.unnamed_files.iter().map(|u| (u.samples, u.leaf_samples)).collect();
+        assert_eq!(counts, [(3, 0), (2, 2)]);
+    }
 
     #[test]
     fn each_target_gets_its_own_estimate_from_its_part_of_the_windows() {

@@ -130,10 +130,11 @@ fn unnamed(out: &mut String, s: &Summary) -> fmt::Result {
         .iter()
         .map(|u| {
             let f = &u.file;
-            let share = u.samples as f64 / s.samples.max(1) as f64;
+            let share = |n: u64| fig(n as f64 / s.samples.max(1) as f64, 1, "").percent();
             vec![
                 Esc(&Printable(&f.path).to_string()).to_string(),
-                format!("{} ({})", u.samples, fig(share, 1, "").percent()),
+                format!("{} ({})", u.samples, share(u.samples)),
+                format!("{} ({})", u.leaf_samples, share(u.leaf_samples)),
                 match f.reason {
                     UnnamedReason::NoDebugInfo => "stripped; no debug information found",
                     UnnamedReason::NotOnServers => "stripped; not on the debuginfod servers",
@@ -149,7 +150,13 @@ fn unnamed(out: &mut String, s: &Summary) -> fmt::Result {
         .collect();
     table(
         out,
-        &["file", "samples with a frame in it", "why", "to name them"],
+        &[
+            "file",
+            "samples with a frame in it",
+            "samples that ran in it",
+            "why",
+            "to name them",
+        ],
         &rows,
     )
 }

@@ -423,9 +423,12 @@ fn unnamed_file_line(u: &UnnamedFileSummary, samples: u64) -> String {
         UnnamedReason::NotCovered => "its symbols do not cover that code".to_string(),
     };
     format!(
-        "Unnamed frames in {}{build_id}: {} samples ({:.1}%) show it as file+offset; {why}",
+        "Unnamed frames in {}{build_id}: {} samples ({:.1}%) show it as file+offset, {} ({:.1}%) ran in that \
+         code; {why}",
         Printable(&f.path),
         u.samples,
-        pct(u.samples as f64, samples as f64)
+        pct(u.samples as f64, samples as f64),
+        u.leaf_samples,
+        pct(u.leaf_samples as f64, samples as f64)
     )
 }
