@@ -104,11 +104,11 @@ pub fn ratio_with_stand_ins(
     if x <= 0.0 || total <= 0.0 {
         return Estimate::exact(y_taken);
     }
-    // What the windows sampled of the recording, for the finite-population correction; the scale from their
-    // base to the recording's, for the estimate.
+    // What the windows sampled of the recording, for the finite-population correction (all of it: what they
+    // saw is exact, whatever stood in); the scale from their base to the recording's, for the estimate.
     let sampled = (x_taken / total).min(1.0);
-    if sampled >= 1.0 && x_taken >= x {
-        return Estimate::exact(y);
+    if sampled >= 1.0 {
+        return Estimate::exact(y_taken);
     }
     let scale = x / total;
     let r = y / x;
@@ -242,5 +242,8 @@ mod tests {
         // Beside a window of the recording that saw no connection, it still samples nothing.
         let two = ratio_with_stand_ins(&[0.0, 88.0], &[0.0, 89.0], &[false, true], 50.0, Spread::PerUnit, 0.0);
         assert!(!two.exact && (two.value - e.value).abs() < 1e-9, "{two:?}");
+        // A window of the recording that saw it all needs no stand-in.
+        let whole = ratio_with_stand_ins(&[50.0, 88.0], &[50.0, 89.0], &[false, true], 50.0, Spread::PerUnit, 0.0);
+        assert_eq!(whole, Estimate::exact(50.0));
     }
 }

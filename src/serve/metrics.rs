@@ -208,7 +208,9 @@ impl Metrics {
                 self.handshakes.add(labels.clone(), total.value * share);
                 shares.push((labels, share));
             }
-            self.kind_shares.insert(p(), shares);
+            if self.kind_shares.len() < MAX_SERIES || self.kind_shares.contains_key(group) {
+                self.kind_shares.insert(p(), shares);
+            }
         } else if let Some(shares) = self.kind_shares.get(group).filter(|_| stood_in && total.value > 0.0) {
             // No window saw this interval's handshakes: the one that stood in for it gives their kinds too.
             for (labels, share) in shares {
