@@ -178,7 +178,6 @@ fn go_server_exact_mode_ends_calls_where_their_callers_resume() {
 
 fn exact_mode_ends_calls_where_their_callers_resume(toolchain: Option<&str>, stripped: bool) {
     let server_bin = go_build("server", toolchain, stripped);
-    eprintln!("{}", server_bin.display());
     let client = go_build("client", None, false);
     let scratch = Scratch::new(&format!("go-exact-{}", toolchain.unwrap_or("local")));
     let (mut server, addr) = start_go_server(&server_bin, &["-key", "ecdsa", "-no-tickets"]);

@@ -214,8 +214,7 @@ impl Recording {
 /// A window standing in for one interval is an earlier interval's: among windows of the merged intervals
 /// that saw connections it adds nothing (they stand for every interval alike), and once is enough otherwise.
 fn drop_redundant_stand_ins(windows: &mut Vec<ProbeWindow>) {
-    let saw_connections = |w: &ProbeWindow| !w.stands_in && w.processes.iter().any(|p| p.connections > 0);
-    if windows.iter().any(saw_connections) {
+    if windows.iter().any(|w| !w.stands_in && w.saw_connections()) {
         windows.retain(|w| !w.stands_in);
         return;
     }

@@ -222,6 +222,11 @@ impl ProbeWindow {
         }
         whole
     }
+
+    /// Whether any of its processes accepted or opened a connection during it.
+    pub fn saw_connections(&self) -> bool {
+        self.processes.iter().any(|p| p.connections > 0)
+    }
 }
 
 /// Handshakes completed, by what was seen of them. `partial`: under way when the probes attached, so

@@ -116,8 +116,7 @@ impl Interval {
     /// (the duty cycle paused through it, or a burst came and went between windows), the last window that
     /// saw connections stands for it, as handshakes per connection and stage CPU per CPU ms hold.
     fn window_figures(&mut self, mut windows: Vec<ProbeWindow>, connections: u64) -> Vec<ProbeWindow> {
-        let saw_connections = |w: &ProbeWindow| w.processes.iter().any(|p| p.connections > 0);
-        match windows.iter().rfind(|w| saw_connections(w)) {
+        match windows.iter().rfind(|w| w.saw_connections()) {
             Some(w) => {
                 self.last_seen = Some(ProbeWindow {
                     stands_in: true,
