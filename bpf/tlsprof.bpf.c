@@ -143,6 +143,7 @@ enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
 struct go_return_event _go_return_event = {};
+struct ssl_layout _ssl_layout = {};
 enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
@@ -150,6 +151,7 @@ enum tlsprof_stat _stat = STAT_TREE_DROPS;
 enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
 enum tlsprof_site _site = SITE_ENTRY;
 enum tlsprof_target_flags _target_flags = TARGET_PROBED;
+enum tlsprof_openssl_values _openssl_values = OSSL_ST_OK;
 
 /* tgid -> target_state: processes being profiled; the sampler ignores everyone else. */
 struct {
@@ -288,6 +290,16 @@ struct {
 	__type(key, struct go_calls_key);
 	__type(value, __u64);
 } go_calls SEC(".maps");
+
+/* Function id -> where its library keeps a connection's handshake state (struct ssl_layout): for the OpenSSL
+ * functions that take the SSL *, in builds whose accessors user space could read. Looked up only when a
+ * handshake call fails. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct ssl_layout);
+} ssl_layouts SEC(".maps");
 
 /* enum tlsprof_stat -> count, per CPU. */
 struct {
@@ -783,6 +795,24 @@ int stage_enter(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Whether the handshake of connection ssl completed although the call of func that ran it failed: its state, as
+ * the library keeps it (ssl_layouts), is past the peer's Finished. */
+static __always_inline bool completed_anyway(__u64 ssl, __u16 func)
+{
+	__u32 key = func;
+	struct ssl_layout *l = bpf_map_lookup_elem(&ssl_layouts, &key);
+	__s32 state = 0, version = 0, guard = 0;
+
+	if (!l || !ssl)
+		return false;
+	if (l->guard >= 0 && (bpf_probe_read_user(&guard, sizeof(guard), (void *)(ssl + l->guard)) || guard != 0))
+		return false;
+	if (bpf_probe_read_user(&state, sizeof(state), (void *)(ssl + l->state)) ||
+	    bpf_probe_read_user(&version, sizeof(version), (void *)(ssl + l->version)))
+		return false;
+	return state == OSSL_ST_OK || (state == OSSL_ST_SW_SESSION_TICKET && version == OSSL_TLS1_3_VERSION);
+}
+
 static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
 					     __u64 nested_hits, __u64 nested_stepped)
 {
@@ -805,10 +835,11 @@ static __always_inline void finish_handshake(bool ok, __u32 tgid, struct thread_
 	emit_handshake(tgid, ts_ssl, c, OUTCOME_COMPLETED);
 }
 
-/* An FF_IO_DRIVER call returns: the handshake work inside it is its connection's, and its success means the
- * handshake has completed (SSL_read/SSL_write return bytes, the _ex forms 1). */
-static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u64 cpu_ns,
-					     __u64 nested_hits, __u64 nested_stepped)
+/* An FF_IO_DRIVER call of func returns: the handshake work inside it is its connection's, and its success means
+ * the handshake has completed (SSL_read/SSL_write return bytes, the _ex forms 1), as does a failure after it
+ * (completed_anyway: the peer left once its handshake was done). */
+static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, struct thread_state *ts, __u16 func,
+					     __u64 cpu_ns, __u64 nested_hits, __u64 nested_stepped)
 {
 	__u64 ssl = ts->ssl;
 	struct conn_state *c = conn_lookup(tgid, ssl, ts->worked);
@@ -829,7 +860,7 @@ static __always_inline void finish_io_driver(struct pt_regs *ctx, __u32 tgid, st
 		c->worked = 1;
 		ts->worked = 0;
 	}
-	if ((int)PT_REGS_RC(ctx) > 0 && c->worked && !c->counted)
+	if (c->worked && !c->counted && ((int)PT_REGS_RC(ctx) > 0 || completed_anyway(ssl, func)))
 		emit_handshake(tgid, ssl, c, OUTCOME_COMPLETED);
 }
 
@@ -949,9 +980,10 @@ static __always_inline int pop_frame(struct pt_regs *ctx, struct thread_state *t
 	if (ts->ssl && (flags & (FF_SECRET_LEN_PTR | FF_SECRET_LEN_RET)) && ts->frames[found].stage == STAGE_DERIVE)
 		note_lengths(tgid, ts->ssl, flags, ts->frames[found].arg3, (int)PT_REGS_RC(ctx));
 	if (ts->frames[found].stage == STAGE_HANDSHAKE && ts->ssl && !inside_handshake)
-		finish_handshake(ok, tgid, ts, total, nested_hits, nested_stepped);
+		finish_handshake(ok || completed_anyway(ts->ssl, ts->frames[found].func), tgid, ts, total, nested_hits,
+				 nested_stepped);
 	else if (ts->frames[found].drives && ts->ssl && ts->driving)
-		finish_io_driver(ctx, tgid, ts, total, nested_hits, nested_stepped);
+		finish_io_driver(ctx, tgid, ts, ts->frames[found].func, total, nested_hits, nested_stepped);
 	ts->depth = found;
 	return 0;
 }

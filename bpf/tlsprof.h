@@ -180,6 +180,27 @@ enum tlsprof_site {
 #define COOKIE_FLAGS(c) ((__u32)(((c) >> COOKIE_FLAGS_SHIFT) & 0xfffffff))
 #define COOKIE_SITE(c) ((__u8)(((c) >> COOKIE_SITE_SHIFT) & 0xf))
 
+/* Where an OpenSSL build keeps a connection's handshake state and protocol version in its SSL object, as byte
+ * offsets read off its own SSL_get_state and SSL_version (map ssl_layouts), and a word there that must be 0 for
+ * the object to be a TLS connection (OpenSSL 3.5's object type; -1: none). A handshake call that fails after
+ * its handshake completed (a TLS 1.3 server whose client left before its session tickets were written) is
+ * told from one that failed in it by these. */
+struct ssl_layout {
+	__s32 state;
+	__s32 version;
+	__s32 guard;
+	__u32 pad;
+};
+
+/* The OpenSSL values the layout's words are compared with (ssl.h: OSSL_HANDSHAKE_STATE; TLS1_3_VERSION is
+ * 0x0304). A state of TLS_ST_OK is a completed handshake; a TLS 1.3 server writes its session tickets after the
+ * client's Finished, in the same call: a failure there comes after the handshake. */
+enum tlsprof_openssl_values {
+	OSSL_ST_OK = 1,
+	OSSL_ST_SW_SESSION_TICKET = 33,
+	OSSL_TLS1_3_VERSION = 772,
+};
+
 /* Call-tree node: the path of function ids from the outermost stage frame down. */
 struct tree_key {
 	__u32 tgid;

@@ -291,6 +291,10 @@ pub struct Library {
     /// the processes in `pids` ran this, the old file.
     #[serde(default)]
     pub replaced: bool,
+    /// Where a handshake call fails, its connection's handshake state was read (the library's layout of
+    /// it was read off its accessors): a failure after the handshake completed counts it as completed.
+    #[serde(default)]
+    pub handshake_state: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -627,6 +631,7 @@ pub(crate) mod tests {
             functions_found: 3,
             pids: vec![10],
             replaced: false,
+            handshake_state: false,
         };
         let func = |name: &str, stage| Function {
             name: name.into(),

@@ -3,6 +3,7 @@
 // Each test binary uses only some of these helpers: the rest would be dead code in it.
 #![allow(dead_code)]
 
+mod apache;
 mod fixture;
 mod go;
 mod load;
@@ -15,4 +16,4 @@ mod skip;
 
 // A binary that uses none of a module's helpers would warn that its re-export is unused.
 #[allow(unused_imports)]
-pub use {fixture::*, go::*, load::*, nginx::*, node::*, process::*, profiler::*, rust::*, skip::*};
+pub use {apache::*, fixture::*, go::*, load::*, nginx::*, node::*, process::*, profiler::*, rust::*, skip::*};

@@ -155,6 +155,8 @@ pub struct LibrarySummary {
     /// Replaced on disk while mapped: `pids` ran the old file.
     pub replaced: bool,
     pub functions_found: usize,
+    /// Failed handshake calls were judged by the connection's handshake state (Library::handshake_state).
+    pub handshake_state: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -330,6 +332,7 @@ pub fn summarize(rec: &Recording) -> Summary {
                 symbols: l.symbols,
                 pids: l.pids.clone(),
                 functions_found: l.functions_found,
+                handshake_state: l.handshake_state,
             })
             .collect(),
         all_probes: rec.all_probes,

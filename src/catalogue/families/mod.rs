@@ -93,6 +93,19 @@ pub trait Family: Sync {
     fn located_only(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Its accessors of a connection's handshake state and protocol version (each a load from the object
+    /// its first argument points to): where they are read off its code, a handshake call that fails after its
+    /// handshake completed is told from one that failed in it (bpf/tlsprof.h, struct ssl_layout).
+    fn state_accessors(&self) -> Option<StateAccessors> {
+        None
+    }
+}
+
+/// The functions whose code shows where a family keeps a connection's handshake state and version.
+#[derive(Clone, Copy, Debug)]
+pub struct StateAccessors {
+    pub state: &'static str,
+    pub version: &'static str,
 }
 
 /// The revisions `families` have error-site tables of, for people.

@@ -2,7 +2,7 @@
 //! OpenSSL (1.0 to 3.x, shared or linked in): the public API every build exports, the internals some builds
 //! keep (Node.js), and nginx's TLS glue.
 
-use super::{Calls, Family, Flavor, Naming, Symbols};
+use super::{Calls, Family, Flavor, Naming, StateAccessors, Symbols};
 use crate::catalogue::causes::Cause::*;
 use crate::catalogue::causes::{user, CauseRow};
 use crate::catalogue::Origin::{App, Internal, Public};
@@ -66,6 +66,13 @@ impl Family for OpenSsl {
     /// 16 bytes of key name, then the IV (ssl/t1_lib.c, tls_decrypt_ticket).
     fn ticket_key_names(&self) -> bool {
         true
+    }
+    /// OpenSSL 1.1.0 and later (OSSL_HANDSHAKE_STATE); 1.0.x, without TLS 1.3, has neither.
+    fn state_accessors(&self) -> Option<StateAccessors> {
+        Some(StateAccessors {
+            state: "SSL_get_state",
+            version: "SSL_version",
+        })
     }
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
         &[

@@ -233,6 +233,7 @@ struct Library<'a> {
     symbols: Symbols,
     pids: &'a [u32],
     replaced: bool,
+    handshake_state: bool,
 }
 
 impl<'a> From<&'a LibrarySummary> for Library<'a> {
@@ -245,6 +246,7 @@ impl<'a> From<&'a LibrarySummary> for Library<'a> {
             symbols: l.symbols,
             pids: &l.pids,
             replaced: l.replaced,
+            handshake_state: l.handshake_state,
         }
     }
 }

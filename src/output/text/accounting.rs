@@ -67,8 +67,13 @@ fn library_lines(s: &Summary) -> Vec<Line> {
             } else {
                 String::new()
             };
+            let state = if l.handshake_state {
+                "; handshake state read where a handshake call fails"
+            } else {
+                ""
+            };
             Line::prose(format!(
-                "  {}: {} ({how}; {} catalogue functions){replaced}",
+                "  {}: {} ({how}; {} catalogue functions{state}){replaced}",
                 Printable(l.version.as_deref().unwrap_or("TLS code")),
                 Printable(&l.path),
                 l.functions_found,

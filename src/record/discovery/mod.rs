@@ -7,4 +7,5 @@ pub(super) mod gobin;
 pub(super) mod names;
 pub(super) mod objects;
 pub(super) mod prologue;
+pub(super) mod ssl_layout;
 pub mod targets;

@@ -9,12 +9,13 @@ use std::path::Path;
 
 use super::error_sites::{self, ErrorSites};
 use super::gobin::{self, GoBinary, GoFunc};
+use super::ssl_layout::{self, SslLayout};
 use super::{names, prologue};
 use crate::catalogue::families::unsupported::{self, UNSUPPORTED};
 use crate::catalogue::families::{go, Family, Flavor, Naming, Symbols};
 use crate::catalogue::{self, Origin, Row, Stage};
 use anyhow::{Context, Result};
-use blazesym::inspect::{source::Elf, Inspector};
+use blazesym::inspect::{source::Elf, Inspector, SymInfo};
 use blazesym::SymType;
 
 /// A catalogue function found in a file, and where its probes go, as a file offset (what uprobes take): its
@@ -46,6 +47,8 @@ pub struct TlsObject {
     pub symbols: Symbols,
     pub version: Option<String>,
     pub functions: Vec<FoundFunction>,
+    /// Where its connections' handshake state is kept, read off its accessors (Family::state_accessors).
+    pub ssl_layout: Option<SslLayout>,
 }
 
 /// The first of `families` whose functions the file at `path` defines, with the functions found. None when
@@ -89,7 +92,9 @@ pub fn inspect(path: &Path, is_executable: bool, families: &[&'static dyn Family
 /// The family's functions among the file's ELF symbols.
 fn inspect_symbols(family: &'static dyn Family, path: &Path, is_executable: bool) -> Result<Option<TlsObject>> {
     let rows = family.rows();
-    let names: Vec<&str> = rows.iter().map(|r| r.symbol).collect();
+    let accessors = family.state_accessors();
+    let mut names: Vec<&str> = rows.iter().map(|r| r.symbol).collect();
+    names.extend(accessors.iter().flat_map(|a| [a.state, a.version]));
     let mut src = Elf::new(path);
     src.debug_syms = false;
     let inspector = Inspector::new();
@@ -98,16 +103,44 @@ fn inspect_symbols(family: &'static dyn Family, path: &Path, is_executable: bool
         .with_context(|| format!("cannot read symbols of {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut functions = Vec::new();
-    for (row, syms) in rows.iter().zip(results) {
-        let defined = syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0);
-        if let Some(f) = defined
+    for (row, syms) in rows.iter().zip(&results) {
+        if let Some(f) = defined(syms)
             .and_then(|s| s.file_offset)
             .and_then(|offset| native_function(&file, row, offset))
         {
             functions.push(f);
         }
     }
-    tls_object(family, path, is_executable, functions)
+    let code = |syms: &[SymInfo]| accessor_code(&file, defined(syms)?);
+    let layout = match results.get(rows.len()..) {
+        Some([state, version]) => {
+            let (state, version) = (code(state), code(version));
+            state
+                .zip(version)
+                .and_then(|(s, v)| ssl_layout::from_accessors((&s.0, s.1), (&v.0, v.1)))
+        }
+        _ => None,
+    };
+    Ok(tls_object(family, path, is_executable, functions)?.map(|o| TlsObject {
+        ssl_layout: layout,
+        ..o
+    }))
+}
+
+/// The function a symbol lookup found defined, if any.
+fn defined<'a>(syms: &'a [SymInfo<'a>]) -> Option<&'a SymInfo<'a>> {
+    syms.iter().find(|s| s.sym_type == SymType::Function && s.addr != 0)
+}
+
+/// Accessors are a few instructions: one larger than this is not one.
+const MAX_ACCESSOR_BYTES: usize = 256;
+
+/// The whole code of a small function, and its address; None where its size is not known.
+fn accessor_code(file: &File, sym: &SymInfo) -> Option<(Vec<u8>, u64)> {
+    let size = sym.size.filter(|&n| n > 0 && n <= MAX_ACCESSOR_BYTES)?;
+    let mut code = vec![0u8; size];
+    file.read_exact_at(&mut code, sym.file_offset?).ok()?;
+    Some((code, sym.addr))
 }
 
 /// The file's functions that a row of the Naming::Demangled families names, once demangled and stripped of
@@ -272,6 +305,7 @@ fn tls_object(
         symbols,
         version,
         functions,
+        ssl_layout: None,
     }))
 }
 
@@ -339,6 +373,7 @@ fn inspect_go(family: &'static dyn Family, bin: &GoBinary, data: &[u8]) -> Optio
         symbols: Symbols::Internal,
         version: bin.version.clone(),
         functions,
+        ssl_layout: None,
     })
 }
 

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
-use super::bpf::types::{go_calls_key, target_state, tlsprof_target_flags as target_flags};
+use super::bpf::types::{go_calls_key, ssl_layout, target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
 use crate::catalogue::families::{self, Calls, Flavor};
 use crate::catalogue::{self, Site};
 use crate::model::untrusted::Printable;
 use crate::model::{Function, Library};
 use crate::record::discovery::objects::{self, TlsObject};
+use crate::record::discovery::ssl_layout::SslLayout;
 use crate::record::discovery::targets::{self, Mapping, Process, Selection};
 use crate::record::status;
 use crate::record::AttachOptions;
@@ -122,6 +123,22 @@ fn unfound(objs: &[TlsObject]) -> Vec<(&'static str, String)> {
         }
     }
     out
+}
+
+/// Tells the programs where function `id`'s library keeps a connection's handshake state (map ssl_layouts).
+fn set_ssl_layout(skel: &TlsprofSkel, id: u16, layout: SslLayout) -> Result<()> {
+    let value = ssl_layout {
+        state: layout.state as i32,
+        version: layout.version as i32,
+        guard: layout.guard.map_or(-1, |g| g as i32),
+        pad: 0,
+    };
+    // SAFETY: ssl_layout is Plain.
+    let bytes = unsafe { plain::as_bytes(&value) };
+    skel.maps
+        .ssl_layouts
+        .update(&u32::from(id).to_ne_bytes(), bytes, MapFlags::ANY)
+        .context("set a library's handshake state layout")
 }
 
 /// The uprobes of one file in one process.
@@ -420,6 +437,7 @@ impl TargetSet {
                     version: obj.version.clone(),
                     symbols: obj.symbols,
                     functions_found: obj.functions.len(),
+                    handshake_state: obj.ssl_layout.is_some(),
                     pids: Vec::new(),
                     replaced: deleted,
                 });
@@ -446,6 +464,9 @@ impl TargetSet {
             let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
             for f in obj.functions.iter().filter(|f| keep(f.row)) {
                 let id = set.function_id(lib, f.row)?;
+                if let Some(layout) = obj.ssl_layout.filter(|_| f.row.flags & catalogue::SSL_ARG != 0) {
+                    set_ssl_layout(skel, id, layout)?;
+                }
                 let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
                 if calls == Calls::GoRegisters {
                     // A stage function that ends at a return instruction learns where its callers resume.
@@ -981,6 +1002,7 @@ mod tests {
             symbols: Symbols::Internal,
             version: None,
             functions,
+            ssl_layout: None,
         }
     }
 
