@@ -11,6 +11,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space before load. */
 const volatile __u32 stack_bytes = 16384;
 const volatile __u32 call_graph = CALL_GRAPH_DWARF;
+/* enum tlsprof_follow: which processes join as they start. */
+const volatile __u32 follow = FOLLOW_CHILDREN;
+/* tlsprof's own process, which never joins. */
+const volatile __u32 self_tgid = 0;
 /* The --max-overhead duty cycle, set by user space: odd while the stage probes are paused. Attaching and
  * detaching dozens of uprobes takes milliseconds, one function at a time; the programs ignore everything while
  * the epoch is odd, so a window starts and ends for all functions at once. Frames and connections of an
@@ -144,6 +148,7 @@ struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
 struct go_return_event _go_return_event = {};
 struct ssl_layout _ssl_layout = {};
+struct process_event _process_event = {};
 enum tlsprof_event_kind _event_kind = EVENT_HANDSHAKE;
 enum tlsprof_stage _stage = STAGE_NONE;
 enum tlsprof_func_flags _func_flags = FF_SSL_ARG;
@@ -152,6 +157,8 @@ enum tlsprof_outcome _outcome = OUTCOME_COMPLETED;
 enum tlsprof_site _site = SITE_ENTRY;
 enum tlsprof_target_flags _target_flags = TARGET_PROBED;
 enum tlsprof_openssl_values _openssl_values = OSSL_ST_OK;
+enum tlsprof_follow _follow = FOLLOW_CHILDREN;
+enum tlsprof_process_how _process_how = PROCESS_FORKED;
 
 /* tgid -> target_state: processes being profiled; the sampler ignores everyone else. */
 struct {
@@ -271,6 +278,30 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 10);
 } go_callers SEC(".maps");
+
+/* Processes that joined or ran a new program (EVENT_PROCESS): they wake user space, which looks at them at once
+ * (a process that starts may make its handshakes a few milliseconds later). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} processes SEC(".maps");
+
+/* Files whose code needs no look from user space when a process that is no target maps it (FOLLOW_ALL; the
+ * value is unused): it has no TLS code, or its probes are in every process already (FF_ANY_PROCESS). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct file_key);
+	__type(value, __u8);
+} known_files SEC(".maps");
+
+/* Program names (comm, NUL-padded) whose processes join as they run them (FOLLOW_COMMS: --comm). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, char[16]);
+	__type(value, __u8);
+} followed_comms SEC(".maps");
 
 /* Where FF_GO_LEARN_RETURN functions were called from, each reported once (the value is unused). Bounded: a
  * return address found when it is full is not reported, and that caller's calls end at the function's return
@@ -547,6 +578,58 @@ static __always_inline bool handshake_work(__u8 stage, __u32 flags)
 	       stage == STAGE_RESUME || (stage == STAGE_SIGN && (flags & FF_PRIVATE_KEY_OP));
 }
 
+/* Tells user space that process tgid joined, or ran a new program (enum tlsprof_process_how). */
+static __always_inline bool tell_process(__u32 tgid, __u32 parent, __u32 how, __u64 start_ns, struct file_key *file)
+{
+	struct process_event *e = bpf_ringbuf_reserve(&processes, sizeof(*e), 0);
+
+	if (!e) {
+		count_stat(STAT_PROCESS_DROPS);
+		return false;
+	}
+	e->kind = EVENT_PROCESS;
+	e->tgid = tgid;
+	e->parent = parent;
+	e->how = how;
+	e->start_ns = start_ns;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->file.ino = file ? file->ino : 0;
+	e->file.dev = file ? file->dev : 0;
+	e->file.pad = 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return true;
+}
+
+/* Makes process tgid a target from now on (its connections, stages and samples count) and tells user space;
+ * false where the targets map has no room. */
+static __always_inline bool join(__u32 tgid, __u32 parent, __u32 how, __u64 start_ns)
+{
+	struct target_state fresh = { .flags = TARGET_PROBED };
+
+	if (tgid == self_tgid)
+		return false;
+	if (bpf_map_update_elem(&targets, &tgid, &fresh, BPF_NOEXIST) && !bpf_map_lookup_elem(&targets, &tgid)) {
+		count_stat(STAT_PROCESS_DROPS);
+		return false;
+	}
+	tell_process(tgid, parent, how, start_ns, NULL);
+	return true;
+}
+
+/* Whether a probe hit is a target's: always for a process's own probes; for an FF_ANY_PROCESS probe, if the
+ * process is a target, or (FOLLOW_ALL) joins as one now, running TLS code. The other processes' hits are counted
+ * apart. */
+static __always_inline bool target_hit(__u32 tgid, __u32 flags)
+{
+	if (!(flags & FF_ANY_PROCESS) || bpf_map_lookup_elem(&targets, &tgid))
+		return true;
+	if ((follow & FOLLOW_ALL) &&
+	    join(tgid, 0, PROCESS_RAN_TLS, bpf_get_current_task_btf()->group_leader->start_boottime))
+		return true;
+	count_stat(STAT_OTHER_HITS);
+	return false;
+}
+
 static __always_inline void note_unframed_work(__u32 tgid)
 {
 	struct target_state *target = bpf_map_lookup_elem(&targets, &tgid);
@@ -743,6 +826,8 @@ static __always_inline bool enter_stage(struct pt_regs *ctx)
 	__u64 now;
 	bool stepped = flags & FF_STEPPED;
 
+	if (!target_hit(tgid, flags))
+		return false;
 	count_stat(STAT_PROBE_HITS);
 	if (stepped)
 		count_stat(STAT_STEPPED_HITS);
@@ -1000,6 +1085,8 @@ static __always_inline void exit_stage(struct pt_regs *ctx)
 	struct thread_state *ts;
 	bool ok;
 
+	if (!target_hit(tgid, flags))
+		return;
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
 		return;
@@ -1032,6 +1119,8 @@ int connection_return(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid, flags = COOKIE_FLAGS(bpf_get_attach_cookie(ctx));
 	struct thread_state *ts;
 
+	if (!target_hit(pid_tgid >> 32, flags))
+		return 0;
 	count_stat(STAT_PROBE_HITS);
 	if (probes_paused())
 		return 0;
@@ -1509,6 +1598,117 @@ int on_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		ts->running = 1;
 	}
 	charge_own(target, OWN_SCHEDULER, now);
+	return 0;
+}
+
+/* From linux/sched.h: clone(2)'s flag for a thread of the caller's process. */
+#define CLONE_THREAD 0x00010000
+
+/* A target's new process is a target before it runs (FOLLOW_CHILDREN): a PostgreSQL backend handshakes within
+ * a millisecond of its fork. Runs in the parent, on every fork and new thread on the machine. */
+SEC("tracepoint/task/task_newtask")
+int on_task_newtask(struct trace_event_raw_task_newtask *ctx)
+{
+	__u32 parent = bpf_get_current_pid_tgid() >> 32;
+
+	if (!(follow & FOLLOW_CHILDREN) || (ctx->clone_flags & CLONE_THREAD) || !bpf_map_lookup_elem(&targets, &parent))
+		return 0;
+	join(ctx->pid, parent, PROCESS_FORKED, bpf_ktime_get_boot_ns());
+	return 0;
+}
+
+/* A process runs a new program: a target's is looked at again by user space; one named in followed_comms
+ * joins; under FOLLOW_ALL every one whose program user space has not looked at is told, for it to look for TLS
+ * code in the program itself (its libraries' probes take it in when it calls them). Runs in the process, on
+ * every exec on the machine. */
+SEC("tracepoint/sched/sched_process_exec")
+int on_process_exec(struct trace_event_raw_sched_process_exec *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 start_ns = task->group_leader->start_boottime;
+	struct inode *exe = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	struct file_key program = {};
+	char comm[16] = {};
+
+	if (tgid == self_tgid)
+		return 0;
+	if (bpf_map_lookup_elem(&targets, &tgid)) {
+		tell_process(tgid, 0, PROCESS_EXECED, start_ns, NULL);
+		return 0;
+	}
+	bpf_get_current_comm(comm, sizeof(comm));
+	if ((follow & FOLLOW_COMMS) && bpf_map_lookup_elem(&followed_comms, comm)) {
+		join(tgid, 0, PROCESS_EXECED, start_ns);
+		return 0;
+	}
+	if (!(follow & FOLLOW_ALL))
+		return 0;
+	if (exe) {
+		program.ino = BPF_CORE_READ(exe, i_ino);
+		program.dev = BPF_CORE_READ(exe, i_sb, s_dev);
+		if (bpf_map_lookup_elem(&known_files, &program))
+			return 0;
+	}
+	tell_process(tgid, 0, PROCESS_EXECED, start_ns, NULL);
+	return 0;
+}
+
+/* From linux/mm.h. */
+#define VM_EXEC 0x00000004
+
+struct mapped_code {
+	struct file_key file;
+	bool exec;
+};
+
+static long code_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct mapped_code *m = data;
+	struct inode *inode = BPF_CORE_READ(vma, vm_file, f_inode);
+
+	m->exec = BPF_CORE_READ(vma, vm_flags) & VM_EXEC;
+	if (inode) {
+		m->file.ino = BPF_CORE_READ(inode, i_ino);
+		m->file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+/* A process maps code of a file. A target's is told, for user space to unwind its stacks through it (a short
+ * process may be gone before its mappings are read) and to probe its TLS code if it has some before it runs
+ * (the loader maps a program's libraries before its main, dlopen a module's before its init); under
+ * FOLLOW_ALL, any process's file user space has not looked at. Runs on every mmap on the machine that
+ * succeeds. */
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct mapped_code m = {};
+	bool target;
+
+	/* Errors are -4095..-1. */
+	if ((unsigned long)ctx->ret >= (unsigned long)-4095L || tgid == self_tgid)
+		return 0;
+	target = bpf_map_lookup_elem(&targets, &tgid);
+	if (!target && !(follow & FOLLOW_ALL))
+		return 0;
+	bpf_find_vma(bpf_get_current_task_btf(), ctx->ret, code_file, &m, 0);
+	if (!m.exec || !m.file.ino || (!target && bpf_map_lookup_elem(&known_files, &m.file)))
+		return 0;
+	tell_process(tgid, 0, PROCESS_MAPPED_CODE, bpf_get_current_task_btf()->group_leader->start_boottime, &m.file);
+	return 0;
+}
+
+/* A thread of a target exits: its CPU time, which no clock of user space's can read once its process is gone. */
+SEC("tracepoint/sched/sched_process_exit")
+int on_process_exit(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct target_state *t = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (t)
+		__sync_fetch_and_add(&t->exited_cpu_ns, bpf_get_current_task_btf()->se.sum_exec_runtime);
 	return 0;
 }
 

@@ -95,6 +95,10 @@ enum tlsprof_func_flags {
 	 * return address it has not seen before (EVENT_GO_RETURN), for user space to probe where that caller
 	 * resumes (SITE_LEARNED) and then take the return instructions' probes away. */
 	FF_GO_LEARN_RETURN = 1 << 25,
+	/* The probe's link is its file's in every process that maps it, not one process's (a process that starts
+	 * during the recording is probed from its first instruction): the programs act for targets only, and count
+	 * the other processes' hits apart (STAT_OTHER_HITS). */
+	FF_ANY_PROCESS = 1 << 26,
 };
 
 /* The connection key a client's first flight is kept under until its connection is known: no address. */
@@ -106,6 +110,39 @@ enum tlsprof_target_flags {
 	/* A handshake stage ran outside any handshake call (or I/O call driving one): the process's handshakes
 	 * run inside SSL_read/SSL_write, which user space then probes too. */
 	TARGET_UNFRAMED_WORK = 1 << 1,
+};
+
+/* Which processes join the recording as they start (rodata `follow`): the kernel makes them targets before
+ * they run, and tells user space (EVENT_PROCESS). */
+enum tlsprof_follow {
+	/* A target's new processes (fork, not new threads). */
+	FOLLOW_CHILDREN = 1 << 0,
+	/* A process that runs a program named in map followed_comms (--comm). */
+	FOLLOW_COMMS = 1 << 1,
+	/* Every process that runs TLS code: the first hit of an FF_ANY_PROCESS probe (--all). Every exec is told
+	 * to user space, which looks for TLS code in the new program itself. */
+	FOLLOW_ALL = 1 << 2,
+};
+
+/* How a process came to user space's notice (process_event.how). */
+enum tlsprof_process_how {
+	/* A target forked it: it is a target. */
+	PROCESS_FORKED = 1,
+	/* It ran a new program: a target, or one FOLLOW_COMMS made one, or (FOLLOW_ALL) any process. */
+	PROCESS_EXECED = 2,
+	/* Its first hit of an FF_ANY_PROCESS probe made it a target (FOLLOW_ALL). */
+	PROCESS_RAN_TLS = 3,
+	/* A target mapped code of a file (FOLLOW_ALL: any process, one not in known_files): a library it loads,
+	 * which may be a TLS library. */
+	PROCESS_MAPPED_CODE = 4,
+};
+
+/* A file as the kernel names it: its inode and its filesystem's device (MKDEV(major, minor), the kernel's
+ * encoding: major << 20 | minor). */
+struct file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
 };
 
 /* What runs tlsprof's programs in a target besides its probes (target_state.own_ns). */
@@ -140,6 +177,9 @@ struct target_state {
 	 * tlsprof_own. Their interrupt's or tracepoint's own entry is not in it. */
 	__u64 own_ns[OWN_KINDS];
 	__u64 own_runs[OWN_KINDS];
+	/* CPU time of its threads that exited (their task clocks at exit): what a process that ended before user
+	 * space read its CPU clock ran. */
+	__u64 exited_cpu_ns;
 };
 
 /* Stage rules both sides apply. A derive entered directly inside one of these stages (a bit per stage id)
@@ -273,6 +313,24 @@ enum tlsprof_event_kind {
 	EVENT_CLIENT_HELLO = 3,
 	/* A return address an FF_GO_LEARN_RETURN function was called from, new to go_returns. */
 	EVENT_GO_RETURN = 4,
+	/* A process joined the recording, or ran a new program (struct process_event). */
+	EVENT_PROCESS = 5,
+};
+
+/* Records of the processes ring buffer. */
+struct process_event {
+	__u32 kind;
+	__u32 tgid;
+	/* PROCESS_FORKED: the target that forked it. */
+	__u32 parent;
+	/* enum tlsprof_process_how */
+	__u32 how;
+	/* When it started (CLOCK_BOOTTIME, ns): /proc/PID/stat's start time, to tell it from a later process with
+	 * its pid. */
+	__u64 start_ns;
+	char comm[16];
+	/* PROCESS_MAPPED_CODE: the file. */
+	struct file_key file;
 };
 
 /* A return address an FF_GO_LEARN_RETURN function was called from, in a process (map go_returns). */
@@ -382,7 +440,13 @@ enum tlsprof_stat {
 	 * room for. */
 	STAT_TRAP_SAMPLES = 11,
 	STAT_TRAP_SAMPLE_DROPS = 12,
-	STAT_COUNT = 13,
+	/* Hits of FF_ANY_PROCESS probes in processes that are not targets (not in STAT_PROBE_HITS): what they cost
+	 * processes outside the recording. */
+	STAT_OTHER_HITS = 13,
+	/* Processes that joined in the kernel but whose event the processes ring buffer had no room for, or that
+	 * the targets map had no room for. */
+	STAT_PROCESS_DROPS = 14,
+	STAT_COUNT = 15,
 };
 
 #endif

@@ -4,12 +4,13 @@
 # report's browser test, tests/html.rs; cmake and g++: the boring crate's build of BoringSSL, for
 # examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
 # scripts/build-aws-lc.sh; apache2: a server whose handshakes mod_ssl drives with SSL_accept,
-# scripts/apache-target.sh). Idempotent.
+# scripts/apache-target.sh; postgresql: a server that forks a backend per connection, scripts/postgres-target.sh).
+# Idempotent.
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus
-          chromium cmake g++ libpcre2-dev apache2)
+          chromium cmake g++ libpcre2-dev apache2 postgresql)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)
@@ -55,9 +56,9 @@ if ! go_ok "$go_bin"; then
   go_ok /usr/local/bin/go || { echo "install-deps: could not install Go 1.21 or later" >&2; exit 1; }
 fi
 
-# Debian's nginx, apache2, debuginfod and prometheus packages start services; tlsprof's examples and tests run
-# their own instances.
-for service in nginx apache2 debuginfod prometheus; do
+# Debian's nginx, apache2, postgresql, debuginfod and prometheus packages start services; tlsprof's examples and
+# tests run their own instances.
+for service in nginx apache2 postgresql debuginfod prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     systemctl stop "$service" || true
   fi

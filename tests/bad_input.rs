@@ -28,12 +28,6 @@ fn unknown_pid() {
 }
 
 #[test]
-fn unknown_comm() {
-    let out = run(tlsprof().args(["record", "--comm", "no-such-process"]));
-    one_line_error(&out, "no running process is named 'no-such-process'");
-}
-
-#[test]
 fn bad_options() {
     one_line_error(
         &run(tlsprof().args(["record", "--pid", "1", "--freq", "0"])),

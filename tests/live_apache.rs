@@ -79,3 +79,8 @@ fn apache_handshakes_are_counted(mpm: &str) {
 fn apache_event_handshakes_are_counted() {
     apache_handshakes_are_counted("event");
 }
+
+#[test]
+fn apache_prefork_handshakes_are_counted() {
+    apache_handshakes_are_counted("prefork");
+}

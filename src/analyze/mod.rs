@@ -25,9 +25,11 @@ pub struct Analysis {
     pub advice: Vec<Advice>,
 }
 
-/// The summary of a recording, then the advice on it.
+/// The summary of a recording, then the advice on it. The processes of a program that started during the
+/// recording are reported as one (Recording::fold_started).
 pub fn analyze(rec: &Recording) -> Analysis {
-    let summary = summarize(rec);
-    let advice = advice::advise(rec, &summary);
+    let rec = rec.fold_started();
+    let summary = summarize(&rec);
+    let advice = advice::advise(&rec, &summary);
     Analysis { summary, advice }
 }

@@ -54,6 +54,7 @@ pub const FATAL_ALERT: u32 = ff::FF_FATAL_ALERT as u32;
 pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
 pub const GO_LEARN_RETURN: u32 = ff::FF_GO_LEARN_RETURN as u32;
+pub const ANY_PROCESS: u32 = ff::FF_ANY_PROCESS as u32;
 
 /// Where a probe's cookie keeps the flags above (bpf/tlsprof.h, enum tlsprof_cookie_shift); its site: Site.
 pub const COOKIE_FLAGS_SHIFT: u32 = shift::COOKIE_FLAGS_SHIFT as u32;
@@ -193,6 +194,11 @@ pub fn cookie(func_id: u16, row: &Row, calls: Calls, stepped: bool, state_machin
         | u64::from(row.length_query_arg) << shift::COOKIE_NULL_ARG_SHIFT
         | u64::from(flags) << shift::COOKIE_FLAGS_SHIFT
         | at.id() << shift::COOKIE_SITE_SHIFT
+}
+
+/// The cookie of a probe whose link is its file's in every process that maps it (FF_ANY_PROCESS).
+pub fn any_process(cookie: u64) -> u64 {
+    cookie | u64::from(ANY_PROCESS) << shift::COOKIE_FLAGS_SHIFT
 }
 
 /// The cookie of an entry probe of Go code that reports where it is called from (FF_GO_LEARN_RETURN).

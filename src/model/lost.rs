@@ -74,6 +74,10 @@ lost_counters! {
     /// were not counted.
     #[serde(default)]
     unframed_work: Unframed "unframed work",
+    /// Processes that started during the recording and joined it in the kernel, but that tlsprof was not told
+    /// of (or the targets map had no room for): their figures are missing.
+    #[serde(default)]
+    processes: Dropped "processes",
 }
 
 impl Lost {
@@ -136,7 +140,7 @@ mod tests {
         assert_eq!(json, format!("{{{}}}", names.join(",")));
         assert_eq!(
             json,
-            r#"{"samples_taken":0,"samples":0,"unreadable_stacks":0,"cut_stacks":0,"handshake_events":0,"tree_nodes":0,"depth_overflow":0,"missed_returns":0,"threads":0,"connections":0,"unframed_work":0}"#
+            r#"{"samples_taken":0,"samples":0,"unreadable_stacks":0,"cut_stacks":0,"handshake_events":0,"tree_nodes":0,"depth_overflow":0,"missed_returns":0,"threads":0,"connections":0,"unframed_work":0,"processes":0}"#
         );
         let back: Lost = serde_json::from_str(&serde_json::to_string(&counting_from(1)).unwrap()).unwrap();
         assert_eq!(back, counting_from(1));

@@ -38,6 +38,7 @@ impl Recording {
             probe_cost: self.probe_cost,
             probe_hits: self.probe_hits,
             probe_stepped_hits: self.probe_stepped_hits,
+            other_process_hits: self.other_process_hits,
             probe_traps: self.probe_traps,
             probing: self.probing.clone(),
             openssl_speed: self.openssl_speed.clone(),
@@ -81,6 +82,71 @@ impl Recording {
         part
     }
 
+    /// The recording with the processes of one program that started and ended during it (each joined as it
+    /// started: a curl per request, a backend per connection) folded into one target under the lowest of their
+    /// pids, with their figures summed: a hundred one-handshake processes read as their program's. Its
+    /// `processes` says how many. Processes there from the start, or still running at its end, stay apart, as do
+    /// those of one name forked by different parents (two PostgreSQL servers' backends).
+    pub fn fold_started(&self) -> Recording {
+        let short = |t: &&Target| t.joined_at_s.is_some() && t.exited;
+        let key = |t: &Target| (t.comm.clone(), t.container.clone(), t.parent);
+        let mut first: BTreeMap<(String, Option<String>, Option<u32>), u32> = BTreeMap::new();
+        for t in self.targets.iter().filter(short) {
+            let pid = first.entry(key(t)).or_insert(t.pid);
+            *pid = (*pid).min(t.pid);
+        }
+        let to: BTreeMap<u32, u32> = self
+            .targets
+            .iter()
+            .filter(short)
+            .map(|t| (t.pid, first[&key(t)]))
+            .filter(|&(pid, into)| pid != into)
+            .collect();
+        if to.is_empty() {
+            return self.clone();
+        }
+        let fold = |pid: &mut u32| {
+            if let Some(&into) = to.get(pid) {
+                *pid = into;
+            }
+        };
+        let mut r = self.clone();
+        for t in &mut r.targets {
+            fold(&mut t.pid);
+        }
+        r.tree.iter_mut().for_each(|n| fold(&mut n.pid));
+        r.samples.iter_mut().for_each(|s| fold(&mut s.pid));
+        r.handshakes.iter_mut().filter_map(|g| g.pid.as_mut()).for_each(fold);
+        r.ticket_keys.iter_mut().for_each(|k| fold(&mut k.pid));
+        r.unnamed_jit_pids.iter_mut().for_each(fold);
+        for l in &mut r.libraries {
+            l.pids.iter_mut().for_each(fold);
+            l.pids.sort_unstable();
+            l.pids.dedup();
+        }
+        for w in &mut r.probing.window_figures {
+            let mut parts: Vec<super::WindowPart> = Vec::new();
+            for mut p in std::mem::take(&mut w.processes) {
+                fold(&mut p.pid);
+                match parts.iter_mut().find(|q| q.pid == p.pid) {
+                    Some(q) => q.add(&p),
+                    None => parts.push(p),
+                }
+            }
+            w.processes = parts;
+        }
+        let mut folded = Recording::merge(&[r]);
+        // The processes each target stands for.
+        for t in &mut folded.targets {
+            t.processes = self
+                .targets
+                .iter()
+                .filter(|s| s.pid == t.pid || to.get(&s.pid) == Some(&t.pid))
+                .count() as u32;
+        }
+        folded
+    }
+
     /// Intervals of one session as one recording. Function and library ids are the session's, which only
     /// adds to its lists: the latest interval's lists hold every earlier one's.
     pub fn merge<R: Borrow<Recording>>(recs: &[R]) -> Recording {
@@ -94,6 +160,7 @@ impl Recording {
         out.start_unix_ns = recs.iter().filter_map(|r| r.start_unix_ns).min();
         out.probe_hits = 0;
         out.probe_stepped_hits = 0;
+        out.other_process_hits = 0;
         // Measured only if every interval measured them.
         out.probe_traps = recs
             .iter()
@@ -131,6 +198,7 @@ impl Recording {
             out.duration_s += r.duration_s;
             out.probe_hits += r.probe_hits;
             out.probe_stepped_hits += r.probe_stepped_hits;
+            out.other_process_hits += r.other_process_hits;
             out.lost.add(&r.lost);
             let p = &mut out.probing;
             p.live_s += r.probing.live_s;
@@ -235,6 +303,7 @@ mod tests {
 
     use super::*;
     use crate::model::tests::{sample_recording, two_process_recording};
+    use crate::model::WindowPart;
 
     #[test]
     fn intervals_merge_into_one_recording_with_their_sums() {
@@ -258,6 +327,83 @@ mod tests {
         assert_eq!((merged.lost.samples_taken, merged.lost.unframed_work), (7, 3));
         // What a merged recording holds loads as any other.
         Recording::from_bytes(&serde_json::to_vec(&merged).unwrap()).unwrap();
+    }
+
+    /// curl run three times during the recording beside an nginx there from the start.
+    fn three_curls_beside_nginx() -> Recording {
+        let mut rec = sample_recording();
+        let nginx = rec.targets[0].clone();
+        let (tree, handshakes) = (rec.tree.clone(), rec.handshakes.clone());
+        for pid in [33, 31, 32] {
+            rec.targets.push(Target {
+                pid,
+                comm: "curl".into(),
+                joined_at_s: Some(f64::from(pid - 30)),
+                parent: Some(7),
+                exited: true,
+                process_cpu_ms: 5.0,
+                connections: 1,
+                ..nginx.clone()
+            });
+            rec.tree.extend(tree.iter().map(|n| TreeNode { pid, ..n.clone() }));
+            rec.handshakes.extend(handshakes.iter().map(|g| HandshakeGroup {
+                pid: Some(pid),
+                ..g.clone()
+            }));
+            rec.libraries[0].pids.push(pid);
+            for w in &mut rec.probing.window_figures {
+                let mut part = w.processes[0].clone();
+                (part.pid, part.connections) = (pid, 1);
+                w.processes.push(part);
+            }
+        }
+        rec
+    }
+
+    #[test]
+    fn processes_of_one_program_that_started_fold_into_one() {
+        let rec = three_curls_beside_nginx();
+        let folded = rec.fold_started();
+        let pids: Vec<(u32, u32)> = folded.targets.iter().map(|t| (t.pid, t.processes)).collect();
+        assert_eq!(
+            pids,
+            vec![(10, 1), (31, 3)],
+            "nginx apart, the curls under the lowest pid"
+        );
+        let curl = &folded.targets[1];
+        assert_eq!((curl.process_cpu_ms, curl.connections), (15.0, 3));
+        assert_eq!(curl.parent, Some(7));
+        let calls = |r: &Recording, pid| r.tree.iter().filter(|n| n.pid == pid).map(|n| n.calls).sum::<u64>();
+        assert_eq!(calls(&folded, 31), 3 * calls(&rec, 10));
+        let count = |r: &Recording, pid| {
+            r.handshakes
+                .iter()
+                .filter(|g| g.pid == Some(pid))
+                .map(|g| g.cpu.count)
+                .sum::<u64>()
+        };
+        assert_eq!(count(&folded, 31), 3 * count(&rec, 10));
+        assert_eq!(folded.libraries[0].pids, vec![10, 31]);
+        for w in &folded.probing.window_figures {
+            let curl: Vec<&WindowPart> = w.processes.iter().filter(|p| p.pid == 31).collect();
+            assert_eq!(curl.len(), 1);
+            assert_eq!(curl[0].connections, 3);
+        }
+        // One still running at the end stays apart, as does one another parent forked.
+        let mut running = rec.clone();
+        running.targets[1].exited = false;
+        let mut forked_elsewhere = rec.clone();
+        forked_elsewhere.targets[1].parent = Some(8);
+        for r in [running, forked_elsewhere] {
+            let pids: Vec<(u32, u32)> = r.fold_started().targets.iter().map(|t| (t.pid, t.processes)).collect();
+            assert_eq!(pids, vec![(10, 1), (31, 2), (33, 1)]);
+        }
+        // A recording with nothing to fold is itself.
+        let plain = sample_recording();
+        assert_eq!(
+            serde_json::to_value(plain.fold_started()).unwrap(),
+            serde_json::to_value(&plain).unwrap()
+        );
     }
 
     #[test]

@@ -79,6 +79,10 @@ pub struct Recording {
     /// probes (probe_overhead_ms).
     pub probe_hits: u64,
     pub probe_stepped_hits: u64,
+    /// Hits of the probes placed in every process that maps their file (--comm, --all, a target with
+    /// children), in processes that are not targets: what the recording cost processes outside it.
+    #[serde(default)]
+    pub other_process_hits: u64,
     /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
     /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
     /// before they were counted.
@@ -124,6 +128,24 @@ pub struct Target {
     /// What tlsprof's programs other than the probes cost it. Zero in recordings made before it was measured.
     #[serde(default)]
     pub own_programs: OwnPrograms,
+    /// It started during the recording and joined as it did (a target's new process, one named by --comm, one
+    /// that ran TLS code under --all): seconds into the recording when tlsprof took it in, and the target
+    /// that forked it.
+    #[serde(default)]
+    pub joined_at_s: Option<f64>,
+    #[serde(default)]
+    pub parent: Option<u32>,
+    /// It had exited when the recording ended.
+    #[serde(default)]
+    pub exited: bool,
+    /// The processes this target stands for: 1, or more where a report folds those of one program that
+    /// started during the recording into one (Recording::fold_started).
+    #[serde(default = "one")]
+    pub processes: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// When the stage probes were attached (--max-overhead): handshakes, the call tree and stage CPU come from
@@ -195,7 +217,7 @@ impl WindowPart {
         self.abandoned_weighted.unwrap_or(self.handshakes.abandoned as f64)
     }
 
-    fn add(&mut self, other: &WindowPart) {
+    pub(crate) fn add(&mut self, other: &WindowPart) {
         self.own_cpu_ms += other.own_cpu_ms;
         self.connections += other.connections;
         if self.abandoned_weighted.is_some() || other.abandoned_weighted.is_some() {
@@ -672,6 +694,10 @@ pub(crate) mod tests {
                 stage_slices_ms: 0.0,
                 stage_slices_cpu_ms: 0.0,
                 own_programs: OwnPrograms::default(),
+                joined_at_s: None,
+                parent: None,
+                exited: false,
+                processes: 1,
             }],
             libraries: vec![lib],
             functions: vec![
@@ -757,6 +783,7 @@ pub(crate) mod tests {
             },
             probe_hits: 100,
             probe_stepped_hits: 10,
+            other_process_hits: 0,
             probe_traps: None,
             probing: Probing {
                 max_overhead_pct: 0.5,

@@ -9,6 +9,7 @@ mod go;
 mod load;
 mod nginx;
 mod node;
+mod postgres;
 mod process;
 mod profiler;
 mod rust;
@@ -16,4 +17,6 @@ mod skip;
 
 // A binary that uses none of a module's helpers would warn that its re-export is unused.
 #[allow(unused_imports)]
-pub use {apache::*, fixture::*, go::*, load::*, nginx::*, node::*, process::*, profiler::*, rust::*, skip::*};
+pub use {
+    apache::*, fixture::*, go::*, load::*, nginx::*, node::*, postgres::*, process::*, profiler::*, rust::*, skip::*,
+};

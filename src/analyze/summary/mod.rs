@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::causes;
 use super::estimate::{self, Estimate};
 use crate::catalogue::Stage;
+use crate::model::untrusted::Printable;
 use crate::model::{CallGraph, Flavor, Hits, Lost, OwnPrograms, Recording, Sample, Symbols, Target, UnnamedFile};
 
 mod call_tree;
@@ -64,6 +65,10 @@ pub struct Summary {
     pub probe_overhead_ms: f64,
     /// The hits at their calibrated costs alone.
     pub probe_overhead_calibrated_ms: f64,
+    /// The probes' hits in processes that are not targets (Recording::other_process_hits), and their cost at
+    /// the calibrated cost of a hit.
+    pub other_process_hits: u64,
+    pub other_process_ms: f64,
     /// The samples taken in the probes' traps; None where they were not counted.
     pub probe_traps: Option<TrapsMeasured>,
     /// What tlsprof's programs other than the probes cost the targets (measured in them; not taken out of
@@ -275,6 +280,21 @@ impl Summary {
             .find(|t| t.target.pid == pid)
             .map_or("?", |t| t.target.comm.as_str())
     }
+
+    /// A target as the reports name it, escaped for a terminal: "nginx (pid 12)", or "curl (100 processes
+    /// that started during the recording)" for processes folded into one.
+    pub fn process_label(&self, pid: u32) -> String {
+        let comm = Printable(self.comm_of(pid));
+        match self
+            .targets
+            .iter()
+            .find(|t| t.target.pid == pid)
+            .map(|t| t.target.processes)
+        {
+            Some(n) if n > 1 => format!("{comm} ({n} processes that started during the recording)"),
+            _ => format!("{comm} (pid {pid})"),
+        }
+    }
 }
 
 pub fn summarize(rec: &Recording) -> Summary {
@@ -346,6 +366,11 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
         probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(probe_hits(rec)),
+        other_process_hits: rec.other_process_hits,
+        other_process_ms: rec.probe_cost.calibrated_ms(Hits {
+            all: rec.other_process_hits,
+            stepped: 0,
+        }),
         probe_traps: rec.probe_traps.map(|t| {
             let ran = t.ran_or(probed_cpu_ms, probe_hits(rec));
             let cpu = estimate::sampled_share(t.trapped as f64, t.samples as f64, ran.cpu_ms);

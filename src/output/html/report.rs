@@ -281,14 +281,7 @@ fn handshake_mix(out: &mut String, s: &Summary) -> fmt::Result {
         return writeln!(out, "<p class=\"note\">No handshake was seen.</p>");
     }
     for m in mixes {
-        let name = m.pid.map_or("all targets".into(), |p| {
-            let comm = s
-                .targets
-                .iter()
-                .find(|t| t.target.pid == p)
-                .map_or("?", |t| t.target.comm.as_str());
-            format!("{} (pid {p})", Printable(comm))
-        });
+        let name = m.pid.map_or("all targets".into(), |p| s.process_label(p));
         writeln!(out, "<h3>{}: {} handshakes seen</h3>", Esc(&name), m.of)?;
         let rows: Vec<Vec<String>> = m
             .kinds
@@ -341,9 +334,7 @@ fn resumption(out: &mut String, s: &Summary) -> fmt::Result {
         .resumption
         .iter()
         .map(|r| {
-            let who = r.pid.map_or("all targets".into(), |p| {
-                format!("{} (pid {p})", Printable(s.comm_of(p)))
-            });
+            let who = r.pid.map_or("all targets".into(), |p| s.process_label(p));
             let reasons = r
                 .refused_by
                 .iter()
@@ -404,7 +395,7 @@ fn resumption(out: &mut String, s: &Summary) -> fmt::Result {
                 .collect::<Vec<_>>()
                 .join(", ");
             vec![
-                Esc(&format!("{} (pid {})", Printable(s.comm_of(k.key.pid)), k.key.pid)).to_string(),
+                Esc(&s.process_label(k.key.pid)).to_string(),
                 Esc(k.key.name.as_deref().unwrap_or("other names")).to_string(),
                 k.key.accepted.to_string(),
                 (k.key.refused_in_use + k.key.refused_unknown_key).to_string(),

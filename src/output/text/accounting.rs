@@ -38,13 +38,23 @@ fn join_pids(pids: &[u32]) -> String {
 }
 
 fn targets_line(s: &Summary) -> String {
-    let mut by_comm: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let mut by_comm: BTreeMap<&str, (Vec<u32>, u32)> = BTreeMap::new();
     for t in &s.targets {
-        by_comm.entry(&t.target.comm).or_default().push(t.target.pid);
+        let (pids, folded) = by_comm.entry(&t.target.comm).or_default();
+        if t.target.processes > 1 {
+            *folded += t.target.processes;
+        } else {
+            pids.push(t.target.pid);
+        }
     }
     by_comm
         .iter()
-        .map(|(comm, pids)| format!("{} (pid {})", Printable(comm), join_pids(pids)))
+        .map(|(comm, (pids, folded))| {
+            let started = (*folded > 0).then(|| format!("{folded} processes that started during the recording"));
+            let listed = (!pids.is_empty()).then(|| format!("pid {}", join_pids(pids)));
+            let which: Vec<String> = listed.into_iter().chain(started).collect();
+            format!("{} ({})", Printable(comm), which.join(", "))
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -96,9 +106,23 @@ fn process_lines(s: &Summary) -> Vec<String> {
         .collect()
 }
 
+/// A target's name on its line: its pid, or how many processes it stands for.
+fn target_label(ts: &TargetSummary) -> String {
+    let t = &ts.target;
+    if t.processes > 1 {
+        format!(
+            "{} ({} processes that started during the recording)",
+            Printable(&t.comm),
+            t.processes
+        )
+    } else {
+        format!("{} (pid {})", Printable(&t.comm), t.pid)
+    }
+}
+
 fn process_line(ts: &TargetSummary) -> String {
     let t = &ts.target;
-    let mut line = format!("  {} (pid {})", Printable(&t.comm), t.pid);
+    let mut line = format!("  {}", target_label(ts));
     if let Some(c) = &t.container {
         line.push_str(&format!(" in {}", Printable(c)));
     }
@@ -232,8 +256,8 @@ fn steal_line(s: &Summary) -> Option<String> {
     })
 }
 
-/// What the probes cost the targets, and how that was measured.
-fn probe_cost_lines(s: &Summary) -> [String; 2] {
+/// What the probes cost the targets, and how that was measured; what they cost other processes, if any.
+fn probe_cost_lines(s: &Summary) -> Vec<String> {
     let stepped = if s.probe_stepped_hits > 0 {
         format!(
             " ({} of them on instructions the kernel single-steps, {:.1} µs more each)",
@@ -273,7 +297,14 @@ fn probe_cost_lines(s: &Summary) -> [String; 2] {
             "  {calibrated} (not measured in the targets: the kernel hid its symbols' addresses, or the recording was made before tlsprof measured it)"
         ),
     };
-    [cost, measured]
+    let mut out = vec![cost, measured];
+    if s.other_process_hits > 0 {
+        out.push(format!(
+            "  other processes that map the files probed in every process: {} hits ≈ {:.1} ms of their CPU (calibrated; counted against --max-overhead)",
+            s.other_process_hits, s.other_process_ms
+        ));
+    }
+    out
 }
 
 /// What tlsprof's programs other than the probes cost the targets, as measured in their runs there, and the

@@ -4,9 +4,11 @@
 
 use super::{cpu_line, pct};
 use crate::analyze::{KindSummary, Summary};
-use crate::model::untrusted::Printable;
 use crate::output::mix;
 use crate::output::styled::Line;
+
+/// Processes whose mix is shown, at most.
+const MAX_PROCESSES: usize = 12;
 
 pub fn lines(s: &Summary) -> Vec<Line> {
     let hs = &s.handshakes;
@@ -21,13 +23,17 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     out.push(Line::prose(
         "Version, cipher and group from the sockets' ServerHellos; certificate key from signature lengths:",
     ));
-    // Each process's kinds under its name, its shares of its own handshakes, where there are several.
-    let (by_process, mixes) = mix::by_process(s);
+    // Each process's kinds under its name, its shares of its own handshakes, where there are several: those
+    // with the most handshakes, where many came and went (a curl per request).
+    let (by_process, mut mixes) = mix::by_process(s);
+    let mut rest = Vec::new();
+    if mixes.len() > MAX_PROCESSES {
+        mixes.sort_by_key(|m| std::cmp::Reverse(m.of));
+        rest = mixes.split_off(MAX_PROCESSES);
+    }
     for m in mixes {
         if by_process {
-            let name = m
-                .pid
-                .map_or("?".into(), |p| format!("{} (pid {p})", Printable(s.comm_of(p))));
+            let name = m.pid.map_or("?".into(), |p| s.process_label(p));
             out.push(Line::row(format!("  {name}: {} handshakes seen", m.of)));
         }
         for g in m.kinds {
@@ -38,6 +44,13 @@ pub fn lines(s: &Summary) -> Vec<Line> {
                 kind_line(g)
             )));
         }
+    }
+    if !rest.is_empty() {
+        let handshakes: u64 = rest.iter().map(|m| m.of).sum();
+        out.push(Line::row(format!(
+            "  and {} more processes, {handshakes} handshakes (`report --json` lists each)",
+            rest.len()
+        )));
     }
     if hs.kinds.iter().any(|g| g.version.is_none()) {
         out.push(Line::prose("  (\"?\": the ServerHello was not seen: outside --hello-capture windows, or a library that keeps the handshake off the socket)"));

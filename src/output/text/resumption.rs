@@ -3,7 +3,6 @@
 //! why the rest was refused and what that cost; ticket key names beside the processes that accepted them.
 
 use crate::analyze::{ResumptionSummary, Summary};
-use crate::model::untrusted::Printable;
 use crate::model::Role;
 use crate::output::styled::Line;
 
@@ -23,9 +22,8 @@ pub(super) fn lines(s: &Summary) -> Vec<Line> {
 }
 
 fn process_lines(s: &Summary, r: &ResumptionSummary) -> Vec<String> {
-    let comm = r.pid.map_or("", |pid| s.comm_of(pid));
     let who = match r.pid {
-        Some(pid) => format!("{} (pid {pid})", Printable(comm)),
+        Some(pid) => s.process_label(pid),
         None => "all processes".to_string(),
     };
     let role = match r.role {
@@ -87,10 +85,7 @@ fn process_lines(s: &Summary, r: &ResumptionSummary) -> Vec<String> {
             line.push_str(&format!(", last accepted at {t:.1} s"));
         }
         for (pid, at) in &k.accepted_by_others {
-            line.push_str(&format!(
-                "; accepted by {} (pid {pid}) until {at:.1} s",
-                Printable(s.comm_of(*pid))
-            ));
+            line.push_str(&format!("; accepted by {} until {at:.1} s", s.process_label(*pid)));
         }
         out.push(line);
     }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Target processes: resolving --pid/--comm, their memory maps, and the files that may hold TLS code.
 
-use std::fs;
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
@@ -27,10 +30,61 @@ pub struct Mapping {
     pub path: String,
 }
 
+/// Files of targets held open (by their device and inode): a process's /proc/PID/map_files entries go with it,
+/// and a short process is often gone before its libraries are looked at or its samples unwound. Bounded; held
+/// until tlsprof exits.
+static HELD: Mutex<BTreeMap<(String, u64), File>> = Mutex::new(BTreeMap::new());
+const MAX_HELD: usize = 4096;
+
 impl Mapping {
-    /// A path to the mapped file that works from our mount namespace, even when the file was deleted or replaced.
+    /// A path to the mapped file that works from our mount namespace, even when the file was deleted or replaced,
+    /// and once the process is gone if the file is held (`hold`).
     pub fn open_path(&self, pid: u32) -> PathBuf {
-        PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", self.start, self.end))
+        let held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        match held.get(&(self.dev.clone(), self.inode)) {
+            Some(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+            None => PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", self.start, self.end)),
+        }
+    }
+
+    /// Holds the mapped file open (through process pid's map_files), so that `open_path` reaches it for as long
+    /// as tlsprof runs. False when it could not be (the process is gone, or too many are held).
+    pub fn hold(&self, pid: u32) -> bool {
+        let path = format!("/proc/{pid}/map_files/{:x}-{:x}", self.start, self.end);
+        self.held() || File::open(path).is_ok_and(|f| self.keep(f))
+    }
+
+    fn held(&self) -> bool {
+        let held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.contains_key(&(self.dev.clone(), self.inode))
+    }
+
+    fn keep(&self, file: File) -> bool {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if held.len() >= MAX_HELD {
+            return false;
+        }
+        held.entry((self.dev.clone(), self.inode)).or_insert(file);
+        true
+    }
+
+    /// A whole file as a mapping of no process's (for its probes in processes that have not mapped it yet),
+    /// held open; None where it cannot be held.
+    fn of_file(path: &std::path::Path, file: File) -> Option<Mapping> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().ok()?;
+        let dev = meta.dev();
+        let m = Mapping {
+            start: 0,
+            end: 0,
+            offset: 0,
+            executable: true,
+            // As /proc/PID/maps writes it.
+            dev: format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev)),
+            inode: meta.ino(),
+            path: path.to_string_lossy().into_owned(),
+        };
+        m.keep(file).then_some(m)
     }
 
     pub fn display_path(&self) -> &str {
@@ -60,6 +114,7 @@ struct Stat {
     comm: String,
     /// 'R', 'S', ... 'Z' for a zombie: exited, waiting for its parent to reap it.
     state: char,
+    ppid: u32,
     start_ticks: u64,
 }
 
@@ -81,6 +136,7 @@ fn parse_stat(text: &str) -> Option<Stat> {
     Some(Stat {
         comm,
         state,
+        ppid: u32::try_from(field(4)?).ok()?,
         start_ticks: field(22)?,
     })
 }
@@ -122,9 +178,16 @@ impl Selection {
         self.pids.is_empty() && self.comms.is_empty() && !self.all
     }
 
-    /// Processes started later join the recording (--comm, --all); --pid names processes that exist.
+    /// Processes started later join the recording (--comm, --all); --pid names processes that exist (their
+    /// new processes join too, as every target's do).
     pub fn follows_new(&self) -> bool {
         self.all || !self.comms.is_empty()
+    }
+
+    /// Whether a target that ran the program named `comm` is still one: always but under --comm alone, where
+    /// the name is what selects it.
+    pub fn takes_program(&self, comm: &str) -> bool {
+        self.all || !self.pids.is_empty() || self.comms.iter().any(|c| comm_prefix(c) == comm)
     }
 
     /// The live processes selected now.
@@ -136,12 +199,9 @@ impl Selection {
                 None => bail!("no process with pid {pid}: check the pid with `ps -p {pid}`"),
             }
         }
+        // --comm waits for processes of that name that are not running yet.
         for comm in &self.comms {
-            let matching = processes_named(comm);
-            if matching.is_empty() {
-                bail!("no running process is named '{comm}': check the name with `pgrep -l {comm}`");
-            }
-            found.extend(matching);
+            found.extend(processes_named(comm));
         }
         if self.all {
             found.extend(self.followed());
@@ -184,6 +244,33 @@ pub fn processes_named(name: &str) -> Vec<Process> {
     let mut out: Vec<Process> = all_processes().into_iter().filter(|p| p.comm == want).collect();
     out.sort_by_key(|p| p.pid);
     out
+}
+
+/// A start time in CLOCK_BOOTTIME ns as /proc/PID/stat gives it: in clock ticks.
+pub fn boot_ns_to_ticks(ns: u64) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    ns / (1_000_000_000 / hz)
+}
+
+/// Whether process pid has child processes now: its threads' children lists (Linux 4.2+ with
+/// CONFIG_PROC_CHILDREN), else every process's parent.
+pub fn has_children(pid: u32) -> bool {
+    if let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) {
+        let lists: Vec<String> = tasks
+            .flatten()
+            .filter_map(|t| fs::read_to_string(t.path().join("children")).ok())
+            .collect();
+        if !lists.is_empty() {
+            return lists.iter().any(|l| !l.trim().is_empty());
+        }
+    }
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .any(|p| read_stat(p).is_some_and(|s| s.ppid == pid))
 }
 
 /// Which program a process runs, as (device, inode) of /proc/PID/exe: changes when it execs. None for
@@ -279,6 +366,45 @@ pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>, library_names
     out
 }
 
+/// The directories a program's shared libraries are found in when nothing says otherwise (glibc's defaults,
+/// Debian's multiarch ones first).
+const LIBRARY_DIRS: [&str; 6] = [
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
+/// The shared libraries of this machine named like TLS libraries (`library_names`: file name prefixes), each
+/// once, as mappings of no process, held open: what a process that starts will most likely load.
+pub fn system_libraries(library_names: &[&str]) -> Vec<Mapping> {
+    let mut out: Vec<Mapping> = Vec::new();
+    for dir in LIBRARY_DIRS {
+        let Ok(entries) = fs::read_dir(dir) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !name.contains(".so") || !library_names.iter().any(|p| name.starts_with(p)) {
+                continue;
+            }
+            // The file itself, not a link to it (libssl.so, a development package's, links to libssl.so.3).
+            if !e.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let path = e.path();
+            let Ok(file) = File::open(&path) else { continue };
+            if let Some(m) = Mapping::of_file(&path, file) {
+                if !out.iter().any(|o| o.dev == m.dev && o.inode == m.inode) {
+                    out.push(m);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Inode of /proc/PID/exe, to recognise the executable among the mappings.
 pub fn exe_inode(pid: u32) -> Option<u64> {
     exe_id(pid).map(|(_, ino)| ino)
@@ -366,13 +492,46 @@ mod tests {
     }
 
     #[test]
-    fn unknown_comm_is_one_clear_error() {
+    fn a_comm_not_running_yet_is_waited_for() {
         let selection = Selection {
             comms: vec!["no-such-proc-xyz".into()],
             ..Selection::default()
         };
-        let err = selection.resolve().unwrap_err().to_string();
-        assert!(err.contains("no running process is named 'no-such-proc-xyz'"), "{err}");
+        assert!(selection.resolve().unwrap().is_empty());
+    }
+
+    #[test]
+    fn comm_alone_drops_a_process_that_runs_another_program() {
+        let comm = Selection {
+            comms: vec!["a-name-longer-than-15".into()],
+            ..Selection::default()
+        };
+        assert!(
+            comm.takes_program("a-name-longer-t"),
+            "the kernel keeps 15 bytes of a name"
+        );
+        assert!(!comm.takes_program("bash"));
+        let pid = Selection {
+            pids: vec![1],
+            ..comm.clone()
+        };
+        assert!(
+            pid.takes_program("bash"),
+            "a --pid target's descendants stay, whatever they run"
+        );
+    }
+
+    #[test]
+    fn boot_times_are_read_in_the_ticks_of_proc_stat() {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        assert_eq!(boot_ns_to_ticks(3_000_000_000), 3 * hz);
+        let me = Process::from_pid(std::process::id()).unwrap();
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: ts is a valid out-parameter.
+        unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+        let now = boot_ns_to_ticks(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+        assert!(me.start_ticks <= now, "{} after {now}", me.start_ticks);
     }
 
     #[test]

@@ -30,6 +30,34 @@ impl CpuMeters {
         }
     }
 
+    /// A process that started during the recording (it joined as it did): all its CPU is the recording's, what
+    /// it ran before being looked at too.
+    pub fn join(&mut self, pid: u32) {
+        let ms = targets::cpu_ms(pid).unwrap_or(0.0);
+        self.0.insert(
+            pid,
+            Meter {
+                start_ms: 0.0,
+                last_ms: ms,
+                probed_ms: 0.0,
+            },
+        );
+    }
+
+    /// A target that exited ran `exited_ms` of CPU by its threads' clocks at exit (the kernel's count): where
+    /// that is more than its last reading (it ended between two), the rest is its CPU too, while probed if
+    /// `probing`.
+    pub fn exited(&mut self, pid: u32, exited_ms: f64, probing: bool) {
+        if let Some(m) = self.0.get_mut(&pid) {
+            if exited_ms > m.last_ms {
+                if probing {
+                    m.probed_ms += exited_ms - m.last_ms;
+                }
+                m.last_ms = exited_ms;
+            }
+        }
+    }
+
     /// Reads every live target's clock; `probing`: the stage probes were attached since the last reading.
     /// A target that exits keeps its last reading.
     pub fn poll<'a>(&mut self, live: impl IntoIterator<Item = &'a Process>, probing: bool) {

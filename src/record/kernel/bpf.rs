@@ -14,6 +14,9 @@ unsafe impl plain::Plain for types::go_return_event {}
 unsafe impl plain::Plain for types::go_calls_key {}
 unsafe impl plain::Plain for types::stack_sample {}
 unsafe impl plain::Plain for types::trap_sample {}
+unsafe impl plain::Plain for types::ssl_layout {}
+unsafe impl plain::Plain for types::process_event {}
+unsafe impl plain::Plain for types::file_key {}
 
 /// Copies the fixed head of a variable-length ring-buffer record (the fields before its byte array) into
 /// `out`; the bytes stay in `data`. False when the record is shorter than the head.

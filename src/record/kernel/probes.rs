@@ -4,12 +4,13 @@
 //! before any is detached).
 
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
-use super::bpf::types::{go_calls_key, ssl_layout, target_state, tlsprof_target_flags as target_flags};
+use super::bpf::types::{file_key, go_calls_key, ssl_layout, target_state, tlsprof_target_flags as target_flags};
 use super::bpf::TlsprofSkel;
 use crate::catalogue::families::{self, Calls, Flavor};
 use crate::catalogue::{self, Site};
@@ -35,8 +36,11 @@ pub struct TargetSet {
     library_of: HashMap<(String, u64), usize>,
     /// Every process looked at, with or without TLS code: what it ran then, to see it exec.
     examined: HashMap<u32, Examined>,
-    /// What to attach in each (process, file), kept to attach again after a pause (--max-overhead).
+    /// What to attach in each (process, file), or each file in every process (Scope), kept to attach again
+    /// after a pause (--max-overhead).
     specs: Vec<ProbeSpec>,
+    /// Which processes' files are probed in every process that maps them.
+    wide: Wide,
     /// SSL_read/SSL_write of libraries probed through their public API only, per process: attached once
     /// that process's handshakes are seen to run inside them (`drive_from_io`).
     io_drivers: Vec<ProbeSpec>,
@@ -55,6 +59,42 @@ struct Examined {
     exe: Option<(u64, u64)>,
     tls: bool,
     at: Instant,
+}
+
+/// Which files are probed in every process that maps them, with one link each (Scope::AnyProcess), rather than
+/// in each target with links of its own: the files of processes whose new processes join the recording, which
+/// may handshake before tlsprof could attach to them (a PostgreSQL backend within a millisecond of its fork).
+/// Other processes mapping such a file take a trap on each probed call (counted: STAT_OTHER_HITS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wide {
+    /// Per target: those with child processes when looked at (a target's new processes join).
+    #[default]
+    Parents,
+    /// Every target's, and the machine's TLS libraries (--comm, --all: processes that start join).
+    Every,
+}
+
+/// Why a process is looked at (TargetSet::look_at).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Look {
+    /// From scratch: found in /proc, or looked at again there. It is a target only if it runs TLS code.
+    Anew,
+    /// As Anew, a process that started or mapped code just now (--all): it may not have mapped all its TLS code.
+    Loading,
+    /// It joined in the kernel as it started (fork, exec), or a target ran a new program.
+    Started,
+    /// A target mapped more code.
+    MoreCode,
+}
+
+/// A device as the kernel encodes it (MKDEV: major << 20 | minor), from /proc/PID/maps's "major:minor" (hex).
+fn kernel_dev(maps_dev: &str) -> Option<u32> {
+    let (major, minor) = maps_dev.split_once(':')?;
+    let (major, minor) = (
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    );
+    (major < 1 << 12 && minor < 1 << 20).then_some(major << 20 | minor)
 }
 
 /// A process without TLS code is looked at again this often (--all, --comm): it may load libssl later.
@@ -141,10 +181,44 @@ fn set_ssl_layout(skel: &TlsprofSkel, id: u16, layout: SslLayout) -> Result<()> 
         .context("set a library's handshake state layout")
 }
 
-/// The uprobes of one file in one process.
+/// Where a spec's probes apply.
+enum Scope {
+    /// In one process.
+    Process(Process),
+    /// In every process that maps the file (FF_ANY_PROCESS), held open here: its path is /proc/self/fd/N.
+    AnyProcess(std::fs::File),
+}
+
+impl Scope {
+    /// The process, for one process's probes.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Scope::Process(p) => Some(p.pid),
+            Scope::AnyProcess(_) => None,
+        }
+    }
+
+    /// Whether its probes can still be attached: a file's always can.
+    fn alive(&self) -> bool {
+        match self {
+            Scope::Process(p) => p.alive(),
+            Scope::AnyProcess(_) => true,
+        }
+    }
+
+    /// What a uprobe_multi link takes for it: the process, or -1 for every process.
+    fn attach_pid(&self) -> i32 {
+        match self {
+            Scope::Process(p) => p.pid as i32,
+            Scope::AnyProcess(_) => -1,
+        }
+    }
+}
+
+/// The uprobes of one file in one process, or in every process that maps it.
 struct ProbeSpec {
     id: u64,
-    process: Process,
+    scope: Scope,
     path: String,
     open_path: std::path::PathBuf,
     /// The file's (device, inode).
@@ -198,7 +272,7 @@ const MAX_REPORTED_CALLERS: usize = 256;
 
 impl TargetSet {
     /// Probes every TLS function of the given processes; an error when none of them runs TLS code we know
-    /// (with --all, recording starts anyway: such processes may start later).
+    /// (with --all or --comm, recording starts anyway: such processes may start later).
     pub fn attach(
         skel: &TlsprofSkel,
         procs: &[Process],
@@ -206,6 +280,18 @@ impl TargetSet {
         opts: &AttachOptions,
     ) -> Result<TargetSet> {
         let mut set = TargetSet::default();
+        // A process that starts may handshake within milliseconds, and attaching probes can take longer (the
+        // first uprobe registered after a while waits for an RCU grace period): the machine's TLS libraries are
+        // probed in every process from the start, so those that start are probed from their first instruction.
+        if selection.follows_new() {
+            set.wide = Wide::Every;
+            let names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
+            for m in targets::system_libraries(&names) {
+                if let Some(obj) = set.inspect(&m, std::process::id(), false, opts) {
+                    set.attach_everywhere(skel, &m, &obj, opts)?;
+                }
+            }
+        }
         let mut without_tls = Vec::new();
         for p in procs {
             match set.add(skel, p, opts) {
@@ -228,7 +314,15 @@ impl TargetSet {
             }
             return Ok(set);
         }
-        if set.maps.is_empty() {
+        if set.maps.is_empty() && !selection.comms.is_empty() {
+            let names: Vec<String> = selection.comms.iter().map(|c| format!("'{}'", Printable(c))).collect();
+            let with = if procs.is_empty() { "" } else { " with TLS code" };
+            eprintln!(
+                "tlsprof: no process named {}{with} runs yet: waiting for one",
+                names.join(" or ")
+            );
+        }
+        if set.maps.is_empty() && selection.comms.is_empty() {
             let p = without_tls.first().expect("at least one target");
             match unsupported_in(p) {
                 Some(found) => bail!(
@@ -294,8 +388,33 @@ impl TargetSet {
     /// Probes every TLS function of one process. Ok(false) when it runs no code of a known family. A
     /// target looked at again (it ran exec, or reused a pid) first loses the probes of what it ran before.
     pub fn add(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
-        self.forget(p.pid);
-        forget_callers(skel, p.pid);
+        self.look_at(skel, p, opts, Look::Anew)
+    }
+
+    /// As `add`, for a process that is no target and has just started or mapped code (--all): it may be loading
+    /// its TLS code still.
+    pub fn add_loading(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
+        self.look_at(skel, p, opts, Look::Loading)
+    }
+
+    /// A process the kernel made a target as it started, or that ran a new program (it keeps its probes' files
+    /// covered in every process, and gains its own for the rest), or (`more_code`) a target that mapped more
+    /// code: its TLS files not probed yet are. It stays a target with or without TLS code so far (its libraries
+    /// may not be mapped yet). Ok(true) when it runs code of a known family.
+    pub fn take_in(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions, more_code: bool) -> Result<bool> {
+        self.look_at(skel, p, opts, if more_code { Look::MoreCode } else { Look::Started })
+    }
+
+    fn look_at(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions, look: Look) -> Result<bool> {
+        // A process looked at before: what it ran then is gone (the Go callers' maps are walked whole: only for
+        // one that was probed).
+        if look != Look::MoreCode && self.examined.contains_key(&p.pid) {
+            let go = self.runs_go(p.pid);
+            self.forget(p.pid);
+            if go {
+                forget_callers(skel, p.pid);
+            }
+        }
         let exe_id = targets::exe_id(p.pid);
         self.examined.insert(
             p.pid,
@@ -307,33 +426,41 @@ impl TargetSet {
             },
         );
         let maps = p.maps()?;
+        // A process that started during the recording may end before its files are read: they are held.
+        if look != Look::Anew {
+            for m in maps.iter().filter(|m| m.executable) {
+                m.hold(p.pid);
+            }
+        }
         let exe = exe_id.map(|(_, ino)| ino);
         let mut found_any = false;
         let mut attached: Vec<TlsObject> = Vec::new();
         let library_names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
-        for m in targets::candidate_objects(&maps, exe, &library_names) {
+        let candidates = targets::candidate_objects(&maps, exe, &library_names);
+        for m in &candidates {
             let key = (m.dev.clone(), m.inode);
-            if !self.inspected.contains_key(&key) {
-                // The target chose what it maps under these names: a file that does not parse is skipped,
-                // and the rest of the process (a real libssl beside it) is still profiled.
-                let path = m.open_path(p.pid);
-                let obj = objects::inspect(&path, Some(m.inode) == exe, &opts.families).unwrap_or_else(|e| {
-                    status::warn_once(
-                        &format!("{}:{}", m.dev, m.inode),
-                        &format!("skipping {} in process {} ({}): {e:#}", m.display_path(), p.pid, p.comm),
-                    );
-                    None
-                });
-                self.inspected.insert(key.clone(), obj);
-            }
-            let Some(obj) = self.inspected[&key].clone() else {
+            let Some(obj) = self.inspect(m, p.pid, Some(m.inode) == exe, opts) else {
                 continue;
             };
             found_any |= obj.flavor != Flavor::App;
-            self.attach_object(skel, p, &m, &obj, opts)?;
+            let covered = self
+                .specs
+                .iter()
+                .any(|s| s.file == key && s.scope.pid().is_none_or(|pid| pid == p.pid));
+            if look == Look::MoreCode && covered {
+                // Probed before it was mapped (a process that started), or in every process.
+                let lib = self.library(m, &obj);
+                self.maps_library(lib, p.pid);
+            } else {
+                self.attach_object(skel, p, m, &obj, opts, true)?;
+            }
             attached.push(obj);
         }
-        for (family, what) in unfound(&attached) {
+        self.know_files(skel, p.pid, &maps);
+        // A process that started may not have mapped all its TLS code yet.
+        let settled = if look == Look::Anew { attached.as_slice() } else { &[] };
+        let fresh = matches!(look, Look::Anew | Look::Loading);
+        for (family, what) in unfound(settled) {
             status::warn_once(
                 &format!("unfound {exe_id:?} {family} {what}"),
                 &format!(
@@ -343,14 +470,19 @@ impl TargetSet {
                 ),
             );
         }
-        if found_any {
-            // A target that ran exec keeps counting its connections; its flags start again.
+        if found_any || !fresh {
+            // A target that ran exec keeps counting its connections; its flags start again (a process that
+            // joined keeps them).
             let key = p.pid.to_ne_bytes();
             let mut state = target_state::default();
             if let Ok(Some(old)) = skel.maps.targets.lookup(&key, MapFlags::ANY) {
                 let _ = plain::copy_from_bytes(&mut state, &old);
             }
-            state.flags = target_flags::TARGET_PROBED.0 as u8;
+            state.flags = if fresh {
+                target_flags::TARGET_PROBED.0 as u8
+            } else {
+                state.flags | target_flags::TARGET_PROBED.0 as u8
+            };
             // SAFETY: target_state is Plain.
             let bytes = unsafe { plain::as_bytes(&state) };
             skel.maps
@@ -360,7 +492,7 @@ impl TargetSet {
             self.maps.insert(p.pid, maps);
             fill_library_versions(&mut self.libraries);
             if let Some(e) = self.examined.get_mut(&p.pid) {
-                e.tls = true;
+                e.tls = found_any;
             }
         } else if self.maps.contains_key(&p.pid) {
             // A target that ran a program without TLS code: no longer sampled. Its mappings stay, to name
@@ -368,6 +500,66 @@ impl TargetSet {
             let _ = skel.maps.targets.delete(&p.pid.to_ne_bytes());
         }
         Ok(found_any)
+    }
+
+    /// What file m (of process pid; `executable`: its program) holds, looked at once: None where it has no TLS
+    /// code, and where it could not be read because the process is gone (then it is looked at again later).
+    fn inspect(&mut self, m: &Mapping, pid: u32, executable: bool, opts: &AttachOptions) -> Option<TlsObject> {
+        let key = (m.dev.clone(), m.inode);
+        if let Some(known) = self.inspected.get(&key) {
+            return known.clone();
+        }
+        // The target chose what it maps under these names: a file that does not parse is skipped, and the rest
+        // of the process (a real libssl beside it) is still profiled.
+        let gone = |e: &anyhow::Error| {
+            e.chain()
+                .filter_map(|c| c.downcast_ref::<std::io::Error>())
+                .any(|io| io.kind() == std::io::ErrorKind::NotFound)
+        };
+        let obj = match objects::inspect(&m.open_path(pid), executable, &opts.families) {
+            Ok(obj) => obj,
+            // The process is gone, or its mapping (it ran exec): nothing to say of the file.
+            Err(e) if gone(&e) || (pid != std::process::id() && !Process::from_pid(pid).is_some_and(|p| p.alive())) => {
+                return None
+            }
+            Err(e) => {
+                status::warn_once(
+                    &format!("{}:{}", m.dev, m.inode),
+                    &format!("skipping {} in process {pid}: {e:#}", Printable(m.display_path())),
+                );
+                None
+            }
+        };
+        self.inspected.insert(key, obj.clone());
+        obj
+    }
+
+    /// Tells the programs which of the files process pid maps code of need no look when another process maps
+    /// them (map known_files): those without TLS code, and those probed in every process. A TLS file probed in
+    /// each process apart is looked at again in each.
+    fn know_files(&self, skel: &TlsprofSkel, pid: u32, maps: &[Mapping]) {
+        for m in maps.iter().filter(|m| m.executable) {
+            let key = (m.dev.clone(), m.inode);
+            let tls = self.inspected.get(&key).is_some_and(Option::is_some);
+            let everywhere = self.specs.iter().any(|s| s.file == key && s.scope.pid().is_none());
+            if tls && !everywhere {
+                continue;
+            }
+            let Some(dev) = kernel_dev(&m.dev) else { continue };
+            let file = file_key {
+                ino: m.inode,
+                dev,
+                ..Default::default()
+            };
+            // SAFETY: file_key is Plain.
+            let bytes = unsafe { plain::as_bytes(&file) };
+            if skel.maps.known_files.update(bytes, &[1], MapFlags::ANY).is_err() {
+                status::warn_once(
+                    &format!("known files {pid}"),
+                    "cannot note the files looked at: each process that maps one is looked at again",
+                );
+            }
+        }
     }
 
     /// Forgets everything of a process that exited: its probes, mappings and target entry. Continuous mode
@@ -383,6 +575,38 @@ impl TargetSet {
         let _ = skel.maps.targets.delete(&pid.to_ne_bytes());
     }
 
+    /// A target that is one no longer (it ran a program its selection does not take): its probes go, and its
+    /// entry in the targets map. Its mappings stay, to name what it ran before.
+    pub fn drop_target(&mut self, skel: &TlsprofSkel, pid: u32) {
+        let go = self.runs_go(pid);
+        self.forget(pid);
+        if go {
+            forget_callers(skel, pid);
+        }
+        let _ = skel.maps.targets.delete(&pid.to_ne_bytes());
+    }
+
+    /// Whether process pid has Go code probed (whose callers the go_returns and go_calls maps keep).
+    fn runs_go(&self, pid: u32) -> bool {
+        self.specs
+            .iter()
+            .any(|s| s.scope.pid() == Some(pid) && !s.go.offsets.is_empty())
+    }
+
+    /// A target that exited, its last counters read: its entry in the targets map and its probes go (their
+    /// links on a thread of their own: the kernel takes a while to let go of each, and new processes may be
+    /// starting); what was found in it stays for the recording.
+    pub fn retire(&mut self, skel: &TlsprofSkel, pid: u32) {
+        if self.runs_go(pid) {
+            forget_callers(skel, pid);
+        }
+        let gone = self.take_links(pid);
+        let _ = skel.maps.targets.delete(&pid.to_ne_bytes());
+        if !gone.is_empty() {
+            let _ = std::thread::Builder::new().spawn(move || detach(gone));
+        }
+    }
+
     /// Forgets processes looked at (those without TLS code too, under --all) that are gone.
     pub fn forget_gone(&mut self) {
         self.examined
@@ -391,11 +615,16 @@ impl TargetSet {
 
     /// Detaches and forgets the probes of a process, to probe what it runs now instead.
     fn forget(&mut self, pid: u32) {
+        detach(self.take_links(pid));
+    }
+
+    /// Forgets the probes of a process, and returns their links to be detached.
+    fn take_links(&mut self, pid: u32) -> Vec<(u32, Link)> {
         let (mut gone, kept) = std::mem::take(&mut self.links)
             .into_iter()
             .partition(|(p, _)| *p == pid);
         self.links = kept;
-        for s in self.specs.iter().filter(|s| s.process.pid == pid) {
+        for s in self.specs.iter().filter(|s| s.scope.pid() == Some(pid)) {
             gone.extend(
                 self.exit_links
                     .remove(&s.id)
@@ -404,22 +633,16 @@ impl TargetSet {
                     .map(|(_, l)| (pid, l)),
             );
         }
-        detach(gone);
-        self.specs.retain(|s| s.process.pid != pid);
-        self.io_drivers.retain(|s| s.process.pid != pid);
+        self.specs.retain(|s| s.scope.pid() != Some(pid));
+        self.io_drivers.retain(|s| s.scope.pid() != Some(pid));
+        gone
     }
 
-    fn attach_object(
-        &mut self,
-        skel: &TlsprofSkel,
-        p: &Process,
-        m: &Mapping,
-        obj: &TlsObject,
-        opts: &AttachOptions,
-    ) -> Result<()> {
+    /// The recording's entry of file m holding `obj`, made on first sight.
+    fn library(&mut self, m: &Mapping, obj: &TlsObject) -> usize {
         let path = m.display_path().to_string();
         let file = (m.dev.clone(), m.inode);
-        let lib = match self.library_of.get(&file) {
+        match self.library_of.get(&file) {
             Some(&i) => i,
             None => {
                 // Another file under a path seen before: one of them was replaced on disk (the deleted one,
@@ -444,10 +667,33 @@ impl TargetSet {
                 self.library_of.insert(file, self.libraries.len() - 1);
                 self.libraries.len() - 1
             }
-        };
-        if !self.libraries[lib].pids.contains(&p.pid) {
-            self.libraries[lib].pids.push(p.pid);
         }
+    }
+
+    /// Process pid maps library `lib`.
+    fn maps_library(&mut self, lib: usize, pid: u32) {
+        if !self.libraries[lib].pids.contains(&pid) {
+            self.libraries[lib].pids.push(pid);
+        }
+    }
+
+    /// Probes the TLS code `obj` of file m in process p (its mapping there), or in every process that maps it
+    /// (Wide; not `mapped`: a file of the machine no target maps yet, p being tlsprof).
+    fn attach_object(
+        &mut self,
+        skel: &TlsprofSkel,
+        p: &Process,
+        m: &Mapping,
+        obj: &TlsObject,
+        opts: &AttachOptions,
+        mapped: bool,
+    ) -> Result<()> {
+        let lib = self.library(m, obj);
+        if mapped {
+            self.maps_library(lib, p.pid);
+        }
+        let path = m.display_path().to_string();
+        let file = (m.dev.clone(), m.inode);
 
         // The library's own state machine, taking the SSL *, is probed (OpenSSL's ossl_statem_accept): a
         // handshake driven from SSL_read/SSL_write is seen there.
@@ -457,7 +703,8 @@ impl TargetSet {
                 && f.row.flags & catalogue::SSL_ARG != 0
         });
         let calls = obj.family.calls();
-        let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool| -> Result<ProbeSpec> {
+        let wide = calls == Calls::Native && self.wide_for(p);
+        let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool, scope: Scope| -> Result<ProbeSpec> {
             let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
             let (mut session, mut connection_ret) = (Probes::default(), Probes::default());
             let sessions = skel.progs.stage_session.autoload();
@@ -492,7 +739,10 @@ impl TargetSet {
                     }
                     continue;
                 }
-                let cookie = cookie(f.stepped, Site::Entry);
+                let cookie = match scope {
+                    Scope::AnyProcess(_) => catalogue::any_process(cookie(f.stepped, Site::Entry)),
+                    Scope::Process(_) => cookie(f.stepped, Site::Entry),
+                };
                 // A function whose result is the connection has nothing to tell at entry.
                 if f.row.flags & catalogue::SSL_RET != 0 {
                     connection_ret.push(f.file_offset, cookie);
@@ -506,11 +756,15 @@ impl TargetSet {
                 }
             }
             set.next_spec_id += 1;
+            let open_path = match &scope {
+                Scope::AnyProcess(file) => std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+                Scope::Process(p) => m.open_path(p.pid),
+            };
             Ok(ProbeSpec {
                 id: set.next_spec_id,
-                process: p.clone(),
+                scope,
                 path: path.clone(),
-                open_path: m.open_path(p.pid),
+                open_path,
                 file: (m.dev.clone(), m.inode),
                 entry,
                 ret,
@@ -522,14 +776,48 @@ impl TargetSet {
                 learning: Learning::default(),
             })
         };
-        let probed = spec(self, &|r| opts.all_probes || !r.frequent)?;
-        if !opts.all_probes && !state_machine_probed {
-            let drivers = spec(self, &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0)?;
+        let stages = |r: &catalogue::Row| opts.all_probes || !r.frequent;
+        // The handshake drivers are a process's own: they are attached only where its handshakes need them.
+        if mapped && !opts.all_probes && !state_machine_probed {
+            let drivers = spec(
+                self,
+                &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0,
+                Scope::Process(p.clone()),
+            )?;
             if !(drivers.entry.offsets.is_empty() && drivers.session.offsets.is_empty()) {
                 self.io_drivers.push(drivers);
             }
         }
+        // A file probed in every process already covers this one (a child of a target, which shares its files).
+        if self.specs.iter().any(|s| s.file == file && s.scope.pid().is_none()) {
+            return Ok(());
+        }
+        if !wide {
+            let probed = spec(self, &stages, Scope::Process(p.clone()))?;
+            return self.start(skel, probed);
+        }
+        let held = std::fs::File::open(m.open_path(p.pid))
+            .with_context(|| format!("cannot open {} of process {}", Printable(&path), p.pid))?;
+        let probed = spec(self, &stages, Scope::AnyProcess(held))?;
         self.start(skel, probed)
+    }
+
+    /// Probes file m's TLS code `obj` in every process that maps it, where it is not yet (a library of the
+    /// machine, before any target maps it).
+    fn attach_everywhere(
+        &mut self,
+        skel: &TlsprofSkel,
+        m: &Mapping,
+        obj: &TlsObject,
+        opts: &AttachOptions,
+    ) -> Result<()> {
+        let me = Process::from_pid(std::process::id()).context("read tlsprof's own process")?;
+        self.attach_object(skel, &me, m, obj, opts, false)
+    }
+
+    /// Whether process p's native TLS files are probed in every process that maps them (Wide).
+    fn wide_for(&self, p: &Process) -> bool {
+        self.wide == Wide::Every || targets::has_children(p.pid)
     }
 
     /// The function's id in the cookies and the recording's function table.
@@ -568,7 +856,8 @@ impl TargetSet {
         // Exits first: a call entered between the two attachments would otherwise never be seen to end.
         let exits = self.exit_links.entry(spec.id).or_default();
         let gone = spec.sync_exits(skel, exits)?;
-        let pid = spec.process.pid;
+        // A file's links in every process are no process's: 0.
+        let pid = spec.scope.pid().unwrap_or(0);
         detach(gone.into_iter().map(|l| (pid, l)).collect());
         self.links.extend(spec.attach(skel)?.into_iter().map(|l| (pid, l)));
         Ok(())
@@ -580,7 +869,7 @@ impl TargetSet {
     pub fn learn_callers(&mut self, skel: &TlsprofSkel, reported: &[(u32, u16, [u64; 2])]) {
         for i in 0..self.specs.len() {
             let spec = &self.specs[i];
-            let pid = spec.process.pid;
+            let Some(pid) = spec.scope.pid() else { continue };
             let Some(maps) = self.maps.get(&pid) else { continue };
             // Return addresses in this spec's file, as file offsets.
             let in_file = |addr: u64| {
@@ -659,7 +948,7 @@ impl TargetSet {
     pub fn learning(&self) -> bool {
         self.specs
             .iter()
-            .any(|s| !s.learning.pending.is_empty() && s.process.alive())
+            .any(|s| !s.learning.pending.is_empty() && s.scope.alive())
     }
 
     /// Takes away the return-instruction probes of the Go functions whose callers are all probed where they
@@ -674,7 +963,7 @@ impl TargetSet {
         }
         let mut gone = Vec::new();
         for spec in &mut self.specs {
-            let pid = spec.process.pid;
+            let pid = spec.scope.pid().unwrap_or(0);
             let l = &mut spec.learning;
             let mut ready: Vec<u16> = l
                 .pending
@@ -696,7 +985,7 @@ impl TargetSet {
             }
             match spec.sync_exits(skel, self.exit_links.entry(spec.id).or_default()) {
                 Ok(old) => gone.extend(old.into_iter().map(|l| (pid, l))),
-                Err(_) if !spec.process.alive() => {}
+                Err(_) if !spec.scope.alive() => {}
                 Err(e) => return Err(e),
             }
         }
@@ -730,7 +1019,7 @@ impl TargetSet {
             .collect();
         let mut started = Vec::new();
         for pid in flagged {
-            while let Some(i) = self.io_drivers.iter().position(|s| s.process.pid == pid) {
+            while let Some(i) = self.io_drivers.iter().position(|s| s.scope.pid() == Some(pid)) {
                 let spec = self.io_drivers.swap_remove(i);
                 self.start(skel, spec)?;
                 if !started.contains(&pid) {
@@ -760,19 +1049,19 @@ impl TargetSet {
     /// attached (next_epoch), so every function's hits count from the same moment and state left by the
     /// last window is dropped.
     pub fn resume(&mut self, skel: &mut TlsprofSkel) -> Result<()> {
-        self.specs.retain(|s| s.process.alive());
+        self.specs.retain(|s| s.scope.alive());
         let mut failed = Vec::new();
         let specs = std::mem::take(&mut self.specs);
         for (i, spec) in specs.iter().enumerate() {
             match self.attach_spec(skel, spec) {
                 Ok(()) => {}
                 // It exited since the check above.
-                Err(_) if !spec.process.alive() => failed.push(i),
+                Err(_) if !spec.scope.alive() => failed.push(i),
                 // It ran exec since it was last looked at: the file is no longer mapped there. The next look
                 // (`changes`) probes what it runs now.
                 Err(e) => {
                     status::warn_once(
-                        &format!("reattach {} {}", spec.process.pid, spec.path),
+                        &format!("reattach {:?} {}", spec.scope.pid(), spec.path),
                         &format!("{e:#}: no longer probed there"),
                     );
                     failed.push(i);
@@ -787,7 +1076,7 @@ impl TargetSet {
                     .remove(&gone.id)
                     .into_iter()
                     .flatten()
-                    .map(|(_, l)| (gone.process.pid, l))
+                    .map(|(_, l)| (gone.scope.pid().unwrap_or(0), l))
                     .collect(),
             );
         }
@@ -853,7 +1142,7 @@ impl ProbeSpec {
 
     fn attach_probes(&self, probes: &Probes, kind: Kind, prog: &libbpf_rs::ProgramMut) -> Result<Link> {
         prog.attach_uprobe_multi_with_opts(
-            self.process.pid as i32,
+            self.scope.attach_pid(),
             &self.open_path,
             "",
             UprobeMultiOpts {
@@ -866,14 +1155,17 @@ impl ProbeSpec {
         )
         .with_context(|| {
             format!(
-                "attach {} uprobes in {} of process {}",
+                "attach {} uprobes in {} of {}",
                 match kind {
                     Kind::Entry => "entry",
                     Kind::Return => "return",
                     Kind::Session => "session",
                 },
                 Printable(&self.path),
-                self.process.pid
+                match self.scope.pid() {
+                    Some(pid) => format!("process {pid}"),
+                    None => "every process".to_string(),
+                }
             )
         })
     }
@@ -1004,6 +1296,17 @@ mod tests {
             functions,
             ssl_layout: None,
         }
+    }
+
+    #[test]
+    fn devices_are_encoded_as_the_kernel_does() {
+        // /proc/PID/maps writes major:minor in hex; the kernel's dev_t is major << 20 | minor.
+        assert_eq!(kernel_dev("fe:01"), Some(0xfe << 20 | 1));
+        assert_eq!(kernel_dev("103:2a"), Some(0x103 << 20 | 0x2a));
+        assert_eq!(kernel_dev("00:1f"), Some(0x1f));
+        assert_eq!(kernel_dev("fe"), None);
+        assert_eq!(kernel_dev("zz:01"), None);
+        assert_eq!(kernel_dev("1000:00"), None, "a major number the kernel cannot hold");
     }
 
     #[test]

@@ -12,10 +12,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_stat};
+use super::bpf::types::{target_state, tlsprof_call_graph, tlsprof_follow, tlsprof_stat};
 use super::bpf::{TlsprofSkel, TlsprofSkelBuilder};
 use crate::boundary::tlsprof_own;
 use crate::model::{CallGraph, Hits, OwnPrograms, ProbeCost, ProgramRuns, TrapSamples};
+use crate::record::discovery::targets::Selection;
 use crate::record::duty::steal::Slices;
 use crate::record::duty::traps::TrapSampling;
 use crate::record::AttachOptions;
@@ -43,6 +44,8 @@ pub struct TargetCounters {
     pub slices: Slices,
     /// What tlsprof's programs other than the probes cost it.
     pub own: OwnPrograms,
+    /// CPU of its threads that exited, in ms (their task clocks at exit).
+    pub exited_cpu_ms: f64,
 }
 
 /// The loaded programs and what runs throughout; dropping it detaches everything.
@@ -74,14 +77,34 @@ fn stack_ring_bytes(cpus: usize, freq_hz: u64, stack_bytes: u32) -> u32 {
     (bytes as u32).clamp(1 << 20, 64 << 20).next_power_of_two()
 }
 
+/// Which processes join the recording as they start (enum tlsprof_follow): with --all, every one that runs TLS
+/// code (a target's new process too, as it does: its parent's TLS files are probed in every process); else a
+/// target's new processes, and with --comm those that run a program of that name.
+fn follow_flags(selection: &Selection) -> u32 {
+    if selection.all {
+        return tlsprof_follow::FOLLOW_ALL.0;
+    }
+    let mut flags = tlsprof_follow::FOLLOW_CHILDREN.0;
+    if !selection.comms.is_empty() {
+        flags |= tlsprof_follow::FOLLOW_COMMS.0;
+    }
+    flags
+}
+
 /// Opens the BPF object, sets its options and map sizes, and loads it.
-pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachOptions) -> Result<TlsprofSkel<'obj>> {
+pub fn load<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    opts: &AttachOptions,
+    selection: &Selection,
+) -> Result<TlsprofSkel<'obj>> {
     let mut open = TlsprofSkelBuilder::default()
         .open(open_object)
         .context("open the BPF object")?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("BPF read-only data")?;
     rodata.stack_bytes = opts.stack_bytes;
     rodata.call_graph = call_graph_id(opts.call_graph).0;
+    rodata.follow = follow_flags(selection);
+    rodata.self_tgid = std::process::id();
     let cpus = libbpf_rs::num_possible_cpus().context("count possible CPUs")? as u32;
     open.maps
         .sample_scratch
@@ -102,6 +125,12 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
     let print = libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, hold_libbpf_message)));
     let loaded = open.load();
     libbpf_rs::set_print(print);
+    let loaded = loaded.and_then(|skel| {
+        for comm in &selection.comms {
+            skel.maps.followed_comms.update(&comm_key(comm), &[1], MapFlags::ANY)?;
+        }
+        Ok(skel)
+    });
     let held = std::mem::take(&mut *LIBBPF_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()));
     loaded.map_err(|e| {
         if e.kind() == libbpf_rs::ErrorKind::OutOfMemory {
@@ -117,6 +146,15 @@ pub fn load<'obj>(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &AttachO
         }
         anyhow!("loading the BPF programs failed ({e}): tlsprof needs Linux 6.6 or later with BTF")
     })
+}
+
+/// A program name as the kernel keeps it (comm): its first 15 bytes, NUL-padded to 16.
+fn comm_key(name: &str) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    let bytes = name.as_bytes();
+    let n = bytes.len().min(15);
+    key[..n].copy_from_slice(&bytes[..n]);
+    key
 }
 
 /// Whether stage functions get one session uprobe each (Linux 6.13+, whose BTF names the attach type) instead
@@ -175,6 +213,24 @@ impl<'obj> Programs<'obj> {
             trap_sampler: Vec::new(),
             trap_sampling: TrapSampling::new(),
         }
+    }
+
+    /// Starts following the processes that start (fork, exec) and the CPU of the targets' threads that exit:
+    /// before the targets are looked at, so that none of their new processes is missed.
+    pub fn follow_processes(&mut self) -> Result<()> {
+        let p = &self.skel.progs;
+        for (prog, category, tp) in [
+            (&p.on_task_newtask, "task", "task_newtask"),
+            (&p.on_process_exec, "sched", "sched_process_exec"),
+            (&p.on_process_exit, "sched", "sched_process_exit"),
+            (&p.on_mmap_exit, "syscalls", "sys_exit_mmap"),
+        ] {
+            let link = prog
+                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), tp)
+                .with_context(|| format!("attach tracepoint {category}:{tp}"))?;
+            self.links.push(link);
+        }
+        Ok(())
     }
 
     /// Starts what runs for the whole recording: the on-CPU clocks (sched_switch), the connection counter
@@ -249,6 +305,14 @@ impl<'obj> Programs<'obj> {
         }
     }
 
+    /// Whether process pid is a target in the kernel (the targets map), as the programs see it.
+    pub fn is_target(&self, pid: u32) -> bool {
+        matches!(
+            self.skel.maps.targets.lookup(&pid.to_ne_bytes(), MapFlags::ANY),
+            Ok(Some(_))
+        )
+    }
+
     /// A counter of enum tlsprof_stat, summed over CPUs.
     pub fn stat(&self, stat: tlsprof_stat) -> u64 {
         stat_sum(&self.skel, stat)
@@ -281,6 +345,7 @@ impl<'obj> Programs<'obj> {
                             connections: runs(tlsprof_own::OWN_CONNECTIONS),
                             capture: runs(tlsprof_own::OWN_CAPTURE),
                         },
+                        exited_cpu_ms: state.exited_cpu_ns as f64 / 1e6,
                     },
                 ))
             })
@@ -293,6 +358,15 @@ impl<'obj> Programs<'obj> {
             all: self.stat(tlsprof_stat::STAT_PROBE_HITS) - self.calibration_hits.all,
             stepped: self.stat(tlsprof_stat::STAT_STEPPED_HITS) - self.calibration_hits.stepped,
         }
+    }
+
+    /// What the probes have cost processes that are not targets so far (their hits of probes placed in every
+    /// process, at the calibrated cost of a hit): the --max-overhead budget counts it with the targets'.
+    pub fn other_process_ms(&self) -> f64 {
+        self.probe_cost.calibrated_ms(Hits {
+            all: self.stat(tlsprof_stat::STAT_OTHER_HITS),
+            stepped: 0,
+        })
     }
 
     /// What the probes have cost the targets so far, in ms of their CPU (`probed_cpu_ms` of it while probed).

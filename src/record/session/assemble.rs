@@ -28,6 +28,7 @@ pub(super) fn counted_losses(programs: &Programs) -> Lost {
         threads: programs.stat(tlsprof_stat::STAT_THREAD_DROPS),
         connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
         unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
+        processes: programs.stat(tlsprof_stat::STAT_PROCESS_DROPS),
         ..Lost::default()
     }
 }
@@ -89,6 +90,7 @@ impl Parts {
             probe_cost: programs.probe_cost,
             probe_hits: hits.all,
             probe_stepped_hits: hits.stepped,
+            other_process_hits: programs.stat(tlsprof_stat::STAT_OTHER_HITS),
             probe_traps: self.traps,
             probing: self.probing,
             // Measured by the caller once the recording is over (speed::measure).

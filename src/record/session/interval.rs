@@ -178,6 +178,14 @@ impl Interval {
                 stage_slices_ms,
                 stage_slices_cpu_ms,
                 own_programs: own.get(&pid).copied().unwrap_or_default(),
+                // Joined in this interval: dated from its start.
+                joined_at_s: t
+                    .joined_at_s
+                    .map(|s| s - (self.start - session.started).as_secs_f64())
+                    .filter(|&s| s >= 0.0),
+                parent: t.parent,
+                exited: !p.alive(),
+                processes: 1,
             });
         }
         out

@@ -26,7 +26,9 @@ use super::duty::traps::ProbeTraps;
 use super::duty::windows::{Reading, WindowLog};
 use super::handshakes::events::Handshakes;
 use super::handshakes::hello::HelloWindows;
-use super::kernel::bpf::types::{go_return_event, tlsprof_event_kind, tlsprof_stat};
+use super::kernel::bpf::types::{
+    go_return_event, process_event, tlsprof_event_kind, tlsprof_process_how, tlsprof_stat,
+};
 use super::kernel::probes::{self, Change, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
@@ -43,8 +45,11 @@ const POLL: Duration = Duration::from_millis(100);
 /// How often callers are taken in while Go functions learn them: their return instructions, single-stepped,
 /// stay probed until they settle.
 const LEARNING_POLL: Duration = Duration::from_millis(10);
-/// How often /proc is read for new processes (--comm, --all) and targets that ran exec.
+/// How often /proc is read for new processes (--comm, --all) and targets that ran exec (the kernel tells of
+/// most as they start: this finds those it could not, a process renamed, one started as tlsprof did).
 const RESCAN: Duration = Duration::from_millis(500);
+/// Processes that joined as they started said by name on stderr, at most: a shell loop starts hundreds.
+const FOLLOWED_SAID: usize = 5;
 
 /// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
 pub struct Snapshots<'a> {
@@ -56,7 +61,7 @@ pub struct Snapshots<'a> {
 pub fn record(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<Recording> {
     let mut object = MaybeUninit::uninit();
     let mut session = Session::start(&mut object, procs, opts)?;
-    while !session.done(&stop, false) {
+    while !session.done(&stop) {
         session.tick()?;
     }
     session.finish()
@@ -68,7 +73,7 @@ pub fn serve(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>, sna
     let mut object = MaybeUninit::uninit();
     let mut session = Session::start(&mut object, procs, opts)?;
     let mut interval = Interval::start(&session);
-    while !session.done(&stop, true) {
+    while !session.done(&stop) {
         session.tick()?;
         if interval.elapsed() >= snapshots.every {
             (snapshots.take)(interval.take(&mut session)?);
@@ -88,6 +93,11 @@ struct Tracked {
     execs_at_s: Vec<f64>,
     /// Its counters as last read: kept once it is no longer a target.
     counters: TargetCounters,
+    /// It started during the recording: when it was taken in (s into the recording), and who forked it.
+    joined_at_s: Option<f64>,
+    parent: Option<u32>,
+    /// It exited, and its last counters were read: its entry in the targets map is gone.
+    retired: bool,
 }
 
 impl Tracked {
@@ -98,16 +108,30 @@ impl Tracked {
             io_driven_from_s: None,
             execs_at_s: Vec::new(),
             counters: TargetCounters::default(),
+            joined_at_s: None,
+            parent: None,
+            retired: false,
         }
     }
+}
+
+/// What is left to do for a process the kernel told of, once the probes of all that came together are attached.
+enum Looked {
+    /// It joined (the target that forked it, if one did): tracked from now on.
+    Joined(Process, Option<u32>),
+    /// A target ran a new program (whether it has TLS code).
+    RanExec(Process, bool),
+    /// A target's mappings changed: its stacks are unwound against them.
+    MoreCode(u32),
 }
 
 /// The ring buffers' events, copied out by their callbacks and handed to their handlers after each drain.
 struct Events {
     ring: RingBuffer<'static>,
-    /// go_callers alone: the ring waited on, whose records wake tlsprof.
-    callers_ring: RingBuffer<'static>,
+    /// go_callers and processes: the rings waited on, whose records wake tlsprof.
+    woken_ring: RingBuffer<'static>,
     callers: Receiver<Vec<u8>>,
+    processes: Receiver<Vec<u8>>,
     handshakes: Receiver<Vec<u8>>,
     stacks: Receiver<Vec<u8>>,
     trap_samples: Receiver<Vec<u8>>,
@@ -126,16 +150,20 @@ impl Events {
         let (stacks_tx, stacks) = mpsc::channel();
         let (traps_tx, trap_samples) = mpsc::channel();
         let (callers_tx, callers) = mpsc::channel();
-        let mut callers_ring = RingBufferBuilder::new();
-        callers_ring.add(&programs.skel.maps.go_callers, queue(callers_tx))?;
+        let (processes_tx, processes) = mpsc::channel();
+        let mut woken_ring = RingBufferBuilder::new();
+        woken_ring
+            .add(&programs.skel.maps.go_callers, queue(callers_tx))?
+            .add(&programs.skel.maps.processes, queue(processes_tx))?;
         let mut rb = RingBufferBuilder::new();
         rb.add(&programs.skel.maps.handshakes, queue(handshakes_tx))?
             .add(&programs.skel.maps.stacks, queue(stacks_tx))?
             .add(&programs.skel.maps.trap_samples, queue(traps_tx))?;
         Ok(Events {
             ring: rb.build()?,
-            callers_ring: callers_ring.build()?,
+            woken_ring: woken_ring.build()?,
             callers,
+            processes,
             handshakes,
             stacks,
             trap_samples,
@@ -165,6 +193,8 @@ pub struct Session<'obj, 'o> {
     /// Callers of Go functions reported since the last tick (EVENT_GO_RETURN: process, function id, return
     /// address and the caller's), to probe where they resume.
     callers: Vec<(u32, u16, [u64; 2])>,
+    /// Processes that joined as they started, so far.
+    followed: usize,
 }
 
 impl<'obj, 'o> Session<'obj, 'o> {
@@ -176,11 +206,12 @@ impl<'obj, 'o> Session<'obj, 'o> {
     ) -> Result<Session<'obj, 'o>> {
         privileges::preflight()?;
         let t0 = Instant::now();
-        let skel = programs::load(object, &opts.attach)?;
+        let skel = programs::load(object, &opts.attach, &opts.selection)?;
         let probe_cost = calibrate::measure(&skel)?;
         // Read while the probes attach: the kernel writes out its whole symbol table.
         let traps = std::thread::spawn(ProbeTraps::new);
         let mut programs = Programs::new(skel, probe_cost);
+        programs.follow_processes()?;
         // The first window opens as every later one does, once all the probes are attached and with the
         // readings it starts from: until then the programs ignore their hits (the governor owes their cost).
         probes::hold_window(&mut programs.skel)?;
@@ -219,7 +250,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         let governor = Governor::new(
             opts.max_overhead_pct,
             started,
-            probe_ms(&programs, &samples, &cpu),
+            probe_ms(&programs, &samples, &cpu) + programs.other_process_ms(),
             cpu.total_ms(),
         );
         let first = reading(started, &programs, &samples, &cpu, &mut tracked);
@@ -252,6 +283,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
             first,
             last_rescan: Instant::now(),
             callers: Vec::new(),
+            followed: 0,
         })
     }
 
@@ -265,7 +297,8 @@ impl<'obj, 'o> Session<'obj, 'o> {
         self.poll_cpu();
         self.step_trap_sampler(self.governor.live())?;
         let now = Instant::now();
-        match self.governor.tick(now, self.probe_ms(), self.cpu.total_ms()) {
+        let budget_ms = self.probe_ms() + self.programs.other_process_ms();
+        match self.governor.tick(now, budget_ms, self.cpu.total_ms()) {
             Action::Pause => self.pause()?,
             Action::Resume => self.resume()?,
             Action::Stay => {}
@@ -284,9 +317,11 @@ impl<'obj, 'o> Session<'obj, 'o> {
             self.windows.reopen(at);
         }
         self.drive_from_io()?;
+        self.take_in_processes();
         if self.last_rescan.elapsed() >= RESCAN {
             self.last_rescan = Instant::now();
             self.rescan();
+            self.retire_exited();
         }
         self.status.show(
             self.started.elapsed(),
@@ -296,11 +331,11 @@ impl<'obj, 'o> Session<'obj, 'o> {
         Ok(())
     }
 
-    /// Whether the recording is over: a stop, the duration, or every target exited (unless new ones may
-    /// come: --all, or continuous mode with --comm).
-    pub fn done(&self, stop: &AtomicBool, continuous: bool) -> bool {
+    /// Whether the recording is over: a stop, the duration, or every target exited, their new processes too
+    /// (unless others may come: --all, --comm).
+    pub fn done(&self, stop: &AtomicBool) -> bool {
         let selection = &self.opts.selection;
-        let waits_for_newcomers = selection.all || (continuous && !selection.comms.is_empty());
+        let waits_for_newcomers = selection.follows_new();
         let all_exited = !waits_for_newcomers && self.tracked.values().all(|t| !t.process.alive());
         if all_exited {
             eprintln!("{}tlsprof: every target has exited", self.status.clear());
@@ -316,7 +351,9 @@ impl<'obj, 'o> Session<'obj, 'o> {
         }
         let end = Instant::now();
         self.drain()?;
+        self.take_in_processes();
         self.poll_cpu();
+        self.retire_exited();
         self.step_trap_sampler(false)?;
         let at = self.reading(end);
         if self.governor.live() {
@@ -336,6 +373,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
             .into_values()
             .map(|t| {
                 let pid = t.process.pid;
+                let exited = !t.process.alive();
                 let (process_cpu_ms, probed_cpu_ms) = self.cpu.of(pid);
                 let (stage_slices_ms, stage_slices_cpu_ms) = slice_ms(slices.get(&pid));
                 Target {
@@ -350,6 +388,10 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     stage_slices_ms,
                     stage_slices_cpu_ms,
                     own_programs: at.own.get(&pid).copied().unwrap_or_default(),
+                    joined_at_s: t.joined_at_s,
+                    parent: t.parent,
+                    exited,
+                    processes: 1,
                 }
             })
             .collect();
@@ -370,9 +412,10 @@ impl<'obj, 'o> Session<'obj, 'o> {
         parts.into_recording(&self.programs, &self.targets, self.opts)
     }
 
-    /// Waits out a poll. The BPF side wakes us only when a Go function reports a new caller (go_callers; the
-    /// other rings are drained on our own clock): that caller is probed at once, and while any function is
-    /// learning its callers are taken in every LEARNING_POLL. A signal ends the wait early.
+    /// Waits out a poll. The BPF side wakes us only when a Go function reports a new caller (go_callers) or a
+    /// process joins, runs a new program or maps code (processes; the other rings are drained on our own clock):
+    /// that caller, that process, is probed at once, and while any function is learning its callers are taken in
+    /// every LEARNING_POLL. A signal ends the wait early.
     fn wait_poll(&mut self) -> Result<()> {
         let until = Instant::now() + POLL;
         loop {
@@ -383,23 +426,25 @@ impl<'obj, 'o> Session<'obj, 'o> {
             // Only learn_callers changes it, and it reads /proc for the learning processes.
             let learning = self.targets.learning();
             let wait = if learning { left.min(LEARNING_POLL) } else { left };
-            match self.events.callers_ring.poll_raw(wait) {
+            match self.events.woken_ring.poll_raw(wait) {
                 n if n == -libc::EINTR => return Ok(()),
                 n if n < 0 => {
-                    return Err(std::io::Error::from_raw_os_error(-n)).context("wait for Go functions' callers")
+                    return Err(std::io::Error::from_raw_os_error(-n))
+                        .context("wait for Go functions' callers and new processes")
                 }
                 _ => {}
             }
             self.drain_callers()?;
+            self.take_in_processes();
             if learning || !self.callers.is_empty() {
                 self.learn_callers()?;
             }
         }
     }
 
-    /// Takes the Go functions' newly reported callers in.
+    /// Takes the Go functions' newly reported callers in (and queues the processes that joined).
     fn drain_callers(&mut self) -> Result<()> {
-        self.events.callers_ring.consume().context("drain the ring buffers")?;
+        self.events.woken_ring.consume().context("drain the ring buffers")?;
         for data in self.events.callers.try_iter() {
             let mut caller = go_return_event::default();
             if plain::copy_from_bytes(&mut caller, &data).is_ok()
@@ -462,7 +507,11 @@ impl<'obj, 'o> Session<'obj, 'o> {
         self.cpu.poll(self.tracked.values().map(|t| &t.process), false);
         self.step_trap_sampler(true)?;
         let at = self.reading(flipped);
-        self.governor.resumed(at.now, at.probe_ms, self.cpu.total_ms());
+        self.governor.resumed(
+            at.now,
+            at.probe_ms + self.programs.other_process_ms(),
+            self.cpu.total_ms(),
+        );
         self.windows.open(at);
         Ok(())
     }
@@ -493,6 +542,10 @@ impl<'obj, 'o> Session<'obj, 'o> {
     /// New processes of the selection are probed; targets that ran a new program have their probes moved.
     fn rescan(&mut self) {
         for (p, change) in self.targets.changes(&self.opts.selection) {
+            // One the kernel made a target as it started, whose event is still to be taken in.
+            if change == Change::New && !self.tracked.contains_key(&p.pid) && self.programs.is_target(p.pid) {
+                continue;
+            }
             let name = format!("{} ({})", p.pid, Printable(&p.comm));
             let was_target = change == Change::Exec
                 && self
@@ -518,10 +571,171 @@ impl<'obj, 'o> Session<'obj, 'o> {
         }
     }
 
+    /// The processes the kernel told of (EVENT_PROCESS), each looked at now: one that joined as it started (a
+    /// target's new process, one running a program --comm names, one that ran TLS code under --all), one that
+    /// ran a new program, one that mapped code tlsprof has not looked at (a library it loads). Their probes
+    /// first, all of them (a process that starts may handshake within milliseconds); then the rest.
+    fn take_in_processes(&mut self) {
+        use tlsprof_process_how as how;
+        let mut events: Vec<process_event> = Vec::new();
+        for data in self.events.processes.try_iter() {
+            let mut e = process_event::default();
+            if plain::copy_from_bytes(&mut e, &data).is_err() || e.kind != tlsprof_event_kind::EVENT_PROCESS.0 {
+                continue;
+            }
+            // One look per process, however many of its events came (a program's loader maps its libraries
+            // one after another): the one that says most, a start or an exec before more code.
+            match events.iter_mut().find(|m| m.tgid == e.tgid) {
+                Some(m) if m.how == how::PROCESS_MAPPED_CODE.0 => *m = e,
+                Some(_) => {}
+                None => events.push(e),
+            }
+        }
+        let looked: Vec<Looked> = events.iter().filter_map(|e| self.probe_process(e)).collect();
+        for l in looked {
+            match l {
+                Looked::Joined(p, parent) => self.join(p, parent),
+                Looked::RanExec(p, probed) => {
+                    let name = format!("{} ({})", p.pid, Printable(&p.comm));
+                    self.ran_exec(p, probed, &name);
+                }
+                Looked::MoreCode(pid) => {
+                    if let Some(maps) = self.targets.maps.get(&pid) {
+                        self.samples.update_process(pid, maps.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Probes a process the kernel told of (take_in_processes); what is left to do once all are probed.
+    fn probe_process(&mut self, e: &process_event) -> Option<Looked> {
+        use tlsprof_process_how as how;
+        let told = Process {
+            pid: e.tgid,
+            comm: comm_text(&e.comm),
+            start_ticks: targets::boot_ns_to_ticks(e.start_ns),
+        };
+        // The process as /proc shows it, if it still runs (a fork's start is the kernel's clock at the fork:
+        // within a tick of the process's own).
+        let p = Process::from_pid(e.tgid)
+            .filter(|p| p.start_ticks.abs_diff(told.start_ticks) <= 1 && p.alive())
+            .unwrap_or(told);
+        let tracked = self
+            .tracked
+            .get(&p.pid)
+            .is_some_and(|t| t.process.start_ticks.abs_diff(p.start_ticks) <= 1);
+        let skel = &self.programs.skel;
+        let attach = &self.opts.attach;
+        match e.how {
+            h if h == how::PROCESS_EXECED.0 && tracked => {
+                if !self.opts.selection.takes_program(&p.comm) {
+                    self.targets.drop_target(skel, p.pid);
+                    eprintln!(
+                        "{}tlsprof: process {} ({}) ran a program --comm does not name: no longer probed",
+                        self.status.clear(),
+                        p.pid,
+                        Printable(&p.comm)
+                    );
+                    return None;
+                }
+                let probed = self.targets.take_in(skel, &p, attach, false).unwrap_or(false);
+                // A process that joined as it started is said once, when it did.
+                if self.tracked.get(&p.pid).is_some_and(|t| t.joined_at_s.is_none()) {
+                    Some(Looked::RanExec(p, probed))
+                } else {
+                    Some(Looked::MoreCode(p.pid))
+                }
+            }
+            h if h == how::PROCESS_MAPPED_CODE.0 && tracked => {
+                let _ = self.targets.take_in(skel, &p, attach, true);
+                Some(Looked::MoreCode(p.pid))
+            }
+            // Under --all, a process that is no target yet: its program, or the library it mapped, may hold TLS
+            // code of its own (its probes then make it one).
+            h if (h == how::PROCESS_EXECED.0 || h == how::PROCESS_MAPPED_CODE.0) && !self.programs.is_target(p.pid) => {
+                self.targets
+                    .add_loading(skel, &p, attach)
+                    .unwrap_or(false)
+                    .then_some(Looked::Joined(p, None))
+            }
+            _ if tracked => None,
+            // It joined in the kernel: a target from now on, with or without TLS code mapped so far.
+            _ => {
+                if let Err(err) = self.targets.take_in(skel, &p, attach, false) {
+                    if p.alive() {
+                        status::warn_once(
+                            &format!("take in {} {}", p.pid, p.start_ticks),
+                            &format!("cannot attach to process {} ({}): {err:#}", p.pid, Printable(&p.comm)),
+                        );
+                    }
+                }
+                let parent = (e.how == how::PROCESS_FORKED.0).then_some(e.parent);
+                Some(Looked::Joined(p, parent))
+            }
+        }
+    }
+
+    /// A process that joined is tracked from now on: its CPU from its start, its stacks named against its
+    /// mappings (its parent's, if it exited before they could be read).
+    fn join(&mut self, p: Process, parent: Option<u32>) {
+        let pid = p.pid;
+        let maps = self
+            .targets
+            .maps
+            .get(&pid)
+            .or_else(|| parent.and_then(|q| self.targets.maps.get(&q)))
+            .cloned()
+            .or_else(|| p.maps().ok())
+            .unwrap_or_default();
+        self.samples.update_process(pid, maps);
+        self.cpu.join(pid);
+        self.followed += 1;
+        if self.followed <= FOLLOWED_SAID {
+            let from = parent.map_or(String::new(), |q| format!(", forked by {q}"));
+            eprintln!(
+                "{}tlsprof: attached to new process {} ({}){from}{}",
+                self.status.clear(),
+                pid,
+                Printable(&p.comm),
+                if self.followed == FOLLOWED_SAID {
+                    " (more are not said: the report lists them)"
+                } else {
+                    ""
+                }
+            );
+        }
+        let mut t = Tracked::new(p);
+        t.joined_at_s = Some(self.started.elapsed().as_secs_f64());
+        t.parent = parent;
+        self.tracked.insert(pid, t);
+    }
+
+    /// Targets that exited: their last counters are read (their threads' CPU at exit among them) and their
+    /// entries in the targets map are dropped, which a recording of many short processes would fill.
+    fn retire_exited(&mut self) {
+        let counters = self.programs.target_counters();
+        let live = self.governor.live();
+        for (&pid, t) in self
+            .tracked
+            .iter_mut()
+            .filter(|(_, t)| !t.retired && !t.process.alive())
+        {
+            if let Some(c) = counters.get(&pid) {
+                t.counters = *c;
+                self.cpu.exited(pid, c.exited_cpu_ms, live);
+            }
+            t.retired = true;
+            self.targets.retire(&self.programs.skel, pid);
+        }
+    }
+
     /// A target ran a new program: its stacks are unwound against the new one from now on.
     fn ran_exec(&mut self, p: Process, probed: bool, name: &str) {
-        let maps = self.targets.maps[&p.pid].clone();
-        self.samples.replace_process(p.pid, maps, &self.targets.functions);
+        if let Some(maps) = self.targets.maps.get(&p.pid) {
+            self.samples
+                .replace_process(p.pid, maps.clone(), &self.targets.functions);
+        }
         let now = if probed {
             "probes moved to it"
         } else {
@@ -617,6 +831,12 @@ fn reading(
         slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.slices)).collect(),
         own: tracked.iter().map(|(&pid, t)| (pid, t.counters.own)).collect(),
     }
+}
+
+/// A comm as the kernel wrote it (NUL-padded, any bytes): as text.
+fn comm_text(comm: &[std::ffi::c_char; 16]) -> String {
+    let bytes: Vec<u8> = comm.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A target's stage threads' slices by the wall clock and by the task clock, in ms (Target::stage_slices_ms,

@@ -166,6 +166,19 @@ impl SampleAggregator {
         self.maps.insert(pid, maps);
     }
 
+    /// A process that started during the recording, or mapped more code since (a library it loaded): its
+    /// stacks are unwound against all of it, with unwind tables read now, while its files can be opened (a
+    /// short process may be gone before its samples are unwound).
+    pub fn update_process(&mut self, pid: u32, maps: Vec<Mapping>) {
+        self.unwinders.remove(&pid);
+        self.add_process(pid, maps);
+        if self.call_graph == tlsprof_call_graph::CALL_GRAPH_DWARF {
+            let maps = &self.maps[&pid];
+            let unwinder = ProcessUnwinder::new(maps, |m| m.open_path(pid), &mut self.sections);
+            self.unwinders.insert(pid, unwinder);
+        }
+    }
+
     /// Forgets a process that exited, unless stacks of it still wait to be named. True when forgotten.
     pub fn forget(&mut self, pid: u32) -> bool {
         if self.stacks.keys().any(|k| k.pid == pid) {
