@@ -114,19 +114,20 @@ def process_programs(pid):
 
 
 class Counter:
-    """The connection counter's programs in one tlsprof process: found once, then read as often as needed."""
+    """Some of one tlsprof process's programs (by default the connection counter's): found once, then read as often
+    as needed."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, names=COUNTER_PROGRAMS):
         self.pid = pid
         self.ids = {}
         for prog_id in process_programs(pid):
             name = program_name(prog_id)
-            if name in COUNTER_PROGRAMS:
+            if name in names:
                 self.ids.setdefault(name, []).append(prog_id)
-        missing = [n for n in COUNTER_PROGRAMS if n not in self.ids]
+        missing = [n for n in names if n not in self.ids]
         if missing:
             raise BenchError(f"tlsprof (pid {pid}) holds no BPF program named {', '.join(missing)}: cannot time "
-                             f"the connection counter")
+                             f"them")
 
     def read(self):
         """{name: {"run_time_ns", "run_cnt"}} now, summed over the programs of that name."""

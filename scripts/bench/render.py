@@ -4,6 +4,7 @@
 import os
 import re
 
+from . import starts
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, per_request,
@@ -333,6 +334,14 @@ def unpaired_text(data, workload):
     return f"{frange(lo_hi)} over {n} runs" if lo_hi[0] is not None else f"– ({n} run: it takes two or more)"
 
 
+def render_starts(data):
+    """The process-starts section alone (--starts-only), as a full run writes it."""
+    with open(TEMPLATE) as f:
+        template = f.read()
+    block = re.search(r"^\{\{#starts_measured\}\}\n(.*?)^\{\{/starts_measured\}\}\n", template, re.S | re.M)
+    return unwrap(fill(block.group(1), starts.section_values(data)))
+
+
 def render(data, template=None):
     s, mach, long, serve = data["settings"], data["machine"], data.get("long"), data.get("serve")
     clk_tck = mach.get("clk_tck", CLK_TCK)
@@ -389,6 +398,7 @@ def render(data, template=None):
         "accuracy_libssl_table": libssl_table, "accuracy_speed_table": speed_table,
         "attach_table": attach_table(data),
         "counter": bool(counter_figures(data)), **counter_values(data),
+        **starts.section_values(data),
         "long": long, **long_values(long, clk_tck),
         "serve": serve, **serve_values(serve, clk_tck),
         "runs_table": runs_table(data),
