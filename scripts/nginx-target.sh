@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
   echo "usage: $0 start DIR PORT [--protocols \"TLSv1.2 TLSv1.3\"] [--session-cache on|off|builtin:N]" \
-       "[--tickets on|off] [--ticket-key FILE] [--cert rsa2048|ecdsa-p256] [--cert-from DIR] [--ciphers STRING]" \
+       "[--tickets on|off] [--ticket-key FILE] [--cert rsa2048|rsa3072|ecdsa-p256] [--cert-from DIR] [--ciphers STRING]" \
        "[--dhparam ffdhe2048]" \
        "[--workers N] | $0 reload DIR | $0 stop DIR" >&2
   exit 2
@@ -60,7 +60,7 @@ start() {
       --session-cache) [[ $2 =~ ^(on|off|builtin:[1-9][0-9]*)$ ]] || usage; cache=$2 ;;
       --tickets) [[ $2 =~ ^(on|off)$ ]] || usage; tickets=$2 ;;
       --ticket-key) [[ -f $2 ]] || die "no ticket key file $2"; ticket_key=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
-      --cert) [[ $2 =~ ^(rsa2048|ecdsa-p256)$ ]] || usage; cert=$2 ;;
+      --cert) [[ $2 =~ ^(rsa2048|rsa3072|ecdsa-p256)$ ]] || usage; cert=$2 ;;
       # Another instance's certificate and key: the same server behind a balancer (sessions are bound to it).
       --cert-from) [[ -f $2/cert.pem && -f $2/key.pem ]] || die "no cert.pem and key.pem in $2"; cert_from=$2 ;;
       --ciphers) ciphers=$2 ;;
@@ -76,6 +76,7 @@ start() {
   if pid=$(running_pid "$dir"); then die "nginx $pid already runs in $dir; stop it first"; fi
 
   local keyopts=(rsa:2048)
+  [[ $cert == rsa3072 ]] && keyopts=(rsa:3072)
   [[ $cert == ecdsa-p256 ]] && keyopts=(ec -pkeyopt ec_paramgen_curve:P-256)
   if [[ -n $cert_from ]]; then
     cp "$cert_from/cert.pem" "$cert_from/key.pem" "$dir/"

@@ -19,6 +19,7 @@ pub mod model;
 pub mod output;
 pub mod record;
 pub mod serve;
+pub mod top;
 
 /// How many cases each property test (`fuzz_*`) tries: PROPTEST_CASES (256 unless set; `make fuzz` sets it
 /// high), divided by `cost` for tests whose cases are dear (a file written and parsed per case).

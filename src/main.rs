@@ -19,7 +19,7 @@ use tlsprof::output::styled::Color;
 use tlsprof::output::{diff, flame, html, json, pprof, text, Group};
 use tlsprof::record::targets::{self, Process};
 use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
-use tlsprof::serve;
+use tlsprof::{serve, top};
 
 #[derive(Parser)]
 #[command(
@@ -88,6 +88,30 @@ enum Command {
         /// network).
         #[arg(long, value_name = "ADDR")]
         listen: String,
+        #[command(flatten)]
+        probes: ProbeArgs,
+    },
+    /// A live view, refreshed every second: a row per process with its TLS share of CPU, handshakes per
+    /// second, resumption, CPU per full handshake and top stage (every process with TLS code by default;
+    /// q quits). Off a terminal, or with --batch, a line per process and interval.
+    Top {
+        #[command(flatten)]
+        targets: TargetArgs,
+        /// Seconds between refreshes.
+        #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+        interval: f64,
+        /// A row per process, or per program (an nginx master and its workers as one).
+        #[arg(long, value_enum, default_value = "process")]
+        group: TopGroupArg,
+        /// A line per process and interval on standard output, like `vmstat 1`, instead of the full screen.
+        #[arg(long)]
+        batch: bool,
+        /// One interval's lines, then stop (implies --batch).
+        #[arg(long)]
+        once: bool,
+        /// Where the `w` key writes what has been seen so far (then `tlsprof report` reads it).
+        #[arg(long, short, value_name = "FILE", default_value = "tlsprof.data")]
+        output: PathBuf,
         #[command(flatten)]
         probes: ProbeArgs,
     },
@@ -231,6 +255,15 @@ impl From<GroupArg> for Group {
     }
 }
 
+/// What a row of `tlsprof top` is (top::RowGroup).
+#[derive(Clone, Copy, ValueEnum)]
+enum TopGroupArg {
+    /// Each process on its own.
+    Process,
+    /// The processes of one name as one.
+    Program,
+}
+
 /// How to capture user stacks (model::CallGraph).
 #[derive(Clone, Copy, ValueEnum)]
 enum CallGraphArg {
@@ -326,6 +359,36 @@ fn run(cli: Cli) -> Result<()> {
             let (procs, opts) = record_options(targets, probes, None)?;
             let (stop, _) = stop_on_signals()?;
             serve::serve(&listen, &procs, &opts, stop)
+        }
+        Command::Top {
+            mut targets,
+            interval,
+            group,
+            batch,
+            once,
+            output,
+            probes,
+        } => {
+            if !(0.1..=3600.0).contains(&interval) {
+                bail!("--interval {interval} is out of range: give 0.1 to 3600 seconds");
+            }
+            if targets.pids.is_empty() && targets.comms.is_empty() {
+                targets.all = true;
+            }
+            let (procs, opts) = record_options(targets, probes, None)?;
+            let top_opts = top::TopOptions {
+                interval: Duration::from_secs_f64(interval),
+                group: match group {
+                    TopGroupArg::Process => top::RowGroup::Process,
+                    TopGroupArg::Program => top::RowGroup::Program,
+                },
+                batch: batch || once || !std::io::stdout().is_terminal(),
+                once,
+                output,
+                color: color == Color::On,
+            };
+            let (stop, _) = stop_on_signals()?;
+            top::top(&procs, &opts, &top_opts, stop)
         }
         Command::Report {
             file,

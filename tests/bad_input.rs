@@ -43,6 +43,16 @@ fn bad_options() {
         &run(tlsprof().args(["serve", "--pid", "1", "--listen", "127.0.0.1:0", "--max-overhead", "0"])),
         "--max-overhead 0 is out of range",
     );
+    for (bad, said) in [("0", "0"), ("nan", "NaN"), ("-1", "-1")] {
+        one_line_error(
+            &run(tlsprof().args(["top", "--pid", "1", &format!("--interval={bad}")])),
+            &format!("--interval {said} is out of range"),
+        );
+    }
+    one_line_error(
+        &run(tlsprof().args(["top", "--batch", "--pid", "4194305"])),
+        "no process with pid 4194305",
+    );
 }
 
 #[test]

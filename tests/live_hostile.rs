@@ -372,13 +372,6 @@ fn bpf_maps_beyond_the_cgroup_memory_limit_are_one_clear_error() {
 }
 
 /// tlsprof's BPF programs loaded now (the lock keeps other recordings from running meanwhile).
-fn tlsprof_programs() -> Vec<String> {
-    libbpf_rs::query::ProgInfoIter::default()
-        .map(|p| p.name.to_string_lossy().into_owned())
-        .filter(|n| ["stage_enter", "stage_exit", "on_cpu_sample"].contains(&n.as_str()))
-        .collect()
-}
-
 fn uprobe_events() -> String {
     std::fs::read_to_string("/sys/kernel/tracing/uprobe_events").unwrap_or_default()
 }

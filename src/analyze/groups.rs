@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Targets grouped by name (an nginx master and its workers) with each group's figures: its TLS share,
-//! handshakes per second, CPU per full and resumed handshake and top stage, computed once for every
-//! output that shows them (the first screen, the HTML report).
+//! Targets grouped by name (an nginx master and its workers), or each on its own, with each group's figures:
+//! its TLS share, handshakes per second, CPU per full and resumed handshake and its stages, computed once for
+//! every output that shows them (the first screen, the HTML report, `tlsprof top`).
 
 use super::{KindSummary, Summary, TargetSummary};
 use crate::catalogue::Stage;
@@ -16,12 +16,19 @@ pub struct GroupFigures {
     pub name: String,
     /// The name on its row: a group that is the whole recording drops its count.
     pub label: String,
+    /// Its processes.
+    pub pids: Vec<u32>,
+    /// Every one of them has exited.
+    pub exited: bool,
     /// All the recording's targets: the whole recording's figures.
     pub whole: bool,
     /// The recording's share measured in the probe windows when whole, else the group's estimated TLS CPU
     /// over its CPU.
     pub tls_share: Option<f64>,
     pub tls_share_ci95: Option<[f64; 2]>,
+    /// Its estimated TLS CPU over the recording, in ms.
+    pub tls_cpu_ms: Option<f64>,
+    pub tls_cpu_ms_ci95: Option<[f64; 2]>,
     pub handshakes: Option<u64>,
     pub handshakes_ci95: Option<[f64; 2]>,
     pub rate_per_s: Option<f64>,
@@ -29,14 +36,21 @@ pub struct GroupFigures {
     /// Completed full and resumed handshakes the probes saw.
     pub full_seen: u64,
     pub resumed_seen: u64,
+    /// Abandoned handshakes the probes saw.
+    pub abandoned_seen: u64,
     /// Mean CPU of a full and of a resumed handshake seen, in ms.
     pub full_ms: Option<f64>,
     pub resumed_ms: Option<f64>,
-    /// The stage with the most self CPU, and its share of the group's TLS CPU.
-    pub top_stage: Option<(Stage, f64)>,
+    /// Its probed stages by their share of its stages' self CPU, largest first.
+    pub stages: Vec<(Stage, f64)>,
 }
 
 impl GroupFigures {
+    /// The stage with the most self CPU, and its share.
+    pub fn top_stage(&self) -> Option<(Stage, f64)> {
+        self.stages.first().copied()
+    }
+
     /// The resumed share of the handshakes seen.
     pub fn resumed_share(&self) -> Option<f64> {
         let seen = self.full_seen + self.resumed_seen;
@@ -60,6 +74,18 @@ pub fn by_name(s: &Summary) -> Vec<GroupFigures> {
     groups(s).iter().map(|g| g.figures(s)).collect()
 }
 
+/// Every target on its own, in the order they were recorded ("nginx 4242").
+pub fn by_process(s: &Summary) -> Vec<GroupFigures> {
+    s.targets
+        .iter()
+        .map(|t| TargetGroup {
+            name: format!("{} {}", member_name(t), t.target.pid),
+            members: vec![t],
+        })
+        .map(|g| g.figures(s))
+        .collect()
+}
+
 /// The rows a report shows: one per group, or, when the recording does not tell processes' handshakes
 /// apart (an older recording), all targets as one.
 pub fn rows(s: &Summary) -> Vec<GroupFigures> {
@@ -76,16 +102,21 @@ pub fn rows(s: &Summary) -> Vec<GroupFigures> {
 fn groups(s: &Summary) -> Vec<TargetGroup<'_>> {
     let mut groups: Vec<TargetGroup> = Vec::new();
     for t in &s.targets {
-        let name = match &t.target.container {
-            Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
-            None => Printable(&t.target.comm).to_string(),
-        };
+        let name = member_name(t);
         match groups.iter_mut().find(|g| g.name == name) {
             Some(g) => g.members.push(t),
             None => groups.push(TargetGroup { name, members: vec![t] }),
         }
     }
     groups
+}
+
+/// A target's name, and its container's (escaped for a terminal).
+fn member_name(t: &TargetSummary) -> String {
+    match &t.target.container {
+        Some(c) => format!("{} in {}", Printable(&t.target.comm), Printable(c)),
+        None => Printable(&t.target.comm).to_string(),
+    }
 }
 
 /// The sum of members' intervals where at most one is not exact (an nginx master beside its worker);
@@ -111,6 +142,8 @@ impl TargetGroup<'_> {
             name.clone()
         };
         let (tls_share, tls_share_ci95) = self.tls_share(s, whole);
+        let tls_cpu_ms = self.members.iter().map(|t| t.tls_cpu_ms).sum::<Option<f64>>();
+        let tls_cpu_ms_ci95 = joint_ci95(self.members.iter().map(|t| t.tls_cpu_ms_ci95));
         let (handshakes, handshakes_ci95) = self.handshakes(s, whole);
         let per_s = |v: f64| (s.duration_s > 0.0).then(|| v / s.duration_s);
         let rate_per_s = handshakes.and_then(|n| per_s(n as f64));
@@ -122,21 +155,27 @@ impl TargetGroup<'_> {
         let seen = self.seen(s, whole);
         let (full_seen, full_ms) = mean_ms(&seen, false);
         let (resumed_seen, resumed_ms) = mean_ms(&seen, true);
+        let stages = self.stages(s, whole);
         GroupFigures {
             name,
             label,
+            pids: self.members.iter().map(|t| t.target.pid).collect(),
+            exited: self.members.iter().all(|t| t.target.exited),
             whole,
             tls_share,
             tls_share_ci95,
+            tls_cpu_ms,
+            tls_cpu_ms_ci95,
             handshakes,
             handshakes_ci95,
             rate_per_s,
             rate_ci95,
             full_seen,
             resumed_seen,
+            abandoned_seen: self.abandoned_seen(s, whole),
             full_ms,
             resumed_ms,
-            top_stage: self.top_stage(s, whole),
+            stages,
         }
     }
 
@@ -173,23 +212,32 @@ impl TargetGroup<'_> {
         (n, ci)
     }
 
-    /// The kinds of completed handshake its processes made.
-    fn seen<'s>(&self, s: &'s Summary, whole: bool) -> Vec<&'s KindSummary> {
-        let pids: Vec<Option<u32>> = if whole {
-            s.handshakes.kinds.iter().map(|k| k.pid).collect()
-        } else {
-            self.members.iter().map(|t| Some(t.target.pid)).collect()
-        };
+    /// The kinds of handshake its processes made.
+    fn kinds<'s>(&self, s: &'s Summary, whole: bool) -> impl Iterator<Item = &'s KindSummary> {
+        let pids: Vec<u32> = self.members.iter().map(|t| t.target.pid).collect();
         s.handshakes
             .kinds
             .iter()
-            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial && pids.contains(&k.pid))
+            .filter(move |k| whole || k.pid.is_some_and(|pid| pids.contains(&pid)))
+    }
+
+    /// The kinds of completed handshake its processes made.
+    fn seen<'s>(&self, s: &'s Summary, whole: bool) -> Vec<&'s KindSummary> {
+        self.kinds(s, whole)
+            .filter(|k| k.outcome == Outcome::Completed && k.role != Role::Partial)
             .collect()
     }
 
-    /// The stage its processes spent the most self CPU in, with its share of their TLS CPU (the whole
-    /// recording's probed stages, or the members' own).
-    fn top_stage(&self, s: &Summary, whole: bool) -> Option<(Stage, f64)> {
+    fn abandoned_seen(&self, s: &Summary, whole: bool) -> u64 {
+        self.kinds(s, whole)
+            .filter(|k| k.outcome == Outcome::Abandoned)
+            .map(|k| k.count)
+            .sum()
+    }
+
+    /// The stages its processes spent self CPU in, with their shares of their stages' CPU, largest first
+    /// (the whole recording's probed stages, or the members' own).
+    fn stages(&self, s: &Summary, whole: bool) -> Vec<(Stage, f64)> {
         let mut by_stage: Vec<(Stage, f64)> = Vec::new();
         let stages = if whole {
             s.stages
@@ -210,8 +258,11 @@ impl TargetGroup<'_> {
             }
         }
         let total: f64 = by_stage.iter().map(|(_, ms)| ms).sum();
-        let (stage, ms) = by_stage.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-        (total > 0.0).then(|| (stage, ms / total))
+        if total <= 0.0 {
+            return Vec::new();
+        }
+        by_stage.sort_by(|a, b| b.1.total_cmp(&a.1));
+        by_stage.into_iter().map(|(stage, ms)| (stage, ms / total)).collect()
     }
 }
 
@@ -241,7 +292,7 @@ mod tests {
             let [lo, hi] = row.rate_ci95.unwrap();
             assert!(lo <= rate && rate <= hi, "{lo} {rate} {hi}");
         }
-        let top: Vec<_> = rows.iter().filter_map(|r| r.top_stage).collect();
+        let top: Vec<_> = rows.iter().filter_map(|r| r.top_stage()).collect();
         assert!(top.iter().all(|(_, share)| *share > 0.0 && *share <= 1.0), "{top:?}");
     }
 

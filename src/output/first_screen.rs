@@ -66,7 +66,7 @@ fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
         }
     };
     // The top stage where it fits: the figures before it matter more.
-    if let Some((stage, share)) = g.top_stage.filter(|_| with_top_stage) {
+    if let Some((stage, share)) = g.top_stage().filter(|_| with_top_stage) {
         let mut with = parts.clone();
         with.push(format!("{} {:.0}%", stage.name(), 100.0 * share));
         let longer = line(&with);
@@ -214,18 +214,23 @@ mod tests {
         GroupFigures {
             name: label.into(),
             label: label.into(),
+            pids: vec![1],
+            exited: false,
             whole: false,
             tls_share: Some(0.88),
             tls_share_ci95: None,
+            tls_cpu_ms: Some(880.0),
+            tls_cpu_ms_ci95: None,
             handshakes: Some(6_500),
             handshakes_ci95: None,
             rate_per_s: Some(463.2),
             rate_ci95: None,
             full_seen: 860,
             resumed_seen: 140,
+            abandoned_seen: 0,
             full_ms: Some(0.81),
             resumed_ms: Some(0.43),
-            top_stage: Some((Stage::Handshake, 0.45)),
+            stages: vec![(Stage::Handshake, 0.45)],
         }
     }
 

@@ -265,6 +265,15 @@ pub fn uprobe_links(pid: u32) -> Vec<(u64, String, Vec<u64>)> {
     links
 }
 
+/// tlsprof's BPF programs loaded on this machine, by name: none once every tlsprof has exited (a link
+/// holds its program).
+pub fn tlsprof_programs() -> Vec<String> {
+    libbpf_rs::query::ProgInfoIter::default()
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .filter(|n| ["stage_enter", "stage_exit", "stage_session", "on_cpu_sample"].contains(&n.as_str()))
+        .collect()
+}
+
 /// The BPF program names by id, from the kernel's program list.
 pub fn program_name(id: u64) -> String {
     libbpf_rs::query::ProgInfoIter::default()

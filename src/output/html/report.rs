@@ -155,7 +155,7 @@ fn group_row(g: &GroupFigures, key: &str) -> Vec<String> {
                 .map(|ms| fig(ms, 2, "ms").said(seen(g.resumed_seen)).to_string()),
         ),
         or_dash(
-            g.top_stage
+            g.top_stage()
                 .map(|(stage, share)| format!("{} {}", stage.name(), fig(share, 0, "").said("estimated").percent())),
         ),
     ]
