@@ -12,8 +12,8 @@ from . import bpfstats
 from .common import REPO, BenchError, Interrupted, log
 from .processes import ignore_stop_signals, raise_on_stop_signals, stop_all_children
 from .profilers import CONDITIONS, DEFAULT_CONDITIONS
-from . import starts
-from .render import render, render_starts
+from . import starts, top
+from .render import render, render_section, splice
 from .runner import Bench
 from .settings import DEFAULTS, SMOKE
 
@@ -61,6 +61,9 @@ def parse_args(argv):
                    help="also measure two nginx built against AWS-LC (scripts/build-aws-lc.sh) under full "
                         "handshakes from `openssl s_time -new`: the aws_lc_full workload; and AWS-LC's ground-truth "
                         "fixture (tests/fixtures/bssl_handshakes.c, built against it)")
+    p.add_argument("--top-only", action="store_true",
+                   help="measure only what `tlsprof top` costs itself (nginx of 20 workers, --rounds rounds) and write "
+                        "that section into the --output file, its other sections as they were")
     p.add_argument("--starts-only", action="store_true",
                    help="measure only what following processes that start costs (a shell loop of short processes, "
                         "--rounds rounds) and write that section into the --output file, its other sections as they "
@@ -120,10 +123,11 @@ def main(argv):
     bench = None
     try:
         bench = Bench(args)
-        if args.starts_only:
-            bench.run_starts()
-            write(starts.splice(args.output, render_starts(bench.data)), args.output)
-            log(f"wrote the process-starts section of {args.output}")
+        if args.starts_only or args.top_only:
+            module = starts if args.starts_only else top
+            bench.run_only(module)
+            write(splice(args.output, render_section(bench.data, module), module.HEADING), args.output)
+            log(f"wrote the {module.HEADING[3:]} section of {args.output}")
             return 0
         bench.run()
         write(render(bench.data), args.output)

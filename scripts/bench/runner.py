@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from . import bpfstats, starts
+from . import bpfstats, starts, top
 from .common import CLK_TCK, REPO, BenchError, log, med
 from .figures import FIXTURE_KINDS, HANDSHAKE_FIXTURES, ops_in_windows
 from .machine import facts
@@ -77,7 +77,7 @@ class Bench:
         self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
-                     "report_times_short": [], "long": None, "serve": None, "skipped": [], "starts": []}
+                     "report_times_short": [], "long": None, "serve": None, "skipped": [], "starts": [], "top": []}
 
     def session(self, condition, tag, timed_report=False):
         return Session(self.tlsprof, self.scratch, condition, tag,
@@ -416,6 +416,7 @@ class Bench:
                                 self.fixture_run(rnd, library, derive_alg, sign_alg, False)
                     self.speed_run(rnd)
                 starts.run_round(self, rnd)
+                top.run_round(self, rnd)
                 self.save_raw()
             if a.long_minutes > 0:
                 self.long_run()
@@ -432,14 +433,14 @@ class Bench:
         self.data["steal_frac"] = (steal1 - steal0) / (all1 - all0) if all1 > all0 else None
         self.save_raw()
 
-    def run_starts(self):
-        """--starts-only: the process-starts runs alone."""
+    def run_only(self, module):
+        """--starts-only, --top-only: that module's runs alone."""
         self.check_tools()
         self.data["machine"] = facts(self.tlsprof)
         self.data["started"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-        self.data["starts_only"] = True
+        self.data["starts_only" if module is starts else "top_only"] = True
         for rnd in range(1, self.args.rounds + 1):
-            starts.run_round(self, rnd)
+            module.run_round(self, rnd)
             self.save_raw()
 
     def save_raw(self):

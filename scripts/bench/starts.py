@@ -125,17 +125,3 @@ def section_values(data):
 
 
 HEADING = "## Processes that start"
-
-
-def splice(path, section):
-    """The file at `path` with its process-starts section replaced by `section` (inserted before the connection
-    counter's if it has none): what --starts-only writes, the other sections as they were."""
-    with open(path) as f:
-        lines = f.read().split("\n")
-    start = next((i for i, l in enumerate(lines) if l.startswith(HEADING)), None)
-    if start is None:
-        start = end = next((i for i, l in enumerate(lines) if l.startswith("## Connection counter")), len(lines))
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    new = section.strip("\n").split("\n") + [""]
-    return "\n".join(lines[:start] + new + lines[end:])
