@@ -382,7 +382,7 @@ fn run(cli: Cli) -> Result<()> {
                     TopGroupArg::Process => top::RowGroup::Process,
                     TopGroupArg::Program => top::RowGroup::Program,
                 },
-                batch: batch || once || !std::io::stdout().is_terminal(),
+                batch: batch || once || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal(),
                 once,
                 output,
                 color: color == Color::On,

@@ -331,3 +331,97 @@ fn top_batch_lines_parse_and_sigterm_stops_it_cleanly() {
     assert!(status.success(), "top after SIGTERM: {status}");
     assert_no_programs_left("SIGTERM");
 }
+
+/// tlsprof processes running `top`: none may be left behind however the terminal went.
+fn top_processes() -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        if args.len() > 1 && args[0].ends_with(b"/tlsprof") && args[1] == b"top" {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn top_follows_new_workers_and_quits_on_ctrl_c_and_a_closed_terminal() {
+    if !require_root("top_follows_new_workers_and_quits_on_ctrl_c_and_a_closed_terminal") {
+        return;
+    }
+    let scratch = Scratch::new("live-top-quit");
+    let nginx = Nginx::start(&scratch.path("nginx"), &[]);
+    let old = nginx.workers()[0];
+    // The master's children that start are followed; the worker running now is given.
+    let tmux = Tmux::start(&format!(
+        "{} top --pid {} --pid {old} --output /dev/null",
+        env!("CARGO_BIN_EXE_tlsprof"),
+        nginx.master
+    ));
+    tmux.wait_for(
+        |p| p.lines().any(|l| l.starts_with(&format!("{old} "))),
+        60,
+        "the first interval",
+    );
+    // A reload: the master forks new workers and the old one exits (greyed, then gone).
+    let out = Command::new(repo().join("scripts/nginx-target.sh"))
+        .args(["reload", nginx.dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "reload: {}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let new = loop {
+        let workers: Vec<u32> = nginx.workers().into_iter().filter(|&w| w != old).collect();
+        if let Some(&w) = workers.first() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no new worker after the reload");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    tmux.wait_for(
+        |p| {
+            p.lines().any(|l| l.starts_with(&format!("{new} ")))
+                && p.lines()
+                    .any(|l| l.starts_with(&format!("{old} ")) && l.contains("(exited)"))
+        },
+        20,
+        "the new worker beside the old one, greyed",
+    );
+    tmux.wait_for(
+        |p| !p.lines().any(|l| l.starts_with(&format!("{old} "))),
+        20,
+        "the old worker gone",
+    );
+
+    tmux.keys("C-c");
+    let end = tmux.wait_for(|p| p.contains("top exited:"), 30, "Ctrl-C");
+    assert!(end.contains("top exited: 0"), "{end}");
+    assert_no_programs_left("Ctrl-C");
+    drop(tmux);
+
+    // A terminal that goes away (tmux killed: SIGHUP, then a tty that reads nothing).
+    let tmux = Tmux::start(&format!(
+        "exec {} top --pid {} --output /dev/null",
+        env!("CARGO_BIN_EXE_tlsprof"),
+        nginx.master
+    ));
+    tmux.wait_for(|p| p.contains("since reset"), 60, "the first interval");
+    assert_eq!(top_processes().len(), 1, "one top runs");
+    drop(tmux);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !top_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        top_processes(),
+        Vec::<u32>::new(),
+        "top still runs after its terminal closed"
+    );
+    assert_no_programs_left("a closed terminal");
+}

@@ -213,8 +213,12 @@ impl Recording {
                     stage_slices_ms: 0.0,
                     stage_slices_cpu_ms: 0.0,
                     own_programs: OwnPrograms::default(),
+                    // Seconds into its part: into the whole from here.
+                    joined_at_s: t.joined_at_s.map(|s| s + offset_s),
                     ..t.clone()
                 });
+                // A process that exited in a later part has exited.
+                m.exited |= t.exited;
                 m.process_cpu_ms += t.process_cpu_ms;
                 m.probed_cpu_ms += t.probed_cpu_ms;
                 m.connections += t.connections;
@@ -423,5 +427,23 @@ mod tests {
         let merged = Recording::merge(&[unseen.clone(), unseen]);
         assert_eq!(merged.probing.window_figures.len(), 1);
         assert!(merged.probing.window_figures[0].stands_in);
+    }
+
+    #[test]
+    fn a_process_that_exits_or_joins_in_a_later_part_is_dated_in_the_whole() {
+        let first = sample_recording();
+        let mut second = sample_recording();
+        second.start_unix_ns = first.start_unix_ns.map(|ns| ns + (first.duration_s * 1e9) as u64);
+        second.targets[0].exited = true;
+        let mut joined = second.targets[0].clone();
+        joined.pid += 1000;
+        joined.exited = false;
+        joined.joined_at_s = Some(0.25);
+        second.targets.push(joined);
+        let merged = Recording::merge(&[first.clone(), second]);
+        let t = |pid| merged.targets.iter().find(|t| t.pid == pid).unwrap();
+        assert!(t(first.targets[0].pid).exited);
+        let at = t(first.targets[0].pid + 1000).joined_at_s.unwrap();
+        assert!((at - (first.duration_s + 0.25)).abs() < 1e-9, "{at}");
     }
 }

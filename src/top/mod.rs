@@ -4,6 +4,7 @@
 //! the screen, or off a terminal a line per process and interval, shows what they hold.
 
 mod batch;
+mod keys;
 pub mod rows;
 mod screen;
 mod stderr;

@@ -8,13 +8,13 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row as TableRow, Table, TableState};
 use ratatui::{DefaultTerminal, Frame};
 
+use super::keys::{self, Key};
 use super::rows::{self, Figure, Row, View};
 use super::stderr::Captured;
 use super::{next_interval, Spans, TopOptions};
@@ -236,6 +236,7 @@ impl Screen<'_> {
         said: &Captured,
     ) -> Result<()> {
         let mut dirty = true;
+        let mut size = None;
         while !stop.load(Ordering::Relaxed) {
             match next_interval(rx, Duration::ZERO) {
                 Ok(Some(interval)) => {
@@ -250,24 +251,19 @@ impl Screen<'_> {
                 Err(()) => break,
             }
             if dirty {
-                // A closed terminal fails the draw: the session stops as on SIGHUP.
                 terminal.draw(|f| self.draw(f, said.last())).context("cannot draw")?;
                 dirty = false;
             }
-            if event::poll(KEY_POLL).context("cannot read the terminal")? {
-                match event::read().context("cannot read the terminal")? {
-                    Event::Key(k) if k.kind != KeyEventKind::Release => {
-                        let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                        if ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) {
-                            break;
-                        }
-                        self.key(k.code);
-                        dirty = true;
-                    }
-                    Event::Resize(..) => dirty = true,
-                    _ => {}
+            for key in keys::read(KEY_POLL) {
+                match key {
+                    // A terminal gone stops the session as SIGHUP does (the caller stops it).
+                    Key::Quit | Key::HungUp => return Ok(()),
+                    key => self.key(key),
                 }
+                dirty = true;
             }
+            let now = terminal.size().context("cannot read the terminal's size")?;
+            dirty |= size.replace(now) != Some(now);
         }
         Ok(())
     }
@@ -295,7 +291,7 @@ impl Screen<'_> {
         rows
     }
 
-    fn key(&mut self, code: KeyCode) {
+    fn key(&mut self, key: Key) {
         let rows = self.rows();
         // Without a selection the first row is shown as selected.
         let at = rows
@@ -303,31 +299,27 @@ impl Screen<'_> {
             .position(|r| Some(&r.key) == self.selected.as_ref())
             .or((!rows.is_empty()).then_some(0));
         let select = |i: usize| rows.get(i).map(|r| r.key.clone());
-        match code {
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.selected = select(at.map_or(0, |i| i.saturating_sub(1))).or(self.selected.take())
-            }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.selected = select(at.map_or(0, |i| i + 1)).or(self.selected.take())
-            }
-            KeyCode::Char('s') => {
+        match key {
+            Key::Up => self.selected = select(at.map_or(0, |i| i.saturating_sub(1))).or(self.selected.take()),
+            Key::Down => self.selected = select(at.map_or(0, |i| i + 1)).or(self.selected.take()),
+            Key::Char('s') => {
                 self.sort = self.sort.next();
                 self.status = Some(format!("sorted by {}", self.sort.title()));
             }
-            KeyCode::Char('p') => {
+            Key::Char('p') => {
                 self.paused = !self.paused;
                 if !self.paused {
                     self.refresh();
                 }
                 self.status = Some(if self.paused { "paused: p resumes" } else { "resumed" }.into());
             }
-            KeyCode::Char('r') => {
+            Key::Char('r') => {
                 self.spans.reset();
                 self.view = None;
                 self.exited_since.clear();
                 self.status = Some("rates reset: figures from the next interval on".into());
             }
-            KeyCode::Char('w') => self.status = Some(self.write()),
+            Key::Char('w') => self.status = Some(self.write()),
             _ => {}
         }
     }
