@@ -5,6 +5,7 @@
 mod common;
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -21,17 +22,28 @@ struct Tmux {
 
 impl Tmux {
     fn start(command: &str) -> Tmux {
+        // A server per terminal: one just killed may still hold its socket's name.
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
         let tmux = Tmux {
-            socket: format!("tlsprof-test-{}", std::process::id()),
+            socket: format!(
+                "tlsprof-test-{}-{}",
+                std::process::id(),
+                STARTED.fetch_add(1, Ordering::Relaxed)
+            ),
         };
         // The shell stays after tlsprof exits to say how it exited.
-        let status = tmux
+        let out = tmux
             .cmd()
             .args(["new-session", "-d", "-s", "top", "-x", "150", "-y", "40"])
             .arg(format!("{command}; echo \"top exited: $?\"; sleep 600"))
-            .status()
+            .stderr(Stdio::piped())
+            .output()
             .expect("tmux (Debian's package) runs: scripts/install-deps.sh installs it");
-        assert!(status.success(), "tmux new-session failed");
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         tmux
     }
 
@@ -330,6 +342,23 @@ fn top_batch_lines_parse_and_sigterm_stops_it_cleanly() {
     let status = child.wait().unwrap();
     assert!(status.success(), "top after SIGTERM: {status}");
     assert_no_programs_left("SIGTERM");
+
+    // --once: one interval's lines, then it stops by itself.
+    let out = run(tlsprof().args(["top", "--once", "--pid", &worker.to_string()]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "top --once: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one line:\n{text}");
+    assert_eq!(
+        lines[1].split_whitespace().nth(1),
+        Some(worker.to_string().as_str()),
+        "{text}"
+    );
+    assert_no_programs_left("--once");
 }
 
 /// tlsprof processes running `top`: none may be left behind however the terminal went.
