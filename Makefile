@@ -2,7 +2,7 @@
 # Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: deps build test fuzz demo bench lint golden clean
+.PHONY: deps build test fuzz demo bench lint golden clean install uninstall
 
 deps:
 	scripts/install-deps.sh
@@ -23,6 +23,15 @@ fuzz:
 
 demo: build
 	scripts/demo.sh
+
+# The binary, man pages, shell completions, the systemd unit and the Prometheus example under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
+install: build
+	$(CARGO) build --release --locked --example gen-docs
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh target/release/tlsprof target/release/examples/gen-docs
+
+uninstall:
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh --uninstall
 
 # Overhead and accuracy against bpftrace and perf in interleaved rounds (nginx, Go, rustls and BoringSSL servers), a
 # 10-minute recording and a 30-minute serve run; writes BENCHMARKS.md.

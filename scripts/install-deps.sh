@@ -5,13 +5,13 @@
 # examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
 # scripts/build-aws-lc.sh; apache2: a server whose handshakes mod_ssl drives with SSL_accept,
 # scripts/apache-target.sh; postgresql: a server that forks a backend per connection, scripts/postgres-target.sh;
-# tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs).
+# tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs; man-db: the installed man pages, tests/install.rs).
 # Idempotent.
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus
-          chromium cmake g++ libpcre2-dev apache2 postgresql tmux)
+          chromium cmake g++ libpcre2-dev apache2 postgresql tmux man-db)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)

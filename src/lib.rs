@@ -9,12 +9,15 @@
 //! - [`analyze`]: every figure derived from a recording, computed once into a [`analyze::Summary`], and the
 //!   advice drawn from it;
 //! - [`output`]: renderers of summaries and recordings (text, JSON, flame graphs, diffs, pprof, Prometheus);
-//! - [`serve`]: continuous mode, recording in intervals and serving metrics and profiles over HTTP.
+//! - [`serve`]: continuous mode, recording in intervals and serving metrics and profiles over HTTP;
+//! - [`top`]: the live view, a session's intervals shown as they come;
+//! - [`cli`]: the command line's definition, for the binary, its man pages and completions.
 
 mod boundary;
 
 pub mod analyze;
 pub mod catalogue;
+pub mod cli;
 pub mod model;
 pub mod output;
 pub mod record;
