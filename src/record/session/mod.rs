@@ -552,7 +552,14 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     .tracked
                     .get(&p.pid)
                     .is_some_and(|t| t.process.start_ticks == p.start_ticks);
-            match self.targets.add(&self.programs.skel, &p, &self.opts.attach) {
+            // A target that ran exec may not have mapped its libraries yet: it stays one, and what it maps
+            // next is looked at as it comes (taken in anew, it would be dropped before its loader ran).
+            let looked = if was_target {
+                self.targets.take_in(&self.programs.skel, &p, &self.opts.attach, false)
+            } else {
+                self.targets.add(&self.programs.skel, &p, &self.opts.attach)
+            };
+            match looked {
                 Ok(probed) if was_target => self.ran_exec(p, probed, &name),
                 Ok(true) => {
                     eprintln!("{}tlsprof: attached to new process {name}", self.status.clear());
@@ -739,7 +746,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         let now = if probed {
             "probes moved to it"
         } else {
-            "no TLS code in it: not probed from now on"
+            "no TLS code mapped in it yet: probed if it maps some"
         };
         eprintln!(
             "{}tlsprof: process {name} ran a new program: {now}",
