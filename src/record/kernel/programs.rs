@@ -219,35 +219,30 @@ impl<'obj> Programs<'obj> {
     /// before the targets are looked at, so that none of their new processes is missed.
     pub fn follow_processes(&mut self) -> Result<()> {
         let p = &self.skel.progs;
-        for (prog, category, tp) in [
-            (&p.on_task_newtask, "task", "task_newtask"),
-            (&p.on_process_exec, "sched", "sched_process_exec"),
-            (&p.on_process_exit, "sched", "sched_process_exit"),
-            (&p.on_mmap_exit, "syscalls", "sys_exit_mmap"),
-        ] {
-            let link = prog
-                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), tp)
-                .with_context(|| format!("attach tracepoint {category}:{tp}"))?;
-            self.links.push(link);
-        }
-        Ok(())
+        attach_tracepoints(
+            &mut self.links,
+            [
+                (&p.on_task_newtask, "task", "task_newtask"),
+                (&p.on_process_exec, "sched", "sched_process_exec"),
+                (&p.on_process_exit, "sched", "sched_process_exit"),
+                (&p.on_mmap_exit, "syscalls", "sys_exit_mmap"),
+            ],
+        )
     }
 
     /// Starts what runs for the whole recording: the on-CPU clocks (sched_switch), the connection counter
     /// (accept and connect), and the CPU sampler on every online CPU.
     pub fn start_sampling(&mut self, freq_hz: u64) -> Result<()> {
         let p = &self.skel.progs;
-        for (prog, category, tp) in [
-            (&p.on_sched_switch, "sched", "sched_switch"),
-            (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
-            (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
-            (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
-        ] {
-            let link = prog
-                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), tp)
-                .with_context(|| format!("attach tracepoint {category}:{tp}"))?;
-            self.links.push(link);
-        }
+        attach_tracepoints(
+            &mut self.links,
+            [
+                (&p.on_sched_switch, "sched", "sched_switch"),
+                (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
+                (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
+                (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
+            ],
+        )?;
         for cpu in online_cpus()? {
             let samplers = [
                 (&self.skel.progs.on_cpu_sample, freq_hz, false, "CPU sampler"),
@@ -412,6 +407,20 @@ fn stat_sum(skel: &TlsprofSkel, stat: tlsprof_stat) -> u64 {
             .sum(),
         _ => 0,
     }
+}
+
+/// Attaches each program to its tracepoint (category, name), keeping the links.
+fn attach_tracepoints<const N: usize>(
+    links: &mut Vec<libbpf_rs::Link>,
+    programs: [(&libbpf_rs::ProgramMut<'_>, &str, &str); N],
+) -> Result<()> {
+    for (prog, category, tp) in programs {
+        let link = prog
+            .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), tp)
+            .with_context(|| format!("attach tracepoint {category}:{tp}"))?;
+        links.push(link);
+    }
+    Ok(())
 }
 
 fn online_cpus() -> Result<Vec<i32>> {
