@@ -218,7 +218,7 @@ fn paths(shape: &Shape, prefix: &str) -> Vec<String> {
     out
 }
 
-/// Parses README's list: `name`, `name {child, ...}` or `name [{child, ...}]`, comma-separated.
+/// Parses docs/json-report.md's list: `name`, `name {child, ...}` or `name [{child, ...}]`, comma-separated.
 fn parse_shape(tokens: &mut std::iter::Peekable<std::vec::IntoIter<String>>) -> Shape {
     let mut shape = Shape::default();
     while let Some(name) = tokens.next_if(|t| t.starts_with(|c: char| c.is_alphanumeric())) {
@@ -228,7 +228,7 @@ fn parse_shape(tokens: &mut std::iter::Peekable<std::vec::IntoIter<String>>) -> 
             assert_eq!(
                 tokens.next().as_deref(),
                 Some("}"),
-                "README: {name} {{...}} does not close"
+                "docs/json-report.md: {name} {{...}} does not close"
             );
             inner
         } else {
@@ -238,7 +238,7 @@ fn parse_shape(tokens: &mut std::iter::Peekable<std::vec::IntoIter<String>>) -> 
             assert_eq!(
                 tokens.next().as_deref(),
                 Some("]"),
-                "README: {name} [...] does not close"
+                "docs/json-report.md: {name} [...] does not close"
             );
         }
         shape.0.insert(name, children);
@@ -270,10 +270,10 @@ fn tokens(text: &str) -> Vec<String> {
 
 #[test]
 fn readme_lists_every_json_field() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/json-report.md")).unwrap();
     let start = readme
         .find("`tlsprof report --json` prints")
-        .expect("README describes the JSON report");
+        .expect("docs/json-report.md describes the JSON report");
     let list = &readme[start..];
     let list = &list[list.find(':').unwrap() + 1..list.find("\n\n").unwrap()];
     let mut plain = String::new();
@@ -289,13 +289,13 @@ fn readme_lists_every_json_field() {
     }
     let mut tokens = tokens(&plain).into_iter().peekable();
     let documented = parse_shape(&mut tokens);
-    assert_eq!(tokens.next(), None, "README's field list does not parse");
+    assert_eq!(tokens.next(), None, "docs/json-report.md's field list does not parse");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(golden("report.json")).unwrap()).unwrap();
     let (documented, actual) = (paths(&documented, ""), paths(&shape_of(&json), ""));
     let missing: Vec<&String> = actual.iter().filter(|p| !documented.contains(p)).collect();
     let extra: Vec<&String> = documented.iter().filter(|p| !actual.contains(p)).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "README's `tlsprof report --json` field list: missing {missing:?}, not in the JSON {extra:?}"
+        "docs/json-report.md's `tlsprof report --json` field list: missing {missing:?}, not in the JSON {extra:?}"
     );
 }

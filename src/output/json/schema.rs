@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The JSON report's schema (`tlsprof report --json`, documented in the README): the public form of an
+//! The JSON report's schema (`tlsprof report --json`, documented in docs/json-report.md): the public form of an
 //! analysis, apart from the summary so that an internal figure cannot reach the report unseen. A summary
 //! struct that also holds internal figures has its own struct here; the leaves of plain public figures
 //! (per-target figures, CPU statistics, handshake kinds, causes, advice...) are serialized as they are, as
