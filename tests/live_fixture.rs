@@ -169,7 +169,7 @@ fn rustls_fixture_operations_counted_exactly_with_twin_cpu() {
 /// Go's fixture (examples/go/ops), pinned to one CPU with its twin: the key exchange and signature a Go TLS 1.3
 /// server makes, through the functions tlsprof probes for them. Every derive and sign counted; per call within 10%
 /// of the unprobed twin's, made in turn with the probed ones. ECDSA P-256 signatures made between key exchanges
-/// cost the probed process more than its twin (README, Limits: Go costs more per handshake): theirs is judged
+/// cost the probed process more than its twin (docs/limits.md: Go costs more per handshake): theirs is judged
 /// between the twin's (less 10%) and the probed process's own clock around each call, which holds the call's
 /// probe hits. (Not the probed clock less the calls' hits, as for OpenSSL: a Go call's window also holds the
 /// runtime's scheduler probes, and single-steps whose cost is known only as a bound.)

@@ -270,7 +270,7 @@ def accuracy_lines(data):
             if not row["ours"]:
                 continue
             if row["name"].startswith("server handshake"):
-                # A handshake's probes cost it more than their calibrated hits (the README's Limits): shown.
+                # A handshake's probes cost it more than their calibrated hits (docs/limits.md): shown.
                 lines.append((f"Accuracy: {name} {row['name']}, CPU per handshake against its fixture (unprobed "
                               f"twin; shown, not judged)", twin_text(row["err_fixture"], row["ours"], row["unprobed"]),
                               "–"))

@@ -102,7 +102,7 @@ impl SpeedBeside {
 
 /// RSA-2048 signing measured in a busy server against `openssl speed` signing beside it (`SpeedBeside`):
 /// a signature costs more in the server than in speed's tight loop (libssl sets up a context and hashes
-/// the transcript for each; the server's other work holds the caches; README, Limits). A sanity band,
+/// the transcript for each; the server's other work holds the caches; docs/limits.md). A sanity band,
 /// -10%…+40%, that still catches a figure off by half; the exact check is against the fixture's own clock
 /// (live_fixture.rs). Per call or in total (calls × speed's figure), in the same unit.
 pub fn server_sign_matches_speed(server: f64, speed: f64) -> bool {
