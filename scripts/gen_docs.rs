@@ -6,12 +6,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use clap_complete::Shell;
 
 fn main() -> Result<()> {
     let out = PathBuf::from(std::env::args_os().nth(1).context("usage: gen-docs OUTDIR")?);
-    let cmd = tlsprof::cli::Cli::command();
+    let cmd = tlsprof::cli::command();
     let man = out.join("man1");
     std::fs::create_dir_all(&man).with_context(|| format!("cannot make {}", man.display()))?;
     clap_mangen::generate_to(cmd.clone(), &man).with_context(|| format!("cannot write into {}", man.display()))?;

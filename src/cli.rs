@@ -5,22 +5,30 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::output::styled::Color;
 use crate::output::Group;
 
+/// Profile the TLS CPU of running processes, stage by stage.
+///
+/// tlsprof attaches to processes that are already running, probes the TLS library functions a handshake is made
+/// of, samples CPU stacks, and says how much of their CPU is TLS, which stage, why, and what to do first.
+/// `record` writes a recording that `report`, `flamegraph`, `diff` and `export` read; `top` is the live view;
+/// `serve` runs continuously for Prometheus and pprof. Recording needs root (or CAP_BPF and CAP_PERFMON).
 #[derive(Parser)]
 #[command(
     name = "tlsprof",
     version,
-    about = "Profile the TLS CPU of running processes, stage by stage"
+    after_help = "Every subcommand: tlsprof COMMAND --help; the details: man tlsprof-COMMAND."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Colour and bars in the text of `report`, `record` and `diff`: auto when standard output is a
-    /// terminal and NO_COLOR is unset or empty.
+    /// Colour and bars in the text (auto: on a terminal, unless NO_COLOR is set).
+    ///
+    /// Applies to the text of `report`, `record`, `diff` and `top`: auto when standard output is a terminal
+    /// and NO_COLOR is unset or empty.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorArg,
 }
@@ -52,7 +60,16 @@ impl ColorArg {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Attach to running processes, record until the duration, Ctrl-C, or every target exits; print the summary.
+    /// Record running processes' TLS CPU into a file, then print its summary.
+    ///
+    /// Attaches to the processes given by --pid, --comm or --all, records until --duration, Ctrl-C, SIGTERM or
+    /// every target exits, writes the recording (tlsprof.data) and prints the report's text.
+    #[command(
+        after_help = "By default: stage probes within 0.3% of the targets' CPU (figures estimated from probe \
+windows, with 95% intervals; --max-overhead 100 for exact), 99 Hz stacks, hellos read a second in ten, until \
+Ctrl-C; written to tlsprof.data.
+Example: sudo tlsprof record --comm nginx --duration 30"
+    )]
     Record {
         #[command(flatten)]
         targets: TargetArgs,
@@ -64,25 +81,36 @@ pub enum Command {
         output: PathBuf,
         #[command(flatten)]
         probes: ProbeArgs,
-        /// Print only the first screen of the report when the recording ends (`tlsprof report` has the rest).
+        /// Print only the report's first screen at the end (`tlsprof report` has the rest).
         #[arg(long)]
         brief: bool,
     },
-    /// Record continuously until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles
-    /// of the last N seconds at /profile?seconds=N.
+    /// Record continuously; serve Prometheus metrics and pprof profiles over HTTP.
+    ///
+    /// Records until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles of the last
+    /// N seconds at /profile?seconds=N.
+    #[command(after_help = "By default: the probes' budget and sampling as for `record`.
+Example: sudo tlsprof serve --comm nginx --listen 127.0.0.1:9465")]
     Serve {
         #[command(flatten)]
         targets: TargetArgs,
-        /// Address to serve on, e.g. 127.0.0.1:9465 (plain HTTP, no authentication: keep it on a trusted
-        /// network).
+        /// Address to serve on, e.g. 127.0.0.1:9465 (plain HTTP, no authentication).
+        ///
+        /// Plain HTTP without authentication: keep it on loopback or a trusted network.
         #[arg(long, value_name = "ADDR")]
         listen: String,
         #[command(flatten)]
         probes: ProbeArgs,
     },
-    /// A live view, refreshed every second: a row per process with its TLS share of CPU, handshakes per
-    /// second, resumption, CPU per full handshake and top stage (every process with TLS code by default;
-    /// q quits). Off a terminal, or with --batch, a line per process and interval.
+    /// A live view, refreshed every second: a row per process with TLS code.
+    ///
+    /// Each row: the process's TLS share of its CPU, handshakes per second, resumption, CPU per full
+    /// handshake and top stage. Off a terminal, or with --batch, a line per process and interval.
+    #[command(
+        after_help = "By default: every process with TLS code (--all), probes and sampling as for `record`.
+Keys: up/down select, s sort, p pause, r reset, w write a recording, q quit.
+Example: sudo tlsprof top --comm nginx"
+    )]
     Top {
         #[command(flatten)]
         targets: TargetArgs,
@@ -92,55 +120,67 @@ pub enum Command {
         /// A row per process, or per program (an nginx master and its workers as one).
         #[arg(long, value_enum, default_value = "process")]
         group: TopGroupArg,
-        /// A line per process and interval on standard output, like `vmstat 1`, instead of the full screen.
+        /// A line per process and interval on standard output (like `vmstat 1`), no screen.
         #[arg(long)]
         batch: bool,
         /// One interval's lines, then stop (implies --batch).
         #[arg(long)]
         once: bool,
-        /// Where the `w` key writes what has been seen so far (then `tlsprof report` reads it).
+        /// Where the `w` key writes what was seen so far, for `tlsprof report`.
         #[arg(long, short, value_name = "FILE", default_value = "tlsprof.data")]
         output: PathBuf,
         #[command(flatten)]
         probes: ProbeArgs,
     },
-    /// Print the summary of a recording.
+    /// Print the summary of a recording: text, JSON or one HTML page.
+    #[command(after_help = "By default: the whole text report on standard output.
+Example: tlsprof report tlsprof.data --html -o report.html")]
     Report {
+        /// The recording (`tlsprof record`'s output).
         file: PathBuf,
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// One self-contained HTML page (charts and the interactive flame graph inline, nothing fetched),
-        /// written to --output or, without it, to standard output.
+        /// One self-contained HTML page (charts and flame graph inline, nothing fetched).
+        ///
+        /// Written to --output or, without it, to standard output.
         #[arg(long, conflicts_with = "json")]
         html: bool,
-        /// Where to write the HTML page.
+        /// Where to write the HTML page (default: standard output).
         #[arg(long, short, value_name = "FILE", requires = "html")]
         output: Option<PathBuf>,
         /// How the call tree groups what runs inside each stage function.
         #[arg(long, value_enum, default_value = "stage")]
         group: GroupArg,
-        /// Only the first screen: how much CPU is TLS, where it goes, what to do first, how far to trust it.
+        /// Only the first screen: TLS CPU, stages, what to do first, how far to trust it.
         #[arg(long, conflicts_with_all = ["json", "html"])]
         brief: bool,
     },
-    /// Compare two recordings (before and after a change): handshake mix, CPU per handshake and per stage.
+    /// Compare two recordings: handshake mix, CPU per handshake and per stage.
+    #[command(after_help = "By default: the comparison as text on standard output.
+Example: tlsprof diff before.data after.data -o diff.svg")]
     Diff {
+        /// The recording before the change.
         before: PathBuf,
+        /// The recording after it.
         after: PathBuf,
-        /// Also write a differential flame graph (SVG) here; with --html, the HTML page instead.
+        /// Also write a differential flame graph (SVG) here; with --html, the page.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// One self-contained HTML page (tables, stage chart and the differential flame graph inline),
-        /// written to --output or, without it, to standard output.
+        /// One self-contained HTML page (tables, charts, differential flame graph inline).
+        ///
+        /// Written to --output or, without it, to standard output.
         #[arg(long, conflicts_with = "json")]
         html: bool,
     },
     /// Draw a flame graph (SVG) of a recording, or print its folded stacks.
+    #[command(after_help = "By default: SVG on standard output, stacks grouped by stage function.
+Example: tlsprof flamegraph tlsprof.data -o flame.svg")]
     Flamegraph {
+        /// The recording (`tlsprof record`'s output).
         file: PathBuf,
         /// Write here instead of standard output.
         #[arg(long, short, value_name = "FILE")]
@@ -152,10 +192,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "stage")]
         group: GroupArg,
     },
-    /// Write a recording for other tools: a pprof profile (go tool pprof, Pyroscope, Parca), folded stacks,
-    /// or the JSON report.
+    /// Write a recording for other tools: pprof (go tool pprof, Parca), folded or JSON.
+    #[command(after_help = "Example: tlsprof export tlsprof.data --format pprof -o tls.pb.gz")]
     Export {
+        /// The recording (`tlsprof record`'s output).
         file: PathBuf,
+        /// What to write.
         #[arg(long, value_enum)]
         format: ExportFormat,
         /// Write here instead of standard output.
@@ -167,13 +209,17 @@ pub enum Command {
 /// Which processes to profile.
 #[derive(Args)]
 pub struct TargetArgs {
-    /// Process id to profile (repeatable).
+    /// Process id to profile, with the children it starts (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
-    /// Profile every process with this name, e.g. an nginx master and all its workers (repeatable).
+    /// Every process with this name, e.g. nginx's master and workers (repeatable).
+    ///
+    /// Processes of that name that start while recording are taken in before their first handshake.
     #[arg(long = "comm", value_name = "NAME")]
     pub comms: Vec<String>,
-    /// Profile every process on the machine that runs OpenSSL, Go or rustls TLS code, containers included, and
+    /// Every process with TLS code, containers included, and those that start.
+    ///
+    /// Every process on the machine that runs OpenSSL, Go crypto/tls, rustls, BoringSSL or AWS-LC code, and
     /// those started while recording; runs until the duration or Ctrl-C.
     #[arg(long)]
     pub all: bool,
@@ -185,39 +231,47 @@ pub struct ProbeArgs {
     /// CPU sampling frequency, per CPU.
     #[arg(long, value_name = "HZ", default_value_t = 99)]
     pub freq: u64,
-    /// Also probe functions called many times per handshake or on every request (SSL_read/SSL_write for
-    /// the read/write stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
+    /// Also probe the record layer and other hot functions (exact, but costly).
+    ///
+    /// Functions called many times per handshake or on every request (SSL_read/SSL_write for the read/write
+    /// stages, EVP_KDF_derive): exact, but each probe hit costs the target microseconds.
     #[arg(long)]
     pub all_probes: bool,
-    /// How to capture user stacks: copy the stack and unwind it with DWARF unwind tables, or follow
-    /// frame pointers (cheaper; wrong through libraries built without them, like Debian's OpenSSL).
-    #[arg(long, value_enum, default_value = "dwarf")]
+    /// How to capture user stacks: unwind a copy (dwarf) or follow frame pointers (fp).
+    ///
+    /// Copy the stack and unwind it with DWARF unwind tables, or follow frame pointers (cheaper; wrong
+    /// through libraries built without them, like Debian's OpenSSL).
+    #[arg(long, value_enum, value_name = "HOW", default_value = "dwarf")]
     pub call_graph: CallGraphArg,
-    /// Bytes of user stack copied per sample for --call-graph dwarf: deep stacks (Node.js's main thread)
-    /// need tens of KiB to reach main() from a TLS handshake.
+    /// Bytes of user stack copied per sample for --call-graph dwarf.
+    ///
+    /// Deep stacks (Node.js's main thread) need tens of KiB to reach main() from a TLS handshake.
     #[arg(long, value_name = "BYTES", default_value_t = 65536)]
     pub stack_bytes: u32,
-    /// Also record kernel frames (those of samples in the probes' own traps are kept without it).
+    /// Also record kernel frames (the probes' own traps are kept without it).
     #[arg(long)]
     pub kernel: bool,
-    /// When to read ServerHellos and ClientHellos off the sockets: the protocol version, cipher suite and
-    /// group, and what clients offered to resume.
-    #[arg(long, value_enum, default_value = "sampled")]
+    /// When to read hellos off the sockets: version, cipher, group, resumption offers.
+    ///
+    /// ServerHellos and ClientHellos give the protocol version, cipher suite and group, and what clients
+    /// offered to resume.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "sampled")]
     pub hello_capture: HelloCaptureArg,
-    /// Most the stage probes may cost the targets, in percent of their CPU. When handshakes are frequent
-    /// enough to cost more, the probes are attached part of the time and counts are scaled from those
+    /// Most the stage probes may cost the targets, in % of their CPU (100: exact).
+    ///
+    /// When handshakes are frequent enough to cost more, the probes are attached part of the time and counts are scaled from those
     /// windows; 100 keeps them attached throughout (exact counts, at whatever it costs). The probes' cost
     /// is what samples taken in their traps measure in the targets (their calibrated cost until they say
     /// more). The default leaves room for what a trap costs the target's own code after it (colder caches),
-    /// which no sample shows, and for the CPU sampler (BENCHMARKS.md).
+    /// which no sample shows, and for the CPU sampler (docs/overhead.md).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
     pub max_overhead: f64,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
 pub enum ExportFormat {
-    /// Gzipped profile.proto: CPU samples and CPU in ns (each stage's as the report gives it) per stack,
-    /// labelled with stage, library, role, process and pid.
+    /// Gzipped profile.proto: CPU samples and CPU in ns per stack, labelled by stage,
+    /// library, role, process and pid.
     Pprof,
     /// One line per distinct stack with its sample count (as `flamegraph --folded`).
     Folded,
@@ -230,8 +284,7 @@ pub enum ExportFormat {
 pub enum GroupArg {
     /// By stage function: the call tree of probed functions, whole stacks in the flame graph.
     Stage,
-    /// A cause under each stage (lookups, socket I/O, MACs, random numbers, ...), then the functions that
-    /// named it.
+    /// A cause under each stage (lookups, socket I/O, MACs, ...), then its functions.
     Cause,
 }
 
@@ -265,11 +318,34 @@ pub enum CallGraphArg {
 /// When to watch the socket calls that carry ServerHellos (record::HelloCapture).
 #[derive(Clone, Copy, ValueEnum)]
 pub enum HelloCaptureArg {
-    /// Once every 10 s while the probes are attached and connections are being made, for up to 1 s: the
-    /// handshake mix and resumption are sampled from the connections made then.
+    /// Up to 1 s in every 10 s while connections are made: the mix is sampled from those.
     Sampled,
-    /// All the time: every handshake's version, cipher, group and offer, for a little CPU on every socket call.
+    /// All the time: every handshake's, for a little CPU on every socket call.
     Always,
-    /// Never: version, cipher suite, group and resumption offers stay unknown.
+    /// Never: version, cipher, group and resumption offers stay unknown.
     Off,
+}
+
+/// The command line as parsed and documented: `-h` and `--help` both print the one-screen help (each item's
+/// first line); the man pages carry every item's whole text.
+pub fn command() -> clap::Command {
+    fn short_help(cmd: clap::Command) -> clap::Command {
+        let page = match cmd.get_name() {
+            "tlsprof" => "man tlsprof".to_string(),
+            name => format!("man tlsprof-{name}"),
+        };
+        cmd.disable_help_flag(true).help_expected(true).arg(
+            Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(ArgAction::HelpShort)
+                .help(format!("Print this help (every detail: {page})")),
+        )
+    }
+    short_help(Cli::command().disable_help_subcommand(true)).mut_subcommands(short_help)
+}
+
+/// The command line of this process, parsed; clap prints help, versions and usage errors and exits.
+pub fn parse() -> Cli {
+    Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit())
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
 
 use tlsprof::analyze::{advice, analyze, summarize};
 use tlsprof::cli::{CallGraphArg, Cli, Command, ExportFormat, HelloCaptureArg, ProbeArgs, TargetArgs, TopGroupArg};
@@ -22,7 +21,7 @@ use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STAC
 use tlsprof::{serve, top};
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(tlsprof::cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // Errors quote paths and names that targets control: escaped, the message stays one line.
