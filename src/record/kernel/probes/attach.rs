@@ -34,6 +34,16 @@ fn set_ssl_layout(skel: &TlsprofSkel, id: u16, layout: SslLayout) -> Result<()> 
         .context("set a library's handshake state layout")
 }
 
+/// Whether the library's own state machine, taking the SSL *, is probed (OpenSSL's ossl_statem_accept): a
+/// handshake driven from SSL_read/SSL_write is seen there.
+fn state_machine_probed(obj: &TlsObject) -> bool {
+    obj.functions.iter().any(|f| {
+        f.row.origin == catalogue::Origin::Internal
+            && f.row.stage == Some(catalogue::Stage::Handshake)
+            && f.row.flags & catalogue::SSL_ARG != 0
+    })
+}
+
 impl TargetSet {
     /// Probes the TLS code `obj` of file m in process p (its mapping there), or in every process that maps it
     /// (Wide; not `mapped`: a file of the machine no target maps yet, p being tlsprof).
@@ -52,93 +62,15 @@ impl TargetSet {
         }
         let path = m.display_path().to_string();
         let file = (m.dev.clone(), m.inode);
-
-        // The library's own state machine, taking the SSL *, is probed (OpenSSL's ossl_statem_accept): a
-        // handshake driven from SSL_read/SSL_write is seen there.
-        let state_machine_probed = obj.functions.iter().any(|f| {
-            f.row.origin == catalogue::Origin::Internal
-                && f.row.stage == Some(catalogue::Stage::Handshake)
-                && f.row.flags & catalogue::SSL_ARG != 0
-        });
-        let calls = obj.family.calls();
-        let wide = calls == Calls::Native && self.wide_for(p);
-        let spec = |set: &mut TargetSet, keep: &dyn Fn(&catalogue::Row) -> bool, scope: Scope| -> Result<ProbeSpec> {
-            let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
-            let (mut session, mut connection_ret) = (Probes::default(), Probes::default());
-            let sessions = skel.progs.stage_session.autoload();
-            let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
-            for f in obj.functions.iter().filter(|f| keep(f.row)) {
-                let id = set.function_id(lib, f.row)?;
-                if let Some(layout) = obj.ssl_layout.filter(|_| f.row.flags & catalogue::SSL_ARG != 0) {
-                    set_ssl_layout(skel, id, layout)?;
-                }
-                let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
-                if calls == Calls::GoRegisters {
-                    // A stage function that ends at a return instruction learns where its callers resume.
-                    let learns = f.row.stage.is_some() && f.exits.iter().any(|e| e.stepped && !e.in_caller);
-                    let entry_cookie = cookie(f.stepped, Site::Entry);
-                    go.push(
-                        f.file_offset,
-                        if learns {
-                            catalogue::learning_returns(entry_cookie)
-                        } else {
-                            entry_cookie
-                        },
-                    );
-                    for exit in &f.exits {
-                        if exit.in_caller {
-                            go.push(exit.file_offset, cookie(exit.stepped, Site::Returned));
-                        } else if learns {
-                            go_exits.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
-                            go_exit_funcs.push(id);
-                        } else {
-                            go.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
-                        }
-                    }
-                    continue;
-                }
-                let cookie = match scope {
-                    Scope::AnyProcess(_) => catalogue::any_process(cookie(f.stepped, Site::Entry)),
-                    Scope::Process(_) => cookie(f.stepped, Site::Entry),
-                };
-                // A function whose result is the connection has nothing to tell at entry.
-                if f.row.flags & catalogue::SSL_RET != 0 {
-                    connection_ret.push(f.file_offset, cookie);
-                } else if f.row.stage.is_none() {
-                    entry.push(f.file_offset, cookie);
-                } else if sessions {
-                    session.push(f.file_offset, cookie);
-                } else {
-                    entry.push(f.file_offset, cookie);
-                    ret.push(f.file_offset, cookie);
-                }
-            }
-            set.next_spec_id += 1;
-            let open_path = match &scope {
-                Scope::AnyProcess(file) => std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
-                Scope::Process(p) => m.open_path(p.pid),
-            };
-            Ok(ProbeSpec {
-                id: set.next_spec_id,
-                scope,
-                path: path.clone(),
-                open_path,
-                file: (m.dev.clone(), m.inode),
-                entry,
-                ret,
-                connection_ret,
-                session,
-                go,
-                go_exits,
-                go_exit_funcs,
-                learning: Learning::default(),
-            })
-        };
+        let wide = obj.family.calls() == Calls::Native && self.wide_for(p);
         let stages = |r: &catalogue::Row| opts.all_probes || !r.frequent;
         // The handshake drivers are a process's own: they are attached only where its handshakes need them.
-        if mapped && !opts.all_probes && !state_machine_probed {
-            let drivers = spec(
-                self,
+        if mapped && !opts.all_probes && !state_machine_probed(obj) {
+            let drivers = self.probe_spec(
+                skel,
+                m,
+                obj,
+                lib,
                 &|r| r.frequent && r.flags & catalogue::IO_DRIVER != 0,
                 Scope::Process(p.clone()),
             )?;
@@ -151,13 +83,98 @@ impl TargetSet {
             return Ok(());
         }
         if !wide {
-            let probed = spec(self, &stages, Scope::Process(p.clone()))?;
+            let probed = self.probe_spec(skel, m, obj, lib, &stages, Scope::Process(p.clone()))?;
             return self.start(skel, probed);
         }
         let held = std::fs::File::open(m.open_path(p.pid))
             .with_context(|| format!("cannot open {} of process {}", Printable(&path), p.pid))?;
-        let probed = spec(self, &stages, Scope::AnyProcess(held))?;
+        let probed = self.probe_spec(skel, m, obj, lib, &stages, Scope::AnyProcess(held))?;
         self.start(skel, probed)
+    }
+
+    /// The probes of file m's functions (its TLS code `obj`, library `lib`) that `keep` takes, in `scope`, by
+    /// the program they run: entries, returns, sessions, connection returns, Go's entry-style probes.
+    fn probe_spec(
+        &mut self,
+        skel: &TlsprofSkel,
+        m: &Mapping,
+        obj: &TlsObject,
+        lib: usize,
+        keep: &dyn Fn(&catalogue::Row) -> bool,
+        scope: Scope,
+    ) -> Result<ProbeSpec> {
+        let calls = obj.family.calls();
+        let state_machine_probed = state_machine_probed(obj);
+        let (mut entry, mut ret, mut go) = (Probes::default(), Probes::default(), Probes::default());
+        let (mut session, mut connection_ret) = (Probes::default(), Probes::default());
+        let sessions = skel.progs.stage_session.autoload();
+        let (mut go_exits, mut go_exit_funcs) = (Probes::default(), Vec::new());
+        for f in obj.functions.iter().filter(|f| keep(f.row)) {
+            let id = self.function_id(lib, f.row)?;
+            if let Some(layout) = obj.ssl_layout.filter(|_| f.row.flags & catalogue::SSL_ARG != 0) {
+                set_ssl_layout(skel, id, layout)?;
+            }
+            let cookie = |stepped, at| catalogue::cookie(id, f.row, calls, stepped, state_machine_probed, at);
+            if calls == Calls::GoRegisters {
+                // A stage function that ends at a return instruction learns where its callers resume.
+                let learns = f.row.stage.is_some() && f.exits.iter().any(|e| e.stepped && !e.in_caller);
+                let entry_cookie = cookie(f.stepped, Site::Entry);
+                go.push(
+                    f.file_offset,
+                    if learns {
+                        catalogue::learning_returns(entry_cookie)
+                    } else {
+                        entry_cookie
+                    },
+                );
+                for exit in &f.exits {
+                    if exit.in_caller {
+                        go.push(exit.file_offset, cookie(exit.stepped, Site::Returned));
+                    } else if learns {
+                        go_exits.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
+                        go_exit_funcs.push(id);
+                    } else {
+                        go.push(exit.file_offset, cookie(exit.stepped, Site::Exit));
+                    }
+                }
+                continue;
+            }
+            let cookie = match scope {
+                Scope::AnyProcess(_) => catalogue::any_process(cookie(f.stepped, Site::Entry)),
+                Scope::Process(_) => cookie(f.stepped, Site::Entry),
+            };
+            // A function whose result is the connection has nothing to tell at entry.
+            if f.row.flags & catalogue::SSL_RET != 0 {
+                connection_ret.push(f.file_offset, cookie);
+            } else if f.row.stage.is_none() {
+                entry.push(f.file_offset, cookie);
+            } else if sessions {
+                session.push(f.file_offset, cookie);
+            } else {
+                entry.push(f.file_offset, cookie);
+                ret.push(f.file_offset, cookie);
+            }
+        }
+        self.next_spec_id += 1;
+        let open_path = match &scope {
+            Scope::AnyProcess(file) => std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+            Scope::Process(p) => m.open_path(p.pid),
+        };
+        Ok(ProbeSpec {
+            id: self.next_spec_id,
+            scope,
+            path: m.display_path().to_string(),
+            open_path,
+            file: (m.dev.clone(), m.inode),
+            entry,
+            ret,
+            connection_ret,
+            session,
+            go,
+            go_exits,
+            go_exit_funcs,
+            learning: Learning::default(),
+        })
     }
 
     /// Probes file m's TLS code `obj` in every process that maps it, where it is not yet (a library of the
