@@ -6,17 +6,17 @@
 //! consumes the session's intervals as it goes (interval.rs).
 
 mod assemble;
+mod events;
 mod interval;
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result};
-use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
+use anyhow::Result;
+use libbpf_rs::OpenObject;
 
 use super::discovery::targets::{self, Process};
 use super::duty::cpu::CpuMeters;
@@ -26,9 +26,7 @@ use super::duty::traps::ProbeTraps;
 use super::duty::windows::{Reading, WindowLog};
 use super::handshakes::events::Handshakes;
 use super::handshakes::hello::HelloWindows;
-use super::kernel::bpf::types::{
-    go_return_event, process_event, tlsprof_event_kind, tlsprof_process_how, tlsprof_stat,
-};
+use super::kernel::bpf::types::{process_event, tlsprof_event_kind, tlsprof_process_how, tlsprof_stat};
 use super::kernel::probes::{self, Change, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
@@ -38,13 +36,9 @@ use super::RecordOptions;
 use crate::model::untrusted::Printable;
 use crate::model::{Probing, RawNode, Recording, Target, TrapSamples};
 use assemble::{counted_losses, read_tree, Parts};
+use events::Events;
 use interval::Interval;
 
-/// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
-const POLL: Duration = Duration::from_millis(100);
-/// How often callers are taken in while Go functions learn them: their return instructions, single-stepped,
-/// stay probed until they settle.
-const LEARNING_POLL: Duration = Duration::from_millis(10);
 /// How often /proc is read for new processes (--comm, --all) and targets that ran exec (the kernel tells of
 /// most as they start: this finds those it could not, a process renamed, one started as tlsprof did).
 const RESCAN: Duration = Duration::from_millis(500);
@@ -123,52 +117,6 @@ enum Looked {
     RanExec(Process, bool),
     /// A target's mappings changed: its stacks are unwound against them.
     MoreCode(u32),
-}
-
-/// The ring buffers' events, copied out by their callbacks and handed to their handlers after each drain.
-struct Events {
-    ring: RingBuffer<'static>,
-    /// go_callers and processes: the rings waited on, whose records wake tlsprof.
-    woken_ring: RingBuffer<'static>,
-    callers: Receiver<Vec<u8>>,
-    processes: Receiver<Vec<u8>>,
-    handshakes: Receiver<Vec<u8>>,
-    stacks: Receiver<Vec<u8>>,
-    trap_samples: Receiver<Vec<u8>>,
-}
-
-impl Events {
-    fn new(programs: &Programs) -> Result<Events> {
-        let queue = |tx: Sender<Vec<u8>>| {
-            move |data: &[u8]| {
-                // The receiver lives as long as the ring buffer: a send cannot fail while it is drained.
-                let _ = tx.send(data.to_vec());
-                0
-            }
-        };
-        let (handshakes_tx, handshakes) = mpsc::channel();
-        let (stacks_tx, stacks) = mpsc::channel();
-        let (traps_tx, trap_samples) = mpsc::channel();
-        let (callers_tx, callers) = mpsc::channel();
-        let (processes_tx, processes) = mpsc::channel();
-        let mut woken_ring = RingBufferBuilder::new();
-        woken_ring
-            .add(&programs.skel.maps.go_callers, queue(callers_tx))?
-            .add(&programs.skel.maps.processes, queue(processes_tx))?;
-        let mut rb = RingBufferBuilder::new();
-        rb.add(&programs.skel.maps.handshakes, queue(handshakes_tx))?
-            .add(&programs.skel.maps.stacks, queue(stacks_tx))?
-            .add(&programs.skel.maps.trap_samples, queue(traps_tx))?;
-        Ok(Events {
-            ring: rb.build()?,
-            woken_ring: woken_ring.build()?,
-            callers,
-            processes,
-            handshakes,
-            stacks,
-            trap_samples,
-        })
-    }
 }
 
 /// One recording session over its targets.
@@ -410,74 +358,6 @@ impl<'obj, 'o> Session<'obj, 'o> {
             probing,
         };
         parts.into_recording(&self.programs, &self.targets, self.opts)
-    }
-
-    /// Waits out a poll. The BPF side wakes us only when a Go function reports a new caller (go_callers) or a
-    /// process joins, runs a new program or maps code (processes; the other rings are drained on our own clock):
-    /// that caller, that process, is probed at once, and while any function is learning its callers are taken in
-    /// every LEARNING_POLL. A signal ends the wait early.
-    fn wait_poll(&mut self) -> Result<()> {
-        let until = Instant::now() + POLL;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            // Only learn_callers changes it, and it reads /proc for the learning processes.
-            let learning = self.targets.learning();
-            let wait = if learning { left.min(LEARNING_POLL) } else { left };
-            match self.events.woken_ring.poll_raw(wait) {
-                n if n == -libc::EINTR => return Ok(()),
-                n if n < 0 => {
-                    return Err(std::io::Error::from_raw_os_error(-n))
-                        .context("wait for Go functions' callers and new processes")
-                }
-                _ => {}
-            }
-            self.drain_callers()?;
-            self.take_in_processes();
-            if learning || !self.callers.is_empty() {
-                self.learn_callers()?;
-            }
-        }
-    }
-
-    /// Takes the Go functions' newly reported callers in (and queues the processes that joined).
-    fn drain_callers(&mut self) -> Result<()> {
-        self.events.woken_ring.consume().context("drain the ring buffers")?;
-        for data in self.events.callers.try_iter() {
-            let mut caller = go_return_event::default();
-            if plain::copy_from_bytes(&mut caller, &data).is_ok()
-                && caller.kind == tlsprof_event_kind::EVENT_GO_RETURN.0
-            {
-                self.callers
-                    .push((caller.tgid, caller.func, [caller.addr, caller.outer]));
-            }
-        }
-        Ok(())
-    }
-
-    /// Probes where the Go functions' newly reported callers resume, and settles those that learned theirs.
-    fn learn_callers(&mut self) -> Result<()> {
-        self.targets
-            .learn_callers(&self.programs.skel, &std::mem::take(&mut self.callers));
-        self.targets.settle(&self.programs.skel)
-    }
-
-    /// Hands each ring buffer's events to its handler.
-    fn drain(&mut self) -> Result<()> {
-        self.events.ring.consume().context("drain the ring buffers")?;
-        self.drain_callers()?;
-        for data in self.events.handshakes.try_iter() {
-            self.handshakes.add(&data);
-        }
-        for data in self.events.stacks.try_iter() {
-            self.samples.add(&data);
-        }
-        for data in self.events.trap_samples.try_iter() {
-            self.samples.add_trap_sample(&data);
-        }
-        Ok(())
     }
 
     /// The duty cycle pauses: the window closes here (the epoch flips first), then the probes detach.
