@@ -3,12 +3,14 @@
 //! `tick` once per poll (drain the ring buffers, read the CPU meters, let the governor open or close a probe
 //! window, keep the hello windows, pick up new processes and targets that ran exec), and `finish` (the last
 //! window closed, the recording assembled). `record` runs the loop to the end; continuous mode (`serve`)
-//! consumes the session's intervals as it goes (interval.rs).
+//! consumes the session's intervals as it goes (interval.rs). The ring buffers are drained in events.rs,
+//! processes taken in in processes.rs, probe windows closed and opened in windows.rs.
 
 mod assemble;
 mod events;
 mod interval;
 mod processes;
+mod windows;
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
@@ -34,10 +36,11 @@ use super::kernel::{calibrate, privileges};
 use super::stacks::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::RecordOptions;
-use crate::model::{Probing, RawNode, Recording, Target, TrapSamples};
+use crate::model::{Probing, Recording, Target};
 use assemble::{counted_losses, read_tree, Parts};
 use events::Events;
 use interval::Interval;
+use windows::{probe_ms, probed_ms, reading};
 
 /// How often /proc is read for new processes (--comm, --all) and targets that ran exec (the kernel tells of
 /// most as they start: this finds those it could not, a process renamed, one started as tlsprof did).
@@ -345,110 +348,6 @@ impl<'obj, 'o> Session<'obj, 'o> {
             probing,
         };
         parts.into_recording(&self.programs, &self.targets, self.opts)
-    }
-
-    /// The duty cycle pauses: the window closes here (the epoch flips first), then the probes detach.
-    fn pause(&mut self) -> Result<()> {
-        // The window ends as the epoch flips: it is dated from there, as it is at resume. (Dated earlier, the
-        // operations the probes counted while tlsprof waited for the CPU would fall outside it.)
-        self.targets.end_window(&mut self.programs.skel)?;
-        let ended = Instant::now();
-        // The trap sampler stops with the targets' CPU counted as probed, at this reading.
-        self.step_trap_sampler(false)?;
-        let at = self.reading(ended);
-        // Detaching takes time, during which the stage probes and the hello capture still run: their
-        // events are drained before the window's figures are read.
-        self.targets.detach_all();
-        self.drain()?;
-        self.close_window(&at, read_tree(&self.programs)?);
-        self.handshakes.forget_pending_hellos();
-        self.hello.close();
-        Ok(())
-    }
-
-    /// The duty cycle resumes: the probes attach again and a window opens as the epoch flips.
-    fn resume(&mut self) -> Result<()> {
-        self.targets.resume(&mut self.programs.skel)?;
-        // The window starts as the epoch flips, at the end of resume: it is dated from there.
-        let flipped = Instant::now();
-        self.cpu.poll(self.tracked.values().map(|t| &t.process), false);
-        self.step_trap_sampler(true)?;
-        let at = self.reading(flipped);
-        self.governor.resumed(
-            at.now,
-            at.probe_ms + self.programs.other_process_ms(),
-            self.cpu.total_ms(),
-        );
-        self.windows.open(at);
-        Ok(())
-    }
-
-    /// The open window closes at `at` with what the handshakes saw in it; `tree`: the kernel's call tree so
-    /// far.
-    fn close_window(&mut self, at: &Reading, tree: Vec<RawNode>) {
-        let seen = self.handshakes.take_window();
-        self.windows
-            .close(at, seen, tree, &self.targets.functions, &self.programs.probe_cost);
-    }
-
-    fn poll_cpu(&mut self) {
-        self.cpu
-            .poll(self.tracked.values().map(|t| &t.process), self.governor.live());
-    }
-
-    fn trap_samples(&self) -> Option<TrapSamples> {
-        trap_samples(&self.programs, &self.samples)
-    }
-
-    fn probe_ms(&self) -> f64 {
-        probe_ms(&self.programs, &self.samples, &self.cpu)
-    }
-
-    fn step_trap_sampler(&mut self, live: bool) -> Result<()> {
-        self.programs.step_trap_sampler(live, probed_ms(&self.cpu))
-    }
-
-    fn reading(&mut self, now: Instant) -> Reading {
-        reading(now, &self.programs, &self.samples, &self.cpu, &mut self.tracked)
-    }
-}
-
-/// The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
-fn trap_samples(programs: &Programs, samples: &SampleAggregator) -> Option<TrapSamples> {
-    samples.traps.as_ref().map(|t| programs.trap_samples(t.trapped))
-}
-
-/// The targets' CPU while probed so far, all together.
-fn probed_ms(cpu: &CpuMeters) -> f64 {
-    cpu.probed_ms().values().sum()
-}
-
-/// What the probes have cost the targets so far.
-fn probe_ms(programs: &Programs, samples: &SampleAggregator, cpu: &CpuMeters) -> f64 {
-    programs.target_probe_ms(trap_samples(programs, samples), probed_ms(cpu))
-}
-
-/// The counters a window's or an interval's figures are differences of, read now: the targets' connections
-/// and slices are kept in `tracked` as last read.
-fn reading(
-    now: Instant,
-    programs: &Programs,
-    samples: &SampleAggregator,
-    cpu: &CpuMeters,
-    tracked: &mut BTreeMap<u32, Tracked>,
-) -> Reading {
-    for (pid, counters) in programs.target_counters() {
-        if let Some(t) = tracked.get_mut(&pid) {
-            t.counters = counters;
-        }
-    }
-    Reading {
-        now,
-        probed_cpu_ms: cpu.probed_ms(),
-        probe_ms: probe_ms(programs, samples, cpu),
-        connections: tracked.iter().map(|(&pid, t)| (pid, t.counters.connections)).collect(),
-        slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.slices)).collect(),
-        own: tracked.iter().map(|(&pid, t)| (pid, t.counters.own)).collect(),
     }
 }
 
