@@ -11,13 +11,15 @@
 //! - [`output`]: renderers of summaries and recordings (text, JSON, flame graphs, diffs, pprof, Prometheus);
 //! - [`serve`]: continuous mode, recording in intervals and serving metrics and profiles over HTTP;
 //! - [`top`]: the live view, a session's intervals shown as they come;
-//! - [`cli`]: the command line's definition, for the binary, its man pages and completions.
+//! - [`cli`]: the command line's definition, for the binary, its man pages and completions;
+//! - [`commands`]: what each subcommand does with its command line, a function each, for the binary.
 
 mod boundary;
 
 pub mod analyze;
 pub mod catalogue;
 pub mod cli;
+pub mod commands;
 pub mod model;
 pub mod output;
 pub mod record;

@@ -1,24 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //! tlsprof: attach to running processes, attribute their TLS CPU to handshake stages, report it.
 
-use std::io::{BufWriter, IsTerminal, Write};
-use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
-use tlsprof::analyze::{advice, analyze, summarize};
-use tlsprof::cli::{CallGraphArg, Cli, Command, ExportFormat, HelloCaptureArg, ProbeArgs, TargetArgs, TopGroupArg};
+use tlsprof::cli::{Cli, Command};
+use tlsprof::commands;
 use tlsprof::model::untrusted::printable;
-use tlsprof::model::{file, CallGraph, Recording};
-use tlsprof::output::styled::Color;
-use tlsprof::output::{diff, flame, html, json, pprof, text, Group};
-use tlsprof::record::targets::{self, Process};
-use tlsprof::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
-use tlsprof::{serve, top};
 
 fn main() -> ExitCode {
     match run(tlsprof::cli::parse()) {
@@ -42,15 +31,7 @@ fn one_line(e: &anyhow::Error) -> String {
     }
 }
 
-/// The text report, or its first screen alone.
-fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group, color: Color) {
-    if brief {
-        print!("{}", text::brief(analysis, color));
-    } else {
-        print!("{}", text::text(analysis, group, color));
-    }
-}
-
+/// Hands each subcommand's arguments to its function (tlsprof::commands).
 fn run(cli: Cli) -> Result<()> {
     let color = cli.color.resolve();
     match cli.command {
@@ -60,228 +41,46 @@ fn run(cli: Cli) -> Result<()> {
             output,
             probes,
             brief,
-        } => {
-            let duration = match duration {
-                Some(d) if !(d > 0.0 && d.is_finite()) => {
-                    bail!("--duration {d} is not a positive number of seconds")
-                }
-                d => d.map(Duration::from_secs_f64),
-            };
-            let (procs, opts) = record_options(targets, probes, duration)?;
-            let (stop, signals) = stop_on_signals()?;
-            let mut rec = record::record(&procs, &opts, stop)?;
-            // Written at once, and again with the speed figures: a stop never waits for `openssl speed`
-            // to find its data on disk.
-            rec.save(&output)?;
-            let signals_when_recorded = signals.load(Ordering::Relaxed);
-            // The alternatives advice will quote, measured once the recording is over so that the targets
-            // did not compete with `openssl speed` for the CPU while recorded.
-            let needed = advice::references_needed(&rec.handshakes);
-            rec.openssl_speed =
-                record::speed::measure(&needed, || signals.load(Ordering::Relaxed) > signals_when_recorded);
-            if !rec.openssl_speed.is_empty() {
-                rec.save(&output)?;
-            }
-            print_text(&analyze(&rec), brief, Group::Stage, color);
-            eprintln!("tlsprof: recording written to {}", output.display());
-            Ok(())
-        }
+        } => commands::record(targets, probes, duration, &output, brief, color),
         Command::Serve {
             targets,
             listen,
             probes,
-        } => {
-            let (procs, opts) = record_options(targets, probes, None)?;
-            let (stop, _) = stop_on_signals()?;
-            serve::serve(&listen, &procs, &opts, stop)
-        }
+        } => commands::serve(targets, probes, &listen),
         Command::Top {
-            mut targets,
+            targets,
             interval,
             group,
             batch,
             once,
             output,
             probes,
-        } => {
-            if !(0.1..=3600.0).contains(&interval) {
-                bail!("--interval {interval} is out of range: give 0.1 to 3600 seconds");
-            }
-            if targets.pids.is_empty() && targets.comms.is_empty() {
-                targets.all = true;
-            }
-            let (procs, opts) = record_options(targets, probes, None)?;
-            let top_opts = top::TopOptions {
-                interval: Duration::from_secs_f64(interval),
-                group: match group {
-                    TopGroupArg::Process => top::RowGroup::Process,
-                    TopGroupArg::Program => top::RowGroup::Program,
-                },
-                batch: batch || once || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal(),
-                once,
-                output,
-                color: color == Color::On,
-            };
-            let (stop, _) = stop_on_signals()?;
-            top::top(&procs, &opts, &top_opts, stop)
-        }
+        } => commands::top(
+            targets,
+            probes,
+            &commands::top_options(interval, group, batch, once, output, color)?,
+        ),
         Command::Report {
             file,
-            json: as_json,
-            html: as_html,
+            json,
+            html,
             output,
             group,
             brief,
-        } => {
-            let rec = Recording::load(&file)?;
-            let analysis = analyze(&rec);
-            if as_html {
-                emit(output.as_deref(), |out| html::report(&rec, &analysis, out))?;
-            } else if as_json {
-                println!("{}", json::to_string_pretty(&json::json(&analysis)));
-            } else {
-                print_text(&analysis, brief, group.into(), color);
-            }
-            Ok(())
-        }
+        } => commands::report(&file, json, html, output.as_deref(), group, brief, color),
         Command::Diff {
             before,
             after,
             output,
             json,
-            html: as_html,
-        } => {
-            let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
-            let (bs, as_) = (summarize(&b), summarize(&a));
-            if as_html {
-                return emit(output.as_deref(), |out| html::diff((&b, &bs), (&a, &as_), out));
-            }
-            if json {
-                println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
-            } else {
-                print!("{}", diff::text(&bs, &as_, color)?);
-            }
-            if let Some(p) = output {
-                file::write_atomically(&p, |w| diff::svg(&b, &a, w))
-                    .with_context(|| format!("cannot write {}", p.display()))?;
-            }
-            Ok(())
-        }
+            html,
+        } => commands::diff(&before, &after, output.as_deref(), json, html, color),
         Command::Flamegraph {
             file,
             output,
             folded,
             group,
-        } => {
-            let rec = Recording::load(&file)?;
-            let group: Group = group.into();
-            emit(output.as_deref(), |out| {
-                if folded {
-                    for line in flame::folded(&rec, group) {
-                        writeln!(out, "{line}")?;
-                    }
-                    Ok(())
-                } else {
-                    flame::svg(&rec, group, out)
-                }
-            })
-        }
-        Command::Export { file, format, output } => {
-            if format == ExportFormat::Pprof && output.is_none() && std::io::stdout().is_terminal() {
-                bail!("a pprof profile is binary: give --output FILE or redirect standard output");
-            }
-            let rec = Recording::load(&file)?;
-            let analysis = analyze(&rec);
-            emit(output.as_deref(), |out| {
-                match format {
-                    ExportFormat::Pprof => out.write_all(&pprof::pprof(&rec, &analysis.summary))?,
-                    ExportFormat::Folded => {
-                        for line in flame::folded(&rec, Group::Stage) {
-                            writeln!(out, "{line}")?;
-                        }
-                    }
-                    ExportFormat::Json => writeln!(out, "{}", json::to_string_pretty(&json::json(&analysis)))?,
-                }
-                Ok(())
-            })
-        }
-    }
-}
-
-/// The targets and recording options from the command line, checked.
-fn record_options(
-    targets: TargetArgs,
-    p: ProbeArgs,
-    duration: Option<Duration>,
-) -> Result<(Vec<Process>, RecordOptions)> {
-    let TargetArgs { pids, comms, all } = targets;
-    let selection = targets::Selection { pids, comms, all };
-    if selection.is_empty() {
-        bail!("no target: give --pid PID, --comm NAME or --all");
-    }
-    if !(p.max_overhead > 0.0 && p.max_overhead <= 100.0) {
-        bail!(
-            "--max-overhead {} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)",
-            p.max_overhead
-        );
-    }
-    if !(1..=10_000).contains(&p.freq) {
-        bail!("--freq {} is out of range: use 1 to 10000 Hz", p.freq);
-    }
-    if !(8..=MAX_STACK_BYTES).contains(&p.stack_bytes) || p.stack_bytes % 8 != 0 {
-        bail!(
-            "--stack-bytes {} is out of range: use a multiple of 8 from 8 to {MAX_STACK_BYTES}",
-            p.stack_bytes
-        );
-    }
-    let procs = selection.resolve()?;
-    let attach = AttachOptions {
-        families: tlsprof::catalogue::families::BUILT_IN.to_vec(),
-        hello_capture: match p.hello_capture {
-            HelloCaptureArg::Sampled => HelloCapture::Sampled,
-            HelloCaptureArg::Always => HelloCapture::Always,
-            HelloCaptureArg::Off => HelloCapture::Off,
-        },
-        freq_hz: p.freq,
-        all_probes: p.all_probes,
-        call_graph: match p.call_graph {
-            CallGraphArg::Dwarf => CallGraph::Dwarf,
-            CallGraphArg::Fp => CallGraph::Fp,
-        },
-        stack_bytes: p.stack_bytes,
-        kernel_stacks: p.kernel,
-    };
-    let opts = RecordOptions {
-        duration,
-        selection,
-        attach,
-        max_overhead_pct: p.max_overhead,
-    };
-    Ok((procs, opts))
-}
-
-/// Ctrl-C, SIGTERM or SIGHUP sets the flag (stop) and counts: one that comes after a recording has ended (a
-/// second one, or the first after --duration) also skips `openssl speed`.
-fn stop_on_signals() -> Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let signals = Arc::new(AtomicUsize::new(0));
-    let (flag, count) = (stop.clone(), signals.clone());
-    ctrlc::set_handler(move || {
-        flag.store(true, Ordering::Relaxed);
-        count.fetch_add(1, Ordering::Relaxed);
-    })
-    .context("install the Ctrl-C and SIGTERM handler")?;
-    Ok((stop, signals))
-}
-
-/// Writes to the file (atomically: a temporary file renamed into place) or to standard output.
-fn emit(output: Option<&Path>, draw: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-    match output {
-        Some(p) => file::write_atomically(p, draw).with_context(|| format!("cannot write {}", p.display())),
-        None => {
-            let mut out = BufWriter::new(std::io::stdout().lock());
-            draw(&mut out)?;
-            out.flush().context("cannot write standard output")
-        }
+        } => commands::flamegraph(&file, output.as_deref(), folded, group),
+        Command::Export { file, format, output } => commands::export(&file, format, output.as_deref()),
     }
 }

@@ -3,20 +3,23 @@
 //! `tick` once per poll (drain the ring buffers, read the CPU meters, let the governor open or close a probe
 //! window, keep the hello windows, pick up new processes and targets that ran exec), and `finish` (the last
 //! window closed, the recording assembled). `record` runs the loop to the end; continuous mode (`serve`)
-//! consumes the session's intervals as it goes (interval.rs).
+//! consumes the session's intervals as it goes (interval.rs). The ring buffers are drained in events.rs,
+//! processes taken in in processes.rs, probe windows closed and opened in windows.rs.
 
 mod assemble;
+mod events;
 mod interval;
+mod processes;
+mod windows;
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result};
-use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
+use anyhow::Result;
+use libbpf_rs::OpenObject;
 
 use super::discovery::targets::{self, Process};
 use super::duty::cpu::CpuMeters;
@@ -26,31 +29,22 @@ use super::duty::traps::ProbeTraps;
 use super::duty::windows::{Reading, WindowLog};
 use super::handshakes::events::Handshakes;
 use super::handshakes::hello::HelloWindows;
-use super::kernel::bpf::types::{
-    go_return_event, process_event, tlsprof_event_kind, tlsprof_process_how, tlsprof_stat,
-};
-use super::kernel::probes::{self, Change, TargetSet};
+use super::kernel::bpf::types::tlsprof_stat;
+use super::kernel::probes::{self, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
 use super::stacks::samples::SampleAggregator;
-use super::status::{self, StatusLine};
+use super::status::StatusLine;
 use super::RecordOptions;
-use crate::model::untrusted::Printable;
-use crate::model::{Probing, RawNode, Recording, Target, TrapSamples};
+use crate::model::{Probing, Recording, Target};
 use assemble::{counted_losses, read_tree, Parts};
+use events::Events;
 use interval::Interval;
+use windows::{probe_ms, probed_ms, reading};
 
-/// How often the ring buffers are drained (they hold several seconds of events at the highest rates).
-const POLL: Duration = Duration::from_millis(100);
-/// How often callers are taken in while Go functions learn them: their return instructions, single-stepped,
-/// stay probed until they settle.
-const LEARNING_POLL: Duration = Duration::from_millis(10);
 /// How often /proc is read for new processes (--comm, --all) and targets that ran exec (the kernel tells of
 /// most as they start: this finds those it could not, a process renamed, one started as tlsprof did).
 const RESCAN: Duration = Duration::from_millis(500);
-/// Processes that joined as they started said by name on stderr, at most: a shell loop starts hundreds.
-const FOLLOWED_SAID: usize = 5;
-
 /// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
 pub struct Snapshots<'a> {
     pub every: Duration,
@@ -112,62 +106,6 @@ impl Tracked {
             parent: None,
             retired: false,
         }
-    }
-}
-
-/// What is left to do for a process the kernel told of, once the probes of all that came together are attached.
-enum Looked {
-    /// It joined (the target that forked it, if one did): tracked from now on.
-    Joined(Process, Option<u32>),
-    /// A target ran a new program (whether it has TLS code).
-    RanExec(Process, bool),
-    /// A target's mappings changed: its stacks are unwound against them.
-    MoreCode(u32),
-}
-
-/// The ring buffers' events, copied out by their callbacks and handed to their handlers after each drain.
-struct Events {
-    ring: RingBuffer<'static>,
-    /// go_callers and processes: the rings waited on, whose records wake tlsprof.
-    woken_ring: RingBuffer<'static>,
-    callers: Receiver<Vec<u8>>,
-    processes: Receiver<Vec<u8>>,
-    handshakes: Receiver<Vec<u8>>,
-    stacks: Receiver<Vec<u8>>,
-    trap_samples: Receiver<Vec<u8>>,
-}
-
-impl Events {
-    fn new(programs: &Programs) -> Result<Events> {
-        let queue = |tx: Sender<Vec<u8>>| {
-            move |data: &[u8]| {
-                // The receiver lives as long as the ring buffer: a send cannot fail while it is drained.
-                let _ = tx.send(data.to_vec());
-                0
-            }
-        };
-        let (handshakes_tx, handshakes) = mpsc::channel();
-        let (stacks_tx, stacks) = mpsc::channel();
-        let (traps_tx, trap_samples) = mpsc::channel();
-        let (callers_tx, callers) = mpsc::channel();
-        let (processes_tx, processes) = mpsc::channel();
-        let mut woken_ring = RingBufferBuilder::new();
-        woken_ring
-            .add(&programs.skel.maps.go_callers, queue(callers_tx))?
-            .add(&programs.skel.maps.processes, queue(processes_tx))?;
-        let mut rb = RingBufferBuilder::new();
-        rb.add(&programs.skel.maps.handshakes, queue(handshakes_tx))?
-            .add(&programs.skel.maps.stacks, queue(stacks_tx))?
-            .add(&programs.skel.maps.trap_samples, queue(traps_tx))?;
-        Ok(Events {
-            ring: rb.build()?,
-            woken_ring: woken_ring.build()?,
-            callers,
-            processes,
-            handshakes,
-            stacks,
-            trap_samples,
-        })
     }
 }
 
@@ -411,439 +349,6 @@ impl<'obj, 'o> Session<'obj, 'o> {
         };
         parts.into_recording(&self.programs, &self.targets, self.opts)
     }
-
-    /// Waits out a poll. The BPF side wakes us only when a Go function reports a new caller (go_callers) or a
-    /// process joins, runs a new program or maps code (processes; the other rings are drained on our own clock):
-    /// that caller, that process, is probed at once, and while any function is learning its callers are taken in
-    /// every LEARNING_POLL. A signal ends the wait early.
-    fn wait_poll(&mut self) -> Result<()> {
-        let until = Instant::now() + POLL;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            // Only learn_callers changes it, and it reads /proc for the learning processes.
-            let learning = self.targets.learning();
-            let wait = if learning { left.min(LEARNING_POLL) } else { left };
-            match self.events.woken_ring.poll_raw(wait) {
-                n if n == -libc::EINTR => return Ok(()),
-                n if n < 0 => {
-                    return Err(std::io::Error::from_raw_os_error(-n))
-                        .context("wait for Go functions' callers and new processes")
-                }
-                _ => {}
-            }
-            self.drain_callers()?;
-            self.take_in_processes();
-            if learning || !self.callers.is_empty() {
-                self.learn_callers()?;
-            }
-        }
-    }
-
-    /// Takes the Go functions' newly reported callers in (and queues the processes that joined).
-    fn drain_callers(&mut self) -> Result<()> {
-        self.events.woken_ring.consume().context("drain the ring buffers")?;
-        for data in self.events.callers.try_iter() {
-            let mut caller = go_return_event::default();
-            if plain::copy_from_bytes(&mut caller, &data).is_ok()
-                && caller.kind == tlsprof_event_kind::EVENT_GO_RETURN.0
-            {
-                self.callers
-                    .push((caller.tgid, caller.func, [caller.addr, caller.outer]));
-            }
-        }
-        Ok(())
-    }
-
-    /// Probes where the Go functions' newly reported callers resume, and settles those that learned theirs.
-    fn learn_callers(&mut self) -> Result<()> {
-        self.targets
-            .learn_callers(&self.programs.skel, &std::mem::take(&mut self.callers));
-        self.targets.settle(&self.programs.skel)
-    }
-
-    /// Hands each ring buffer's events to its handler.
-    fn drain(&mut self) -> Result<()> {
-        self.events.ring.consume().context("drain the ring buffers")?;
-        self.drain_callers()?;
-        for data in self.events.handshakes.try_iter() {
-            self.handshakes.add(&data);
-        }
-        for data in self.events.stacks.try_iter() {
-            self.samples.add(&data);
-        }
-        for data in self.events.trap_samples.try_iter() {
-            self.samples.add_trap_sample(&data);
-        }
-        Ok(())
-    }
-
-    /// The duty cycle pauses: the window closes here (the epoch flips first), then the probes detach.
-    fn pause(&mut self) -> Result<()> {
-        // The window ends as the epoch flips: it is dated from there, as it is at resume. (Dated earlier, the
-        // operations the probes counted while tlsprof waited for the CPU would fall outside it.)
-        self.targets.end_window(&mut self.programs.skel)?;
-        let ended = Instant::now();
-        // The trap sampler stops with the targets' CPU counted as probed, at this reading.
-        self.step_trap_sampler(false)?;
-        let at = self.reading(ended);
-        // Detaching takes time, during which the stage probes and the hello capture still run: their
-        // events are drained before the window's figures are read.
-        self.targets.detach_all();
-        self.drain()?;
-        self.close_window(&at, read_tree(&self.programs)?);
-        self.handshakes.forget_pending_hellos();
-        self.hello.close();
-        Ok(())
-    }
-
-    /// The duty cycle resumes: the probes attach again and a window opens as the epoch flips.
-    fn resume(&mut self) -> Result<()> {
-        self.targets.resume(&mut self.programs.skel)?;
-        // The window starts as the epoch flips, at the end of resume: it is dated from there.
-        let flipped = Instant::now();
-        self.cpu.poll(self.tracked.values().map(|t| &t.process), false);
-        self.step_trap_sampler(true)?;
-        let at = self.reading(flipped);
-        self.governor.resumed(
-            at.now,
-            at.probe_ms + self.programs.other_process_ms(),
-            self.cpu.total_ms(),
-        );
-        self.windows.open(at);
-        Ok(())
-    }
-
-    /// The open window closes at `at` with what the handshakes saw in it; `tree`: the kernel's call tree so
-    /// far.
-    fn close_window(&mut self, at: &Reading, tree: Vec<RawNode>) {
-        let seen = self.handshakes.take_window();
-        self.windows
-            .close(at, seen, tree, &self.targets.functions, &self.programs.probe_cost);
-    }
-
-    /// Processes whose handshakes run inside SSL_read/SSL_write get those probed too.
-    fn drive_from_io(&mut self) -> Result<()> {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        for pid in self.targets.drive_from_io(&self.programs.skel)? {
-            eprintln!(
-                "{}tlsprof: process {pid} runs its handshakes inside SSL_read/SSL_write: probing those too",
-                self.status.clear()
-            );
-            if let Some(t) = self.tracked.get_mut(&pid) {
-                t.io_driven_from_s = Some(elapsed);
-            }
-        }
-        Ok(())
-    }
-
-    /// New processes of the selection are probed; targets that ran a new program have their probes moved.
-    fn rescan(&mut self) {
-        for (p, change) in self.targets.changes(&self.opts.selection) {
-            // One the kernel made a target as it started, whose event is still to be taken in.
-            if change == Change::New && !self.tracked.contains_key(&p.pid) && self.programs.is_target(p.pid) {
-                continue;
-            }
-            let name = format!("{} ({})", p.pid, Printable(&p.comm));
-            let was_target = change == Change::Exec
-                && self
-                    .tracked
-                    .get(&p.pid)
-                    .is_some_and(|t| t.process.start_ticks == p.start_ticks);
-            // A target that ran exec may not have mapped its libraries yet: it stays one, and what it maps
-            // next is looked at as it comes (taken in anew, it would be dropped before its loader ran).
-            let looked = if was_target {
-                self.targets.take_in(&self.programs.skel, &p, &self.opts.attach, false)
-            } else {
-                self.targets.add(&self.programs.skel, &p, &self.opts.attach)
-            };
-            match looked {
-                Ok(probed) if was_target => self.ran_exec(p, probed, &name),
-                Ok(true) => {
-                    eprintln!("{}tlsprof: attached to new process {name}", self.status.clear());
-                    self.samples.add_process(p.pid, self.targets.maps[&p.pid].clone());
-                    self.cpu.start(p.pid);
-                    self.tracked.insert(p.pid, Tracked::new(p));
-                }
-                Ok(false) => {}
-                // It exited while being looked at.
-                Err(_) if !p.alive() => {}
-                Err(e) => status::warn_once(
-                    &format!("attach {} {}", p.pid, p.start_ticks),
-                    &format!("cannot attach to process {} ({}): {e:#}", p.pid, p.comm),
-                ),
-            }
-        }
-    }
-
-    /// The processes the kernel told of (EVENT_PROCESS), each looked at now: one that joined as it started (a
-    /// target's new process, one running a program --comm names, one that ran TLS code under --all), one that
-    /// ran a new program, one that mapped code tlsprof has not looked at (a library it loads). Their probes
-    /// first, all of them (a process that starts may handshake within milliseconds); then the rest.
-    fn take_in_processes(&mut self) {
-        use tlsprof_process_how as how;
-        let mut events: Vec<process_event> = Vec::new();
-        for data in self.events.processes.try_iter() {
-            let mut e = process_event::default();
-            if plain::copy_from_bytes(&mut e, &data).is_err() || e.kind != tlsprof_event_kind::EVENT_PROCESS.0 {
-                continue;
-            }
-            // One look per process, however many of its events came (a program's loader maps its libraries
-            // one after another): the one that says most, a start or an exec before more code.
-            match events.iter_mut().find(|m| m.tgid == e.tgid) {
-                Some(m) if m.how == how::PROCESS_MAPPED_CODE.0 => *m = e,
-                Some(_) => {}
-                None => events.push(e),
-            }
-        }
-        let looked: Vec<Looked> = events.iter().filter_map(|e| self.probe_process(e)).collect();
-        for l in looked {
-            match l {
-                Looked::Joined(p, parent) => self.join(p, parent),
-                Looked::RanExec(p, probed) => {
-                    let name = format!("{} ({})", p.pid, Printable(&p.comm));
-                    self.ran_exec(p, probed, &name);
-                }
-                Looked::MoreCode(pid) => {
-                    if let Some(maps) = self.targets.maps.get(&pid) {
-                        self.samples.update_process(pid, maps.clone());
-                    }
-                }
-            }
-        }
-    }
-
-    /// Probes a process the kernel told of (take_in_processes); what is left to do once all are probed.
-    fn probe_process(&mut self, e: &process_event) -> Option<Looked> {
-        use tlsprof_process_how as how;
-        let told = Process {
-            pid: e.tgid,
-            comm: comm_text(&e.comm),
-            start_ticks: targets::boot_ns_to_ticks(e.start_ns),
-        };
-        // The process as /proc shows it, if it still runs (a fork's start is the kernel's clock at the fork:
-        // within a tick of the process's own).
-        let p = Process::from_pid(e.tgid)
-            .filter(|p| p.start_ticks.abs_diff(told.start_ticks) <= 1 && p.alive())
-            .unwrap_or(told);
-        let tracked = self
-            .tracked
-            .get(&p.pid)
-            .is_some_and(|t| t.process.start_ticks.abs_diff(p.start_ticks) <= 1);
-        let skel = &self.programs.skel;
-        let attach = &self.opts.attach;
-        match e.how {
-            h if h == how::PROCESS_EXECED.0 && tracked => {
-                if !self.opts.selection.takes_program(&p.comm) {
-                    self.targets.drop_target(skel, p.pid);
-                    eprintln!(
-                        "{}tlsprof: process {} ({}) ran a program --comm does not name: no longer probed",
-                        self.status.clear(),
-                        p.pid,
-                        Printable(&p.comm)
-                    );
-                    return None;
-                }
-                let probed = self.targets.take_in(skel, &p, attach, false).unwrap_or(false);
-                // A process that joined as it started is said once, when it did.
-                if self.tracked.get(&p.pid).is_some_and(|t| t.joined_at_s.is_none()) {
-                    Some(Looked::RanExec(p, probed))
-                } else {
-                    Some(Looked::MoreCode(p.pid))
-                }
-            }
-            h if h == how::PROCESS_MAPPED_CODE.0 && tracked => {
-                let _ = self.targets.take_in(skel, &p, attach, true);
-                Some(Looked::MoreCode(p.pid))
-            }
-            // Under --all, a process that is no target yet: its program, or the library it mapped, may hold TLS
-            // code of its own (its probes then make it one).
-            h if (h == how::PROCESS_EXECED.0 || h == how::PROCESS_MAPPED_CODE.0) && !self.programs.is_target(p.pid) => {
-                self.targets
-                    .add_loading(skel, &p, attach)
-                    .unwrap_or(false)
-                    .then_some(Looked::Joined(p, None))
-            }
-            _ if tracked => None,
-            // It joined in the kernel: a target from now on, with or without TLS code mapped so far.
-            _ => {
-                if let Err(err) = self.targets.take_in(skel, &p, attach, false) {
-                    if p.alive() {
-                        status::warn_once(
-                            &format!("take in {} {}", p.pid, p.start_ticks),
-                            &format!("cannot attach to process {} ({}): {err:#}", p.pid, Printable(&p.comm)),
-                        );
-                    }
-                }
-                let parent = (e.how == how::PROCESS_FORKED.0).then_some(e.parent);
-                Some(Looked::Joined(p, parent))
-            }
-        }
-    }
-
-    /// A process that joined is tracked from now on: its CPU from its start, its stacks named against its
-    /// mappings (its parent's, if it exited before they could be read).
-    fn join(&mut self, p: Process, parent: Option<u32>) {
-        let pid = p.pid;
-        let maps = self
-            .targets
-            .maps
-            .get(&pid)
-            .or_else(|| parent.and_then(|q| self.targets.maps.get(&q)))
-            .cloned()
-            .or_else(|| p.maps().ok())
-            .unwrap_or_default();
-        self.samples.update_process(pid, maps);
-        self.cpu.join(pid);
-        self.followed += 1;
-        if self.followed <= FOLLOWED_SAID {
-            let from = parent.map_or(String::new(), |q| format!(", forked by {q}"));
-            eprintln!(
-                "{}tlsprof: attached to new process {} ({}){from}{}",
-                self.status.clear(),
-                pid,
-                Printable(&p.comm),
-                if self.followed == FOLLOWED_SAID {
-                    " (more are not said: the report lists them)"
-                } else {
-                    ""
-                }
-            );
-        }
-        let mut t = Tracked::new(p);
-        t.joined_at_s = Some(self.started.elapsed().as_secs_f64());
-        t.parent = parent;
-        self.tracked.insert(pid, t);
-    }
-
-    /// Targets that exited: their last counters are read (their threads' CPU at exit among them) and their
-    /// entries in the targets map are dropped, which a recording of many short processes would fill.
-    fn retire_exited(&mut self) {
-        let counters = self.programs.target_counters();
-        let live = self.governor.live();
-        for (&pid, t) in self
-            .tracked
-            .iter_mut()
-            .filter(|(_, t)| !t.retired && !t.process.alive())
-        {
-            if let Some(c) = counters.get(&pid) {
-                t.counters = *c;
-                self.cpu.exited(pid, c.exited_cpu_ms, live);
-            }
-            t.retired = true;
-            self.targets.retire(&self.programs.skel, pid);
-        }
-    }
-
-    /// A target ran a new program: its stacks are unwound against the new one from now on.
-    fn ran_exec(&mut self, p: Process, probed: bool, name: &str) {
-        if let Some(maps) = self.targets.maps.get(&p.pid) {
-            self.samples
-                .replace_process(p.pid, maps.clone(), &self.targets.functions);
-        }
-        let now = if probed {
-            "probes moved to it"
-        } else {
-            "no TLS code mapped in it yet: probed if it maps some"
-        };
-        eprintln!(
-            "{}tlsprof: process {name} ran a new program: {now}",
-            self.status.clear()
-        );
-        if let Some(t) = self.tracked.get_mut(&p.pid) {
-            t.execs_at_s.push(self.started.elapsed().as_secs_f64());
-            t.process.comm = p.comm;
-        }
-    }
-
-    /// Forgets the targets that exited (continuous mode, once their last figures are handed over): memory
-    /// stays bounded however many processes come and go. Returns their pids.
-    fn forget_exited(&mut self) -> Vec<u32> {
-        let exited: Vec<u32> = self
-            .tracked
-            .values()
-            .filter(|t| !t.process.alive() && self.samples.forget(t.process.pid))
-            .map(|t| t.process.pid)
-            .collect();
-        for &pid in &exited {
-            self.tracked.remove(&pid);
-            self.cpu.forget(pid);
-            self.windows.tree_seen.forget(pid);
-            self.handshakes.forget(pid);
-            self.targets.forget_exited(&self.programs.skel, pid);
-        }
-        assemble::forget_tree_nodes(&self.programs, &exited);
-        self.targets.forget_gone();
-        exited
-    }
-
-    fn poll_cpu(&mut self) {
-        self.cpu
-            .poll(self.tracked.values().map(|t| &t.process), self.governor.live());
-    }
-
-    fn trap_samples(&self) -> Option<TrapSamples> {
-        trap_samples(&self.programs, &self.samples)
-    }
-
-    fn probe_ms(&self) -> f64 {
-        probe_ms(&self.programs, &self.samples, &self.cpu)
-    }
-
-    fn step_trap_sampler(&mut self, live: bool) -> Result<()> {
-        self.programs.step_trap_sampler(live, probed_ms(&self.cpu))
-    }
-
-    fn reading(&mut self, now: Instant) -> Reading {
-        reading(now, &self.programs, &self.samples, &self.cpu, &mut self.tracked)
-    }
-}
-
-/// The trap sampler's counts so far: it runs while the probes are attached, over the targets' CPU then.
-fn trap_samples(programs: &Programs, samples: &SampleAggregator) -> Option<TrapSamples> {
-    samples.traps.as_ref().map(|t| programs.trap_samples(t.trapped))
-}
-
-/// The targets' CPU while probed so far, all together.
-fn probed_ms(cpu: &CpuMeters) -> f64 {
-    cpu.probed_ms().values().sum()
-}
-
-/// What the probes have cost the targets so far.
-fn probe_ms(programs: &Programs, samples: &SampleAggregator, cpu: &CpuMeters) -> f64 {
-    programs.target_probe_ms(trap_samples(programs, samples), probed_ms(cpu))
-}
-
-/// The counters a window's or an interval's figures are differences of, read now: the targets' connections
-/// and slices are kept in `tracked` as last read.
-fn reading(
-    now: Instant,
-    programs: &Programs,
-    samples: &SampleAggregator,
-    cpu: &CpuMeters,
-    tracked: &mut BTreeMap<u32, Tracked>,
-) -> Reading {
-    for (pid, counters) in programs.target_counters() {
-        if let Some(t) = tracked.get_mut(&pid) {
-            t.counters = counters;
-        }
-    }
-    Reading {
-        now,
-        probed_cpu_ms: cpu.probed_ms(),
-        probe_ms: probe_ms(programs, samples, cpu),
-        connections: tracked.iter().map(|(&pid, t)| (pid, t.counters.connections)).collect(),
-        slices: tracked.iter().map(|(&pid, t)| (pid, t.counters.slices)).collect(),
-        own: tracked.iter().map(|(&pid, t)| (pid, t.counters.own)).collect(),
-    }
-}
-
-/// A comm as the kernel wrote it (NUL-padded, any bytes): as text.
-fn comm_text(comm: &[std::ffi::c_char; 16]) -> String {
-    let bytes: Vec<u8> = comm.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A target's stage threads' slices by the wall clock and by the task clock, in ms (Target::stage_slices_ms,
