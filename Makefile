@@ -2,7 +2,7 @@
 # Thin wrapper over cargo and scripts/. `make test` and `make demo` install what they need first.
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: deps build test fuzz demo bench lint golden clean install uninstall
+.PHONY: deps build test fuzz demo bench lint golden clean install uninstall deb
 
 deps:
 	scripts/install-deps.sh
@@ -32,6 +32,11 @@ install: build
 
 uninstall:
 	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh --uninstall
+
+# The Debian package of what `make install` installs under /usr (cargo-deb): target/debian/*.deb.
+deb: build
+	$(CARGO) build --release --locked --example gen-docs
+	scripts/build-deb.sh target/release/tlsprof target/release/examples/gen-docs
 
 # Overhead and accuracy against bpftrace and perf in interleaved rounds (nginx, Go, rustls and BoringSSL servers), a
 # 10-minute recording and a 30-minute serve run; writes BENCHMARKS.md.

@@ -5,7 +5,8 @@
 # examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
 # scripts/build-aws-lc.sh; apache2: a server whose handshakes mod_ssl drives with SSL_accept,
 # scripts/apache-target.sh; postgresql: a server that forks a backend per connection, scripts/postgres-target.sh;
-# tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs; man-db: the installed man pages, tests/install.rs).
+# tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs; man-db: the installed man pages, tests/install.rs
+# and tests/package.rs).
 # Idempotent.
 set -euo pipefail
 
@@ -55,6 +56,13 @@ if ! go_ok "$go_bin"; then
   find "$go_root/bin" "$go_root/pkg/tool" -type f -exec chmod 0755 {} +
   ln -sf "$go_root/bin/go" /usr/local/bin/go
   go_ok /usr/local/bin/go || { echo "install-deps: could not install Go 1.21 or later" >&2; exit 1; }
+fi
+
+# cargo-deb builds the Debian package (`make deb`, tests/package.rs).
+cargo_deb_version=3.8.0
+cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+if ! "$cargo" deb --version 2>/dev/null | grep -qx "cargo-deb $cargo_deb_version"; then
+  "$cargo" install --quiet --locked cargo-deb --version "$cargo_deb_version"
 fi
 
 # Debian's nginx, apache2, postgresql, debuginfod and prometheus packages start services; tlsprof's examples and

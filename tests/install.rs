@@ -8,33 +8,6 @@ use std::process::Command;
 
 use common::*;
 
-/// scripts/gen_docs.rs: `cargo test` builds the examples beside the tests; built here when it has not (a
-/// single test run), as `make install` builds it.
-fn gen_docs() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_tlsprof"));
-    let built = bin.parent().unwrap().join("examples/gen-docs");
-    if built.exists() {
-        return built;
-    }
-    let out = run(Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "--quiet",
-            "--example",
-            "gen-docs",
-            "--manifest-path",
-        ])
-        .arg(repo().join("Cargo.toml")));
-    assert!(
-        out.status.success(),
-        "build gen-docs: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    built
-}
-
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir) {

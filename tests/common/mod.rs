@@ -6,6 +6,7 @@
 mod apache;
 mod fixture;
 mod go;
+mod installed;
 mod load;
 mod nginx;
 mod node;
@@ -18,5 +19,6 @@ mod skip;
 // A binary that uses none of a module's helpers would warn that its re-export is unused.
 #[allow(unused_imports)]
 pub use {
-    apache::*, fixture::*, go::*, load::*, nginx::*, node::*, postgres::*, process::*, profiler::*, rust::*, skip::*,
+    apache::*, fixture::*, go::*, installed::*, load::*, nginx::*, node::*, postgres::*, process::*, profiler::*,
+    rust::*, skip::*,
 };
