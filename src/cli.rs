@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::output::styled::Color;
 use crate::output::Group;
@@ -19,7 +19,7 @@ use crate::output::Group;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Colour and bars in the text of `report`, `record` and `diff`: auto when standard output is a
+    /// Colour and bars in the text of `report`, `record`, `diff` and `check`: auto when standard output is a
     /// terminal and NO_COLOR is unset or empty.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorArg,
@@ -162,6 +162,13 @@ pub enum Command {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Check what this machine and kernel let tlsprof record, and what each thing missing costs it.
+    ///
+    /// A line per item: privileges, BTF, uprobes and their kinds, lockdown, tracefs and the tracepoints, the
+    /// CPU sampler; for one limited or missing, what tlsprof loses and the fix. It loads the BPF programs and
+    /// attaches them to tlsprof itself as recording would, then detaches them; what recording would mount
+    /// (tracefs) it mounts where only it sees it. Exits 1 when recording cannot work.
+    Check,
 }
 
 /// Which processes to profile.
@@ -212,6 +219,14 @@ pub struct ProbeArgs {
     /// which no sample shows, and for the CPU sampler (BENCHMARKS.md).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
     pub max_overhead: f64,
+}
+
+impl ProbeArgs {
+    /// The options as recording takes them when none is given.
+    pub fn defaults() -> ProbeArgs {
+        let cmd = ProbeArgs::augment_args(clap::Command::new("tlsprof"));
+        ProbeArgs::from_arg_matches(&cmd.get_matches_from(["tlsprof"])).expect("the defaults parse")
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]

@@ -23,7 +23,7 @@ use tlsprof::{serve, top};
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // Errors quote paths and names that targets control: escaped, the message stays one line.
             eprintln!("tlsprof: error: {}", printable(&one_line(&e)));
@@ -52,9 +52,10 @@ fn print_text(analysis: &tlsprof::analyze::Analysis, brief: bool, group: Group, 
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> Result<ExitCode> {
     let color = cli.color.resolve();
-    match cli.command {
+    let done = match cli.command {
+        Command::Check => return check(color),
         Command::Record {
             targets,
             duration,
@@ -155,7 +156,8 @@ fn run(cli: Cli) -> Result<()> {
             let (b, a) = (Recording::load(&before)?, Recording::load(&after)?);
             let (bs, as_) = (summarize(&b), summarize(&a));
             if as_html {
-                return emit(output.as_deref(), |out| html::diff((&b, &bs), (&a, &as_), out));
+                return emit(output.as_deref(), |out| html::diff((&b, &bs), (&a, &as_), out))
+                    .map(|()| ExitCode::SUCCESS);
             }
             if json {
                 println!("{}", json::to_string_pretty(&diff::json(&bs, &as_)?));
@@ -206,7 +208,18 @@ fn run(cli: Cli) -> Result<()> {
                 Ok(())
             })
         }
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
+}
+
+/// `tlsprof check`: its screen; failure when recording cannot work.
+fn check(color: Color) -> Result<ExitCode> {
+    let found = record::check::this_machine(&attach_options(ProbeArgs::defaults())?);
+    print!("{}", tlsprof::output::check::text(&found, color));
+    Ok(match found.cannot_record() {
+        Some(_) => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// The targets and recording options from the command line, checked.
@@ -226,6 +239,20 @@ fn record_options(
             p.max_overhead
         );
     }
+    let max_overhead_pct = p.max_overhead;
+    let attach = attach_options(p)?;
+    let procs = selection.resolve()?;
+    let opts = RecordOptions {
+        duration,
+        selection,
+        attach,
+        max_overhead_pct,
+    };
+    Ok((procs, opts))
+}
+
+/// How to probe and sample, from the command line, checked.
+fn attach_options(p: ProbeArgs) -> Result<AttachOptions> {
     if !(1..=10_000).contains(&p.freq) {
         bail!("--freq {} is out of range: use 1 to 10000 Hz", p.freq);
     }
@@ -235,8 +262,7 @@ fn record_options(
             p.stack_bytes
         );
     }
-    let procs = selection.resolve()?;
-    let attach = AttachOptions {
+    Ok(AttachOptions {
         families: tlsprof::catalogue::families::BUILT_IN.to_vec(),
         hello_capture: match p.hello_capture {
             HelloCaptureArg::Sampled => HelloCapture::Sampled,
@@ -251,14 +277,7 @@ fn record_options(
         },
         stack_bytes: p.stack_bytes,
         kernel_stacks: p.kernel,
-    };
-    let opts = RecordOptions {
-        duration,
-        selection,
-        attach,
-        max_overhead_pct: p.max_overhead,
-    };
-    Ok((procs, opts))
+    })
 }
 
 /// Ctrl-C, SIGTERM or SIGHUP sets the flag (stop) and counts: one that comes after a recording has ended (a

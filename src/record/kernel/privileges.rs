@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! What the kernel and our privileges must provide before anything loads, each failure one actionable line.
+//! What the kernel and our privileges must provide before anything loads, each failure one actionable line:
+//! `preflight` stops at the first, `tlsprof check` reports them all, from the same functions.
 
 use std::fs;
 use std::io;
@@ -45,10 +46,31 @@ pub fn preflight() -> Result<()> {
 /// The capabilities recording uses, by number (linux/capability.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cap {
+    SysPtrace = 19,
     SysAdmin = 21,
     Perfmon = 38,
     Bpf = 39,
     CheckpointRestore = 40,
+}
+
+impl Cap {
+    pub const ALL: [Cap; 5] = [
+        Cap::SysAdmin,
+        Cap::Bpf,
+        Cap::Perfmon,
+        Cap::CheckpointRestore,
+        Cap::SysPtrace,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cap::SysPtrace => "CAP_SYS_PTRACE",
+            Cap::SysAdmin => "CAP_SYS_ADMIN",
+            Cap::Perfmon => "CAP_PERFMON",
+            Cap::Bpf => "CAP_BPF",
+            Cap::CheckpointRestore => "CAP_CHECKPOINT_RESTORE",
+        }
+    }
 }
 
 /// An effective capability set (CapEff of /proc/PID/status).
@@ -92,6 +114,17 @@ impl Capabilities {
     pub fn records(self) -> bool {
         self.loads_bpf() && self.opens_map_files()
     }
+
+    /// Reading the maps of other users' processes, and of those that are not dumpable (a server's workers
+    /// that changed user), which is ptrace's read access.
+    pub fn reads_any_process(self) -> bool {
+        self.has(Cap::SysPtrace)
+    }
+
+    /// The ones of `Cap::ALL` held.
+    pub fn held(self) -> Vec<Cap> {
+        Cap::ALL.into_iter().filter(|&c| self.has(c)).collect()
+    }
 }
 
 pub fn kernel_btf() -> bool {
@@ -127,6 +160,11 @@ pub fn mount_tracefs() -> Result<()> {
     Ok(())
 }
 
+/// securityfs, where the lockdown mode is read.
+pub fn mount_securityfs() -> io::Result<()> {
+    mount("securityfs", SECURITYFS)
+}
+
 fn mount(fstype: &str, target: &str) -> io::Result<()> {
     let target = std::ffi::CString::new(target).expect("no NUL");
     let fstype = std::ffi::CString::new(fstype).expect("no NUL");
@@ -134,6 +172,31 @@ fn mount(fstype: &str, target: &str) -> io::Result<()> {
     let rc = unsafe { libc::mount(fstype.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Gives this process a mount namespace of its own whose mounts do not reach the machine's: what `check`
+/// mounts there (as recording would) goes away with it. The kernel grants it only while the process has one
+/// thread.
+pub fn private_mounts() -> io::Result<()> {
+    // SAFETY: unshare and mount take no pointers but NUL-terminated strings and NULLs.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // A namespace's copies of shared mounts stay peers of the originals until made private.
+        let root = c"/";
+        if libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }
@@ -196,15 +259,19 @@ mod tests {
         let status = |eff: &str| {
             format!("Name:\ttlsprof\nCapInh:\t0000000000000000\nCapEff:\t{eff}\nCapBnd:\t000001ffffffffff\n")
         };
-        assert!(Capabilities::parse(&status("000001ffffffffff")).unwrap().records());
+        let root = Capabilities::parse(&status("000001ffffffffff")).unwrap();
+        assert!(root.records() && root.reads_any_process());
+        assert_eq!(root.held(), Cap::ALL.to_vec());
 
         let nobody = Capabilities::parse(&status("0000000000000000")).unwrap();
-        assert!(!nobody.loads_bpf() && !nobody.opens_map_files());
+        assert!(!nobody.loads_bpf() && !nobody.opens_map_files() && nobody.held().is_empty());
 
         // CAP_BPF and CAP_PERFMON load the programs; the targets' files need CAP_CHECKPOINT_RESTORE too.
         let service = Capabilities::parse(&status("000000c000000000")).unwrap();
         assert!(service.loads_bpf() && !service.opens_map_files() && !service.records());
-        assert!(Capabilities::parse(&status("000001c000000000")).unwrap().records());
+        let with_files = Capabilities::parse(&status("000001c000000000")).unwrap();
+        assert!(with_files.records() && !with_files.reads_any_process());
+        assert_eq!(with_files.held(), [Cap::Bpf, Cap::Perfmon, Cap::CheckpointRestore]);
     }
 
     #[test]
