@@ -27,7 +27,7 @@ pub struct Cli {
     pub command: Command,
     /// Colour and bars in the text (auto: on a terminal, unless NO_COLOR is set).
     ///
-    /// Applies to the text of `report`, `record`, `diff` and `top`: auto when standard output is a terminal
+    /// Applies to the text of `report`, `record`, `diff`, `top` and `check`: auto when standard output is a terminal
     /// and NO_COLOR is unset or empty.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorArg,
@@ -204,6 +204,14 @@ Example: tlsprof flamegraph tlsprof.data -o flame.svg")]
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Check what this machine lets tlsprof record, and what each missing thing costs.
+    ///
+    /// Like `bpftrace --info`. A line per item: privileges, BTF, uprobes and their kinds, lockdown, tracefs and the tracepoints, the
+    /// CPU sampler; for one limited or missing, what tlsprof loses and the fix. It loads the BPF programs and
+    /// attaches them to tlsprof itself as recording would, then detaches them; what recording would mount
+    /// (tracefs) it mounts where only it sees it. Exits 1 when recording cannot work.
+    #[command(after_help = "Exits 1 when recording cannot work.\nExample: sudo tlsprof check")]
+    Check,
 }
 
 /// Which processes to profile.
@@ -266,6 +274,14 @@ pub struct ProbeArgs {
     /// which no sample shows, and for the CPU sampler (docs/overhead.md).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.3)]
     pub max_overhead: f64,
+}
+
+impl ProbeArgs {
+    /// The options as recording takes them when none is given.
+    pub fn defaults() -> ProbeArgs {
+        let cmd = ProbeArgs::augment_args(clap::Command::new("tlsprof"));
+        ProbeArgs::from_arg_matches(&cmd.get_matches_from(["tlsprof"])).expect("the defaults parse")
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]

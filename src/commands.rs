@@ -4,6 +4,7 @@
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,16 @@ use crate::output::{diff, flame, html, json, pprof, text, Group};
 use crate::record::targets::{self, Process};
 use crate::record::{self, AttachOptions, HelloCapture, RecordOptions, MAX_STACK_BYTES};
 use crate::{serve, top};
+
+/// `tlsprof check`: its screen; failure when recording cannot work.
+pub fn check(color: Color) -> Result<ExitCode> {
+    let found = record::check::this_machine(&attach_options(ProbeArgs::defaults())?);
+    print!("{}", crate::output::check::text(&found, color));
+    Ok(match found.cannot_record() {
+        Some(_) => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
+    })
+}
 
 /// `tlsprof record`: records, writes the recording, and prints its report.
 pub fn record(
@@ -206,6 +217,20 @@ fn record_options(
             p.max_overhead
         );
     }
+    let max_overhead_pct = p.max_overhead;
+    let attach = attach_options(p)?;
+    let procs = selection.resolve()?;
+    let opts = RecordOptions {
+        duration,
+        selection,
+        attach,
+        max_overhead_pct,
+    };
+    Ok((procs, opts))
+}
+
+/// How to probe and sample, from the command line, checked.
+fn attach_options(p: ProbeArgs) -> Result<AttachOptions> {
     if !(1..=10_000).contains(&p.freq) {
         bail!("--freq {} is out of range: use 1 to 10000 Hz", p.freq);
     }
@@ -215,8 +240,7 @@ fn record_options(
             p.stack_bytes
         );
     }
-    let procs = selection.resolve()?;
-    let attach = AttachOptions {
+    Ok(AttachOptions {
         families: crate::catalogue::families::BUILT_IN.to_vec(),
         hello_capture: match p.hello_capture {
             HelloCaptureArg::Sampled => HelloCapture::Sampled,
@@ -231,14 +255,7 @@ fn record_options(
         },
         stack_bytes: p.stack_bytes,
         kernel_stacks: p.kernel,
-    };
-    let opts = RecordOptions {
-        duration,
-        selection,
-        attach,
-        max_overhead_pct: p.max_overhead,
-    };
-    Ok((procs, opts))
+    })
 }
 
 /// Ctrl-C, SIGTERM or SIGHUP sets the flag (stop) and counts: one that comes after a recording has ended (a

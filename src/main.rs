@@ -11,7 +11,7 @@ use tlsprof::model::untrusted::printable;
 
 fn main() -> ExitCode {
     match run(tlsprof::cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // Errors quote paths and names that targets control: escaped, the message stays one line.
             eprintln!("tlsprof: error: {}", printable(&one_line(&e)));
@@ -32,9 +32,10 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Hands each subcommand's arguments to its function (tlsprof::commands).
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> Result<ExitCode> {
     let color = cli.color.resolve();
-    match cli.command {
+    let done = match cli.command {
+        Command::Check => return commands::check(color),
         Command::Record {
             targets,
             duration,
@@ -82,5 +83,6 @@ fn run(cli: Cli) -> Result<()> {
             group,
         } => commands::flamegraph(&file, output.as_deref(), folded, group),
         Command::Export { file, format, output } => commands::export(&file, format, output.as_deref()),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }

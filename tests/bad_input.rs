@@ -211,7 +211,7 @@ fn missing_privilege() {
         ])
         .arg(env!("CARGO_BIN_EXE_tlsprof"))
         .args(["record", "--pid", &sleeper.pid().to_string()]));
-    one_line_error(&out, "needs root (or CAP_BPF and CAP_PERFMON)");
+    one_line_error(&out, "needs root (or CAP_BPF, CAP_PERFMON and CAP_CHECKPOINT_RESTORE)");
 }
 
 /// A kernel without uprobes, made by hiding the uprobe PMU in a private mount namespace.

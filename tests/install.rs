@@ -52,6 +52,7 @@ fn installs_binary_man_pages_and_completions_and_uninstalls_them() {
         "tlsprof-serve",
         "tlsprof-report",
         "tlsprof-diff",
+        "tlsprof-check",
     ] {
         let path = man1.join(format!("{page}.1"));
         assert!(path.exists(), "no {}", path.display());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Outputs: what a user reads, rendered from recordings and their summaries.
 
+pub mod check;
 pub mod diff;
 pub mod first_screen;
 pub mod flame;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 pub use discovery::{error_sites, targets};
 pub use handshakes::hello::HelloCapture;
+pub use kernel::check;
 pub use session::{record, serve, Snapshots};
 pub use stacks::samples::MAX_STACK_BYTES;
 

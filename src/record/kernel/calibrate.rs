@@ -3,7 +3,7 @@
 //! stage figures can be corrected for the probes' own cost.
 
 use anyhow::{Context, Result};
-use libbpf_rs::{MapCore, MapFlags, UprobeMultiOpts};
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramMut, UprobeMultiOpts};
 
 use super::bpf::types::{tree_key, tree_val};
 use super::bpf::TlsprofSkel;
@@ -162,11 +162,12 @@ fn cold_extra_ns(probed: unsafe extern "C" fn(u64) -> u64, calls: u64, sweep: &m
     (median(probed) - median(twin)).max(0.0)
 }
 
-/// Probes tlsprof's own calibration functions with the loaded programs and measures the difference.
-pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
+/// Attaches `prog` to tlsprof's own calibration functions as the targets' stage functions get it: an entry, a
+/// return (`retprobe`) or a session uprobe_multi link.
+pub fn probe_self(prog: &ProgramMut, retprobe: bool, session: bool) -> Result<Link> {
     let me = Process::from_pid(std::process::id()).context("read /proc/self")?;
     let maps = me.maps()?;
-    let mut probes = Vec::new();
+    let (mut offsets, mut cookies, mut file) = (Vec::new(), Vec::new(), None);
     for (f, id, stepped) in [
         (
             tlsprof_calibration_target as unsafe extern "C" fn(u64) -> u64,
@@ -177,20 +178,30 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     ] {
         let addr = f as *const () as usize as u64;
         let m = targets::mapping_for(&maps, addr).context("find tlsprof's own code mapping")?;
-        probes.push((
-            m.file_offset(addr) as usize,
-            catalogue::cookie(
-                id,
-                &CALIBRATION_ROW,
-                catalogue::families::Calls::Native,
-                stepped,
-                false,
-                catalogue::Site::Entry,
-            ),
-            m,
+        offsets.push(m.file_offset(addr) as usize);
+        cookies.push(catalogue::cookie(
+            id,
+            &CALIBRATION_ROW,
+            catalogue::families::Calls::Native,
+            stepped,
+            false,
+            catalogue::Site::Entry,
         ));
+        file.get_or_insert(m.open_path(me.pid));
     }
+    let opts = UprobeMultiOpts {
+        offsets,
+        cookies,
+        retprobe,
+        session,
+        ..Default::default()
+    };
+    prog.attach_uprobe_multi_with_opts(me.pid as i32, file.expect("two functions"), "", opts)
+        .context("attach the calibration probes to tlsprof itself")
+}
 
+/// Probes tlsprof's own calibration functions with the loaded programs and measures the difference.
+pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     // The programs the targets' stage functions get: one session program, or an entry and a return one.
     let programs = if skel.progs.stage_session.autoload() {
         vec![(&skel.progs.stage_session, false, true)]
@@ -202,17 +213,7 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     };
     let mut links = Vec::new();
     for (prog, retprobe, session) in programs {
-        let opts = UprobeMultiOpts {
-            offsets: probes.iter().map(|p| p.0).collect(),
-            cookies: probes.iter().map(|p| p.1).collect(),
-            retprobe,
-            session,
-            ..Default::default()
-        };
-        links.push(
-            prog.attach_uprobe_multi_with_opts(me.pid as i32, probes[0].2.open_path(me.pid), "", opts)
-                .context("attach the calibration probes to tlsprof itself")?,
-        );
+        links.push(probe_self(prog, retprobe, session)?);
     }
     let pair = probed_extra_ns(tlsprof_calibration_target, CALLS_PER_ROUND);
     let stepped_pair = probed_extra_ns(tlsprof_calibration_stepped, STEPPED_CALLS_PER_ROUND);
@@ -221,8 +222,9 @@ pub fn measure(skel: &TlsprofSkel) -> Result<ProbeCost> {
     let cold_stepped_pair = cold_extra_ns(tlsprof_calibration_stepped, STEPPED_COLD_CALLS, &mut sweep);
     drop(links);
 
-    let val = take_calibration_node(skel, me.pid, CALIBRATION_FUNC)?;
-    take_calibration_node(skel, me.pid, CALIBRATION_STEPPED_FUNC)?;
+    let pid = std::process::id();
+    let val = take_calibration_node(skel, pid, CALIBRATION_FUNC)?;
+    take_calibration_node(skel, pid, CALIBRATION_STEPPED_FUNC)?;
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
     let _ = skel.maps.threads.delete(&tid.to_ne_bytes());

@@ -157,20 +157,27 @@ fn comm_key(name: &str) -> [u8; 16] {
     key
 }
 
+/// Set to 0, asks for an entry and a return probe on stage functions where the kernel has uprobe sessions.
+pub(super) const SESSIONS_ENV: &str = "TLSPROF_UPROBE_SESSIONS";
+
 /// Whether stage functions get one session uprobe each (Linux 6.13+, whose BTF names the attach type) instead
 /// of an entry and a return probe; TLSPROF_UPROBE_SESSIONS=0 asks for the two.
-fn uprobe_sessions() -> bool {
-    if std::env::var_os("TLSPROF_UPROBE_SESSIONS").is_some_and(|v| v == "0") {
-        return false;
-    }
+pub(super) fn uprobe_sessions() -> bool {
+    !sessions_declined() && kernel_has_attach_type("BPF_TRACE_UPROBE_SESSION")
+}
+
+pub(super) fn sessions_declined() -> bool {
+    std::env::var_os(SESSIONS_ENV).is_some_and(|v| v == "0")
+}
+
+/// Whether this kernel's BTF names a BPF attach type (enum bpf_attach_type): it has it from the release that
+/// added it. False without BTF.
+pub(super) fn kernel_has_attach_type(name: &str) -> bool {
     let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
         return false;
     };
     btf.type_by_name::<libbpf_rs::btf::types::Enum>("bpf_attach_type")
-        .is_some_and(|e| {
-            e.iter()
-                .any(|m| m.name.is_some_and(|n| n == "BPF_TRACE_UPROBE_SESSION"))
-        })
+        .is_some_and(|e| e.iter().any(|m| m.name.is_some_and(|n| n == name)))
 }
 
 static LIBBPF_MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -233,16 +240,7 @@ impl<'obj> Programs<'obj> {
     /// Starts what runs for the whole recording: the on-CPU clocks (sched_switch), the connection counter
     /// (accept and connect), and the CPU sampler on every online CPU.
     pub fn start_sampling(&mut self, freq_hz: u64) -> Result<()> {
-        let p = &self.skel.progs;
-        attach_tracepoints(
-            &mut self.links,
-            [
-                (&p.on_sched_switch, "sched", "sched_switch"),
-                (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
-                (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
-                (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
-            ],
-        )?;
+        self.meter_cpu_and_connections()?;
         for cpu in online_cpus()? {
             let samplers = [
                 (&self.skel.progs.on_cpu_sample, freq_hz, false, "CPU sampler"),
@@ -262,6 +260,20 @@ impl<'obj> Programs<'obj> {
             }
         }
         Ok(())
+    }
+
+    /// The on-CPU clocks (sched_switch) and the connection counter (accept and connect).
+    pub fn meter_cpu_and_connections(&mut self) -> Result<()> {
+        let p = &self.skel.progs;
+        attach_tracepoints(
+            &mut self.links,
+            [
+                (&p.on_sched_switch, "sched", "sched_switch"),
+                (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
+                (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
+                (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
+            ],
+        )
     }
 
     /// At each poll once the ring buffers are drained, and as the stage probes detach (`live` false) or
@@ -423,7 +435,7 @@ fn attach_tracepoints<const N: usize>(
     Ok(())
 }
 
-fn online_cpus() -> Result<Vec<i32>> {
+pub(super) fn online_cpus() -> Result<Vec<i32>> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online").context("read online CPUs")?;
     parse_cpu_list(&text).context("parse /sys/devices/system/cpu/online")
 }
@@ -440,7 +452,7 @@ fn parse_cpu_list(text: &str) -> Option<Vec<i32>> {
 }
 
 /// A cpu-clock software event on one CPU: works without a hardware PMU (virtual machines).
-fn open_cpu_clock(cpu: i32, freq_hz: u64, enabled: bool) -> Result<OwnedFd> {
+pub(super) fn open_cpu_clock(cpu: i32, freq_hz: u64, enabled: bool) -> Result<OwnedFd> {
     use libbpf_rs::libbpf_sys as sys;
     // SAFETY: perf_event_attr is a plain C struct; all-zero is its documented default.
     let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
