@@ -15,7 +15,8 @@ use crate::output::Group;
 /// tlsprof attaches to processes that are already running, probes the TLS library functions a handshake is made
 /// of, samples CPU stacks, and says how much of their CPU is TLS, which stage, why, and what to do first.
 /// `record` writes a recording that `report`, `flamegraph`, `diff` and `export` read; `top` is the live view;
-/// `serve` runs continuously for Prometheus and pprof. Recording needs root (or CAP_BPF and CAP_PERFMON).
+/// `serve` runs continuously for Prometheus and pprof. Recording needs root (or CAP_BPF, CAP_PERFMON
+/// and CAP_CHECKPOINT_RESTORE); `tlsprof check` says what this machine allows.
 #[derive(Parser)]
 #[command(
     name = "tlsprof",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Live: the Debian package (`make deb`, cargo-deb) installed on this machine with dpkg: its binary records
-//! nginx, its man pages render, its bash completion loads; purged, it leaves none of its files (needs root).
+//! Live: the Debian package (`make deb`, cargo-deb) installed on this machine with dpkg: its binary checks
+//! the machine and records nginx, its man pages render, its bash completion loads; purged, it leaves none of
+//! its files (needs root).
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -85,6 +86,12 @@ fn package_installs_records_and_purges_without_leftovers() {
         );
     }
     let bin = Path::new("/usr/bin/tlsprof");
+    let check = run(Command::new(bin).arg("check"));
+    assert!(
+        check.status.success(),
+        "the installed tlsprof check: {}",
+        String::from_utf8_lossy(&check.stdout)
+    );
 
     // man finds the pages where the package put them, and renders one.
     let where_ = run(Command::new("man").args(["-w", "tlsprof"]));
