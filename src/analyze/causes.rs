@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use crate::catalogue::causes::Cause;
-use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space};
-use crate::catalogue::families;
+use crate::catalogue::causes::{base_name, is_named, is_probe_frame, Space};
+use crate::catalogue::families::{self, cause_of};
 use crate::catalogue::Stage;
 use crate::model::{Recording, Sample};
 
