@@ -3,6 +3,7 @@
 //! from it: [`analyze`] gives both.
 
 pub mod advice;
+pub mod attribution;
 pub mod causes;
 mod estimate;
 pub mod groups;

@@ -64,7 +64,8 @@ pub trait Family: Sync {
     fn own_code(&self) -> &'static str;
     /// Which of its own functions name which cause, narrow patterns first.
     fn cause_rows(&self) -> &'static [CauseRow];
-    /// Frames that stand for a stage frame its code tail-calls away (see catalogue/causes.rs).
+    /// Frames that stand for a stage frame its code tail-calls away: samples taken while the probes were
+    /// detached are placed by them (analyze/attribution.rs).
     fn stage_stand_ins(&self) -> &'static [(&'static str, Stage)] {
         &[]
     }
