@@ -24,7 +24,7 @@ use handshakes::handshake_totals;
 pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
 pub use resumption::{Reason, ReasonCount, ResumptionSummary, TicketKeySummary};
 use stages::{add_causes, causes_by_stage, probed_stages, record_layer_sampled, sampled_stage};
-pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
+pub use stages::{ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
 pub use windows::{ProbingSummary, WindowPoint, WindowSpan};
 
@@ -87,6 +87,9 @@ pub struct Summary {
     /// Figures only the text report shows so far.
     pub stacks: StackSummary,
     pub call_tree: CallTree,
+    /// The stage each CPU sample counts in, in the recording's sample order (analyze/attribution.rs): what
+    /// pprof labels its stacks with and shares each stage's CPU out by.
+    pub sample_stages: Vec<Option<Stage>>,
 }
 
 impl Summary {
@@ -403,6 +406,7 @@ pub fn summarize(rec: &Recording) -> Summary {
                 .collect(),
         },
         call_tree: call_tree(rec, &attribution, observed_tls_ns),
+        sample_stages: attribution.stages(),
         stages,
         handshakes: totals,
     }

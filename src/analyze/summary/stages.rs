@@ -165,11 +165,6 @@ pub(super) fn add_causes(stages: &mut [StageSummary], mut counts: BTreeMap<Stage
     }
 }
 
-/// The stage each CPU sample's time counts in, in `rec.samples` order (analyze/attribution.rs).
-pub fn sample_stages(rec: &Recording) -> Vec<Option<Stage>> {
-    Attribution::of(rec).stages()
-}
-
 /// Share of the CPU samples in the read and write stages: the samples whose causes those stages list
 /// (analyze/attribution.rs places both), so a sampled row and its causes count the same samples. Sampled, so
 /// available without probing those per-request functions.
