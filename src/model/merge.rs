@@ -446,4 +446,26 @@ mod tests {
         let at = t(first.targets[0].pid + 1000).joined_at_s.unwrap();
         assert!((at - (first.duration_s + 0.25)).abs() < 1e-9, "{at}");
     }
+
+    #[test]
+    fn a_process_part_holds_its_own_figures_and_its_share_of_the_probe_hits() {
+        let rec = two_process_recording();
+        let node = rec.of_processes(&[20]);
+        assert_eq!(node.targets.len(), 1);
+        assert!(node.tree.iter().all(|n| n.pid == 20) && node.tree.len() == 5);
+        assert!(node.handshakes.iter().all(|g| g.pid == Some(20)) && node.handshakes.len() == 1);
+        assert_eq!(node.connections(), 100);
+        assert!(node
+            .probing
+            .window_figures
+            .iter()
+            .all(|w| w.processes.len() == 1 && w.processes[0].pid == 20));
+        // 10 of the 15 ms while probed.
+        assert_eq!(node.probe_hits, 67);
+        let whole = rec.probing.window_figures[0].whole();
+        assert_eq!(
+            (whole.connections, whole.handshakes.total, whole.own_cpu_ms),
+            (7, 7, 7.5)
+        );
+    }
 }
