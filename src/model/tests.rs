@@ -8,33 +8,6 @@ use crate::catalogue::Stage;
 
 /// nginx-like: SSL_do_handshake > EVP_DigestSign > EVP_DigestSignFinal, plus EVP_PKEY_derive.
 pub fn sample_recording() -> Recording {
-    let lib = Library {
-        path: "/usr/lib/x86_64-linux-gnu/libssl.so.3".into(),
-        family: "openssl".into(),
-        flavor: Flavor::Shared,
-        version: Some("OpenSSL 3.0.19 27 Jan 2026".into()),
-        symbols: Symbols::Exported,
-        functions_found: 3,
-        pids: vec![10],
-        replaced: false,
-        handshake_state: false,
-    };
-    let func = |name: &str, stage| Function {
-        name: name.into(),
-        library: 0,
-        stage: Some(stage),
-    };
-    let node = |path: Vec<u16>, calls, cpu_ns, self_ns| TreeNode {
-        pid: 10,
-        path,
-        calls,
-        cpu_ns,
-        self_ns,
-    };
-    let mut full = CpuHistogram::default();
-    for ns in [1_200_000, 1_300_000, 1_250_000, 1_400_000] {
-        full.add(ns);
-    }
     Recording {
         format: FORMAT.into(),
         format_version: FORMAT_VERSION,
@@ -46,70 +19,11 @@ pub fn sample_recording() -> Recording {
         stack_bytes: 16384,
         unnamed_jit_pids: Vec::new(),
         all_probes: false,
-        targets: vec![Target {
-            pid: 10,
-            comm: "nginx".into(),
-            process_cpu_ms: 10.0,
-            probed_cpu_ms: 10.0,
-            io_driven_from_s: None,
-            container: None,
-            connections: 0,
-            execs_at_s: Vec::new(),
-            stage_slices_ms: 0.0,
-            stage_slices_cpu_ms: 0.0,
-            own_programs: OwnPrograms::default(),
-            joined_at_s: None,
-            parent: None,
-            exited: false,
-            processes: 1,
-        }],
-        libraries: vec![lib],
-        functions: vec![
-            func("SSL_do_handshake", Stage::Handshake),
-            func("EVP_DigestSign", Stage::Sign),
-            func("EVP_DigestSignFinal", Stage::Sign),
-            func("EVP_PKEY_derive", Stage::Derive),
-        ],
-        tree: vec![
-            node(vec![0], 4, 5_150_000, 650_000),
-            node(vec![0, 1], 4, 4_400_000, 100_000),
-            node(vec![0, 1, 2], 4, 4_300_000, 4_300_000),
-            node(vec![0, 3], 4, 100_000, 100_000),
-            node(vec![2], 2, 20_000, 20_000),
-        ],
-        samples: vec![
-            Sample {
-                pid: 10,
-                path: vec![0, 1],
-                frames: [
-                    "main",
-                    "ngx_ssl_handshake",
-                    "SSL_do_handshake [handshake]",
-                    "EVP_DigestSign [sign]",
-                    "bn_mul_mont",
-                ]
-                .map(String::from)
-                .to_vec(),
-                kernel: Vec::new(),
-                complete: true,
-                count: 3,
-            },
-            Sample {
-                pid: 10,
-                path: vec![0, 1],
-                frames: [
-                    "[truncated]",
-                    "SSL_do_handshake [handshake]",
-                    "EVP_DigestSign [sign]",
-                    "bn_mul_mont",
-                ]
-                .map(String::from)
-                .to_vec(),
-                kernel: vec!["asm_sysvec_apic_timer_interrupt".into()],
-                complete: false,
-                count: 2,
-            },
-        ],
+        targets: vec![nginx()],
+        libraries: vec![libssl()],
+        functions: stage_functions(),
+        tree: call_tree(),
+        samples: signing_samples(),
         unnamed_files: Vec::new(),
         debug_files: BTreeMap::new(),
         frame_files: BTreeMap::from([
@@ -120,22 +34,7 @@ pub fn sample_recording() -> Recording {
                 "/usr/lib/x86_64-linux-gnu/libcrypto.so.3".to_string(),
             ),
         ]),
-        handshakes: vec![HandshakeGroup {
-            pid: Some(10),
-            kind: HandshakeKind {
-                role: Role::Server,
-                resumed: false,
-                certificate_key: Some("RSA-2048".into()),
-                key_exchange: Some("x25519".into()),
-                version: Some("TLSv1.3".into()),
-                cipher: Some("TLS_AES_256_GCM_SHA384".into()),
-                resumption: None,
-                outcome: Outcome::Completed,
-                offer: None,
-                refusal: None,
-            },
-            cpu: full,
-        }],
+        handshakes: vec![full_handshakes()],
         ticket_keys: Vec::new(),
         lost: Lost::default(),
         probe_cost: ProbeCost {
@@ -157,6 +56,135 @@ pub fn sample_recording() -> Recording {
             window_figures: Vec::new(),
         },
         openssl_speed: BTreeMap::from([("ecdsap256_sign".to_string(), 40.0)]),
+    }
+}
+
+/// The sample recording's one target: nginx, pid 10, there from start to end.
+fn nginx() -> Target {
+    Target {
+        pid: 10,
+        comm: "nginx".into(),
+        process_cpu_ms: 10.0,
+        probed_cpu_ms: 10.0,
+        io_driven_from_s: None,
+        container: None,
+        connections: 0,
+        execs_at_s: Vec::new(),
+        stage_slices_ms: 0.0,
+        stage_slices_cpu_ms: 0.0,
+        own_programs: OwnPrograms::default(),
+        joined_at_s: None,
+        parent: None,
+        exited: false,
+        processes: 1,
+    }
+}
+
+/// The system's shared OpenSSL 3, its public API seen.
+fn libssl() -> Library {
+    Library {
+        path: "/usr/lib/x86_64-linux-gnu/libssl.so.3".into(),
+        family: "openssl".into(),
+        flavor: Flavor::Shared,
+        version: Some("OpenSSL 3.0.19 27 Jan 2026".into()),
+        symbols: Symbols::Exported,
+        functions_found: 3,
+        pids: vec![10],
+        replaced: false,
+        handshake_state: false,
+    }
+}
+
+/// The stage functions, by id: 0 SSL_do_handshake, 1 EVP_DigestSign, 2 EVP_DigestSignFinal, 3 EVP_PKEY_derive.
+fn stage_functions() -> Vec<Function> {
+    let func = |name: &str, stage| Function {
+        name: name.into(),
+        library: 0,
+        stage: Some(stage),
+    };
+    vec![
+        func("SSL_do_handshake", Stage::Handshake),
+        func("EVP_DigestSign", Stage::Sign),
+        func("EVP_DigestSignFinal", Stage::Sign),
+        func("EVP_PKEY_derive", Stage::Derive),
+    ]
+}
+
+/// 4 handshakes, each signing (EVP_DigestSign > EVP_DigestSignFinal) and deriving, and 2 bare
+/// EVP_DigestSignFinal calls outside any handshake.
+fn call_tree() -> Vec<TreeNode> {
+    let node = |path: Vec<u16>, calls, cpu_ns, self_ns| TreeNode {
+        pid: 10,
+        path,
+        calls,
+        cpu_ns,
+        self_ns,
+    };
+    vec![
+        node(vec![0], 4, 5_150_000, 650_000),
+        node(vec![0, 1], 4, 4_400_000, 100_000),
+        node(vec![0, 1, 2], 4, 4_300_000, 4_300_000),
+        node(vec![0, 3], 4, 100_000, 100_000),
+        node(vec![2], 2, 20_000, 20_000),
+    ]
+}
+
+/// CPU samples in EVP_DigestSign's arithmetic: 3 with their whole stack, 2 whose unwinding stopped early,
+/// taken in a timer interrupt.
+fn signing_samples() -> Vec<Sample> {
+    let frames = |names: &[&str]| names.iter().map(|&n| String::from(n)).collect();
+    vec![
+        Sample {
+            pid: 10,
+            path: vec![0, 1],
+            frames: frames(&[
+                "main",
+                "ngx_ssl_handshake",
+                "SSL_do_handshake [handshake]",
+                "EVP_DigestSign [sign]",
+                "bn_mul_mont",
+            ]),
+            kernel: Vec::new(),
+            complete: true,
+            count: 3,
+        },
+        Sample {
+            pid: 10,
+            path: vec![0, 1],
+            frames: frames(&[
+                "[truncated]",
+                "SSL_do_handshake [handshake]",
+                "EVP_DigestSign [sign]",
+                "bn_mul_mont",
+            ]),
+            kernel: vec!["asm_sysvec_apic_timer_interrupt".into()],
+            complete: false,
+            count: 2,
+        },
+    ]
+}
+
+/// The 4 full TLS 1.3 server handshakes, 1.2 to 1.4 ms each.
+fn full_handshakes() -> HandshakeGroup {
+    let mut cpu = CpuHistogram::default();
+    for ns in [1_200_000, 1_300_000, 1_250_000, 1_400_000] {
+        cpu.add(ns);
+    }
+    HandshakeGroup {
+        pid: Some(10),
+        kind: HandshakeKind {
+            role: Role::Server,
+            resumed: false,
+            certificate_key: Some("RSA-2048".into()),
+            key_exchange: Some("x25519".into()),
+            version: Some("TLSv1.3".into()),
+            cipher: Some("TLS_AES_256_GCM_SHA384".into()),
+            resumption: None,
+            outcome: Outcome::Completed,
+            offer: None,
+            refusal: None,
+        },
+        cpu,
     }
 }
 
