@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Causes within a stage: each CPU sample inside a stage goes to the cause that the frames below its stage
-//! frame name (catalogue/causes.rs), and a stage's self CPU is shared out by those samples.
+//! frame name (catalogue/causes.rs; analyze/attribution.rs applies the rule to each sample once), and a
+//! stage's self CPU is shared out by those samples.
 //!
 //! The rule: the innermost frame below the stage frame whose name a row lists (the kernel's frames, with
 //! --kernel, inside the user ones); memory, locks and the error queue only where no other cause encloses
@@ -14,10 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use crate::catalogue::causes::Cause;
-use crate::catalogue::causes::{base_name, cause_of, is_named, is_probe_frame, Space};
-use crate::catalogue::families;
-use crate::catalogue::Stage;
-use crate::model::{Recording, Sample};
+use crate::catalogue::causes::{is_named, is_probe_frame, Space};
+use crate::catalogue::families::cause_of;
 
 /// Frames listed under each cause, most samples first.
 const TOP_FRAMES: usize = 5;
@@ -25,99 +24,14 @@ const TOP_FRAMES: usize = 5;
 /// The cause of one sample and the frame that named it (for `other` and `unattributed`: the innermost
 /// frame below the stage frame).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attribution<'a> {
+pub struct NamedCause<'a> {
     pub cause: Cause,
     pub frame: &'a str,
 }
 
-/// Where a sample counts: its stage, and the index in its frames of the stage frame.
-pub struct StageFrame {
-    pub stage: Stage,
-    pub index: usize,
-}
-
-/// Finds the stage a CPU sample counts in, probed or not.
-pub struct Stager<'a> {
-    /// The probed stage functions and the frames that stand for them, by name: they place the samples taken
-    /// while the probes were detached; empty when the probes were attached throughout (a sample outside
-    /// every stage path was then outside every stage).
-    functions: HashMap<&'a str, Stage>,
-    /// The record layer's functions of the recording's families (SSL_read, SSL_write, ...), when it was not
-    /// probed: its stages come from their frames.
-    record_layer: HashMap<&'static str, Stage>,
-}
-
-impl<'a> Stager<'a> {
-    pub fn new(rec: &'a Recording) -> Stager<'a> {
-        let families = families::of_ids(rec.libraries.iter().map(|l| l.family.as_str()));
-        let mut functions: HashMap<&str, Stage> = HashMap::new();
-        if rec.probed_part_time() {
-            functions.extend(families.iter().flat_map(|f| f.stage_stand_ins()).copied());
-            functions.extend(
-                rec.functions
-                    .iter()
-                    .filter_map(|f| f.stage.map(|s| (f.name.as_str(), s))),
-            );
-        }
-        let record_layer = if rec.all_probes {
-            HashMap::new()
-        } else {
-            families.iter().flat_map(|f| f.record_layer()).copied().collect()
-        };
-        Stager {
-            functions,
-            record_layer,
-        }
-    }
-
-    /// The innermost stage frame the probes recorded, tagged ` [stage]`; None for a sample taken outside
-    /// every probed stage, or while the probes were detached.
-    pub fn probed(rec: &Recording, s: &Sample) -> Option<StageFrame> {
-        let &Some(stage) = rec.path_stages(&s.path).last()? else {
-            return None;
-        };
-        let tag = format!(" [{}]", stage.name());
-        let index = s.frames.iter().rposition(|f| f.ends_with(&tag))?;
-        Some(StageFrame { stage, index })
-    }
-
-    /// The stage a sample counts in: the probes' (`probed`); else, for a sample the probes did not place
-    /// (taken while they were detached: default mode), the innermost frame of a probed stage function or of
-    /// a stand-in for one (Family::stage_stand_ins), by name; else, when the record layer was not probed, its
-    /// innermost record-layer frame (SSL_read, SSL_write, ...).
-    pub fn stage_frame(&self, rec: &Recording, s: &Sample) -> Option<StageFrame> {
-        if !s.path.is_empty() {
-            return Self::probed(rec, s);
-        }
-        self.by_name(s).or_else(|| self.record_layer(s))
-    }
-
-    fn by_name(&self, s: &Sample) -> Option<StageFrame> {
-        let found: Vec<(usize, Stage)> = s
-            .frames
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| self.functions.get(base_name(f)).map(|&st| (i, st)))
-            .collect();
-        let stages = crate::catalogue::path_stages(found.iter().map(|&(_, st)| Some(st)));
-        let (&(index, _), &Some(stage)) = (found.last()?, stages.last()?) else {
-            return None;
-        };
-        Some(StageFrame { stage, index })
-    }
-
-    fn record_layer(&self, s: &Sample) -> Option<StageFrame> {
-        s.frames.iter().enumerate().rev().find_map(|(index, f)| {
-            let name = f.split(' ').next().unwrap_or("");
-            let &stage = self.record_layer.get(name)?;
-            Some(StageFrame { stage, index })
-        })
-    }
-}
-
 /// The cause of a sample whose stage frame is `frames[stage_index]`; None for a sample in tlsprof's own
 /// uprobe traps.
-pub fn attribute<'a>(frames: &'a [String], kernel: &'a [String], stage_index: usize) -> Option<Attribution<'a>> {
+pub(super) fn attribute<'a>(frames: &'a [String], kernel: &'a [String], stage_index: usize) -> Option<NamedCause<'a>> {
     if kernel.iter().any(|k| is_probe_frame(k)) {
         return None;
     }
@@ -127,11 +41,11 @@ pub fn attribute<'a>(frames: &'a [String], kernel: &'a [String], stage_index: us
         .rev()
         .map(|k| (k.as_str(), Space::Kernel))
         .chain(below.iter().rev().map(|f| (f.as_str(), Space::User)));
-    let mut serving: Option<Attribution> = None;
+    let mut serving: Option<NamedCause> = None;
     for (frame, space) in innermost_first {
         match cause_of(frame, space) {
-            Some(cause) if !cause.serves_others() => return Some(Attribution { cause, frame }),
-            Some(cause) if serving.is_none() => serving = Some(Attribution { cause, frame }),
+            Some(cause) if !cause.serves_others() => return Some(NamedCause { cause, frame }),
+            Some(cause) if serving.is_none() => serving = Some(NamedCause { cause, frame }),
             _ => {}
         }
     }
@@ -144,14 +58,14 @@ pub fn attribute<'a>(frames: &'a [String], kernel: &'a [String], stage_index: us
             .get(stage_index)
             .map_or("", |f| f.split(" [").next().unwrap_or(f));
         let cause = cause_of(frame, Space::User).unwrap_or(Cause::Other);
-        return Some(Attribution { cause, frame });
+        return Some(NamedCause { cause, frame });
     };
     Some(match below.iter().rev().find(|f| is_named(f)) {
-        Some(named) => Attribution {
+        Some(named) => NamedCause {
             cause: Cause::Other,
             frame: named,
         },
-        None => Attribution {
+        None => NamedCause {
             cause: Cause::Unattributed,
             frame: innermost,
         },
@@ -191,7 +105,7 @@ pub struct CauseCounts {
 }
 
 impl CauseCounts {
-    pub fn add(&mut self, attribution: Option<Attribution>, count: u64) {
+    pub fn add(&mut self, attribution: Option<NamedCause>, count: u64) {
         let Some(a) = attribution else {
             self.probe_samples += count;
             return;
@@ -245,20 +159,6 @@ fn wilson(k: f64, n: f64) -> (f64, f64) {
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
     let half = (z2 / n * (p * (1.0 - p) + z2 / (4.0 * n))).sqrt() / (1.0 + z2 / n);
     ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
-/// Samples per stage by cause, over the whole recording (samples cover it all, probed or not).
-pub fn by_stage(rec: &Recording) -> BTreeMap<Stage, CauseCounts> {
-    let stager = Stager::new(rec);
-    let mut out: BTreeMap<Stage, CauseCounts> = BTreeMap::new();
-    for s in &rec.samples {
-        if let Some(sf) = stager.stage_frame(rec, s) {
-            out.entry(sf.stage)
-                .or_default()
-                .add(attribute(&s.frames, &s.kernel, sf.index), s.count);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -363,82 +263,6 @@ mod tests {
             cause(&["main", "ossl_statem_accept [handshake]"], &[]),
             Some((Cause::TlsMessages, "ossl_statem_accept".into()))
         );
-    }
-
-    fn sample(path: Vec<u16>, frames: &[&str]) -> Sample {
-        Sample {
-            pid: 10,
-            path,
-            frames: frames.iter().map(|s| s.to_string()).collect(),
-            kernel: Vec::new(),
-            complete: true,
-            count: 1,
-        }
-    }
-
-    #[test]
-    fn samples_the_probes_did_not_place_are_placed_by_their_frames() {
-        let mut rec = crate::model::tests::sample_recording();
-        let outside = sample(
-            vec![],
-            &["main", "ngx_ssl_handshake", "libssl.so.3+0x1", "EVP_MD_fetch"],
-        );
-        assert!(
-            Stager::new(&rec).stage_frame(&rec, &outside).is_none(),
-            "probes attached throughout: outside every stage"
-        );
-        rec.probing.live_s = 0.5;
-        let stager = Stager::new(&rec);
-        let place = |s: &Sample| stager.stage_frame(&rec, s).map(|sf| (sf.stage, sf.index));
-        // In a probe window: the probes' innermost stage frame.
-        let probed = sample(vec![0, 1], &["main", STAGE, "EVP_DigestSign [sign]", "bn_mul_mont"]);
-        assert_eq!(place(&probed), Some((Stage::Sign, 2)));
-        // Outside the windows: a probed function by name, or nginx's caller of SSL_do_handshake's tail call.
-        let signing = sample(
-            vec![],
-            &[
-                "main",
-                "ngx_ssl_handshake",
-                "libssl.so.3+0x1",
-                "EVP_DigestSignFinal",
-                "x",
-            ],
-        );
-        assert_eq!(place(&signing), Some((Stage::Sign, 3)));
-        let lookup = sample(
-            vec![],
-            &["main", "ngx_ssl_handshake", "libssl.so.3+0x1", "EVP_MD_fetch"],
-        );
-        assert_eq!(place(&lookup), Some((Stage::Handshake, 1)));
-        // A handshake driven from SSL_read is the handshake's; the record layer is what no stage claims.
-        let node = sample(vec![], &["uv_run", "SSL_read", "state_machine.part.0", "EVP_MD_fetch"]);
-        assert_eq!(place(&node), Some((Stage::Handshake, 2)));
-        let read = sample(vec![], &["uv_run", "SSL_read", "libssl.so.3+0x1"]);
-        assert_eq!(place(&read), Some((Stage::Read, 1)));
-        assert!(place(&sample(vec![], &["main", "epoll_wait"])).is_none());
-    }
-
-    #[test]
-    fn each_family_s_record_layer_is_sampled_as_read_and_write() {
-        let mut rec = crate::model::tests::sample_recording();
-        let go_read = sample(
-            vec![],
-            &[
-                "net/http.(*conn).serve",
-                "crypto/tls.(*Conn).Read",
-                "crypto/tls.(*halfConn).decrypt",
-            ],
-        );
-        let go_write = sample(vec![], &["main.handler", "crypto/tls.(*Conn).Write", "syscall.write"]);
-        let place = |rec: &Recording, s: &Sample| Stager::new(rec).stage_frame(rec, s).map(|sf| (sf.stage, sf.index));
-        // An OpenSSL recording knows only OpenSSL's record layer.
-        assert_eq!(place(&rec, &go_read), None);
-        rec.libraries[0].family = "go".into();
-        assert_eq!(place(&rec, &go_read), Some((Stage::Read, 1)));
-        assert_eq!(place(&rec, &go_write), Some((Stage::Write, 1)));
-        // Probed with --all-probes: the probes place them, not the frames.
-        rec.all_probes = true;
-        assert_eq!(place(&rec, &go_read), None);
     }
 
     #[test]

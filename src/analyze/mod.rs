@@ -3,6 +3,7 @@
 //! from it: [`analyze`] gives both.
 
 pub mod advice;
+pub mod attribution;
 pub mod causes;
 mod estimate;
 pub mod groups;
@@ -12,10 +13,9 @@ use crate::model::Recording;
 pub use advice::Advice;
 pub use estimate::Estimate;
 pub use summary::{
-    sample_stages, summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary,
-    LibrarySummary, ObservedStage, ProbingSummary, Reason, ReasonCount, RecordLayerShares, ResumptionSummary, RowKind,
-    StackSummary, StageSummary, Summary, TargetSummary, TicketKeySummary, TrapsMeasured, UnnamedFileSummary,
-    WindowPoint, WindowSpan,
+    summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
+    ObservedStage, ProbingSummary, Reason, ReasonCount, RecordLayerShares, ResumptionSummary, RowKind, StackSummary,
+    StageSummary, Summary, TargetSummary, TicketKeySummary, TrapsMeasured, UnnamedFileSummary, WindowPoint, WindowSpan,
 };
 
 /// A recording's summary and the advice drawn from it: what the reports render.

@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The cause catalogue: which function or kernel frame says what a stage's CPU went to (algorithm lookups,
-//! socket I/O, MACs, ...). Each TLS library family lists its own functions (families/); here are libc's,
-//! the kernel's and the applications'. Adding a function is adding a row; the rule that walks a stack is in
-//! analyze/causes.rs.
-
-use std::sync::OnceLock;
+//! socket I/O, MACs, ...). Each TLS library family lists its own functions (families/), which also gathers
+//! every row to look a frame up in; here are the causes, libc's, the kernel's and the applications' rows.
+//! Adding a function is adding a row; the rule that walks a stack is in analyze/causes.rs.
 
 use serde::Serialize;
-
-use super::families::{self, Family};
 
 /// What a stage's CPU was spent on, from the frames below its stage frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -90,11 +86,11 @@ impl Cause {
         }
     }
 
-    /// What the cause covers, for the text report; `families`: the TLS library families of the targets, each
-    /// once, whose own code `tls_messages` is.
-    pub fn describe(self, families: &[&dyn Family]) -> String {
+    /// What the cause covers, for the text report; `own_code`: whose own code `tls_messages` is ("libssl's"),
+    /// for each TLS library family of the targets once (Family::own_code).
+    pub fn describe(self, own_code: &[&str]) -> String {
         if self == Cause::TlsMessages {
-            let mut owners: Vec<&str> = families.iter().map(|f| f.own_code()).collect();
+            let mut owners = own_code.to_vec();
             if owners.is_empty() {
                 owners.push("the TLS library's");
             }
@@ -166,7 +162,7 @@ pub(crate) const fn kernel(pattern: &'static str, cause: Cause) -> CauseRow {
 use Cause::*;
 
 /// Rows of no TLS library family's: libc, the kernel and the applications. Each family's own rows come
-/// first (families::Family::cause_rows).
+/// first (families::cause_of).
 pub const COMMON_ROWS: &[CauseRow] = &[
     // Random numbers.
     user("getrandom", Random),
@@ -320,31 +316,6 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// Every row, first match wins: the built-in families' own, in their order (once for families that share
-/// them, as AWS-LC and BoringSSL do), then the common ones. Families' names do not overlap each other's, and
-/// none is a libc, kernel or application name.
-fn rows() -> &'static [CauseRow] {
-    static ROWS: OnceLock<Vec<CauseRow>> = OnceLock::new();
-    ROWS.get_or_init(|| {
-        let mut lists: Vec<&'static [CauseRow]> = Vec::new();
-        for f in families::BUILT_IN {
-            if !lists.iter().any(|l| std::ptr::eq(*l, f.cause_rows())) {
-                lists.push(f.cause_rows());
-            }
-        }
-        lists.into_iter().flatten().chain(COMMON_ROWS).copied().collect()
-    })
-}
-
-/// The cause a frame names, if any row lists it.
-pub fn cause_of(name: &str, space: Space) -> Option<Cause> {
-    let base = base_name(name);
-    rows()
-        .iter()
-        .find(|r| r.space == space && glob(r.pattern, base))
-        .map(|r| r.cause)
-}
-
 /// Whether a kernel frame is tlsprof's own uprobe machinery.
 pub fn is_probe_frame(kernel_name: &str) -> bool {
     PROBE_KERNEL_FRAMES.iter().any(|p| glob(p, kernel_name))
@@ -359,7 +330,6 @@ pub fn is_named(frame: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
 
     #[test]
     fn glob_matches_prefixes_suffixes_and_middles() {
@@ -371,117 +341,6 @@ mod tests {
         assert!(glob("write", "write"));
         assert!(!glob("write", "writev"));
         assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
-    }
-
-    #[test]
-    fn patterns_are_listed_once() {
-        let mut seen = HashSet::new();
-        for r in rows() {
-            assert!(seen.insert((r.pattern, r.space)), "{} listed twice", r.pattern);
-        }
-    }
-
-    #[test]
-    fn every_cause_but_the_fallbacks_has_rows() {
-        for cause in Cause::ALL {
-            let listed = rows().iter().any(|r| r.cause == cause);
-            assert_eq!(
-                listed,
-                !matches!(cause, Cause::Other | Cause::Unattributed),
-                "{}",
-                cause.name()
-            );
-        }
-    }
-
-    #[test]
-    fn frames_name_their_causes() {
-        use Space::*;
-        let cases = [
-            ("EVP_KDF_fetch", User, Lookups),
-            ("inner_evp_generic_fetch.constprop.0", User, Lookups),
-            ("OPENSSL_LH_doall_arg", User, Lookups),
-            ("OSSL_PARAM_locate", User, Lookups),
-            ("EVP_PKEY_CTX_new_from_name", User, Lookups),
-            ("EVP_DigestSignInit_ex", User, Lookups),
-            ("EVP_KDF_CTX_free", User, Lookups),
-            ("EVP_Q_mac", User, MacHash),
-            ("HMAC_Final", User, MacHash),
-            ("EVP_DigestUpdate", User, MacHash),
-            ("sha512_block_data_order_avx2", User, MacHash),
-            ("RAND_bytes_ex", User, Random),
-            ("i2d_SSL_SESSION", User, Session),
-            ("d2i_SSL_SESSION", User, Session),
-            ("d2i_X509", User, Certificates),
-            ("EVP_CipherInit_ex", User, Encryption),
-            ("EVP_EncryptUpdate", User, Encryption),
-            ("EVP_KDF_derive", User, KeyDerivation),
-            ("ecp_nistz256_point_mul", User, PublicKey),
-            ("EVP_PKEY_generate", User, PublicKey),
-            ("EVP_DigestSignFinal", User, PublicKey),
-            ("state_machine.part.0", User, TlsMessages),
-            ("tls_construct_server_hello", User, TlsMessages),
-            ("BIO_ctrl", User, SocketIo),
-            ("__GI___libc_write", User, SocketIo),
-            (
-                "node::crypto::TLSWrap::SSLInfoCallback(ssl_st const*, int, int)",
-                User,
-                Application,
-            ),
-            ("__GI___libc_free", User, Memory),
-            ("_int_free", User, Memory),
-            ("__pthread_rwlock_rdlock_full64", User, Locks),
-            ("CRYPTO_THREAD_read_lock", User, Locks),
-            ("ERR_set_mark", User, ErrorQueue),
-            ("tcp_sendmsg_locked", Kernel, SocketIo),
-            ("__tcp_transmit_skb", Kernel, SocketIo),
-            ("asm_exc_page_fault", Kernel, Memory),
-            ("__x64_sys_futex", Kernel, Locks),
-        ];
-        for (name, space, cause) in cases {
-            assert_eq!(cause_of(name, space), Some(cause), "{name}");
-        }
-        let go = [
-            ("crypto/internal/fips140/sha512.blockAVX2", MacHash),
-            ("crypto/internal/fips140/nistec.p256OrdMul", PublicKey),
-            ("p256MulInternal", PublicKey),
-            ("crypto/ecdh.x25519ScalarMult", PublicKey),
-            ("crypto/internal/fips140/mlkem.sampleNTT", PublicKey),
-            ("crypto/internal/fips140/sha3.keccakF1600", PublicKey),
-            (
-                "crypto/internal/fips140/hmac.New[go.shape.interface { BlockSize() int }]",
-                MacHash,
-            ),
-            (
-                "crypto/internal/fips140/tls13.NewEarlySecret[go.shape.interface { Reset() }]",
-                KeyDerivation,
-            ),
-            ("crypto/tls.(*halfConn).encrypt", Encryption),
-            ("crypto/tls.(*Conn).writeRecordLocked", TlsMessages),
-            ("crypto/tls.(*Conn).write", SocketIo),
-            ("internal/poll.(*FD).Write", SocketIo),
-            ("crypto/tls.(*serverHandshakeStateTLS13).handshake", TlsMessages),
-            ("vendor/golang.org/x/crypto/cryptobyte.(*Builder).AddBytes", TlsMessages),
-            ("crypto/x509.ParseCertificate", Certificates),
-            ("runtime.mallocgc", Memory),
-            ("runtime.adjustframe", Memory),
-        ];
-        for (name, cause) in go {
-            assert_eq!(cause_of(name, User), Some(cause), "{name}");
-        }
-        for generic in [
-            "__strcmp_evex",
-            "__memcpy_avx512_unaligned_erms",
-            "main",
-            "runtime.memmove",
-        ] {
-            assert_eq!(cause_of(generic, User), None, "{generic}");
-        }
-        assert_eq!(
-            cause_of("tcp_sendmsg", User),
-            None,
-            "kernel rows only match kernel frames"
-        );
     }
 
     #[test]

@@ -150,7 +150,23 @@ impl Recording {
     /// Intervals of one session as one recording. Function and library ids are the session's, which only
     /// adds to its lists: the latest interval's lists hold every earlier one's.
     pub fn merge<R: Borrow<Recording>>(recs: &[R]) -> Recording {
-        let recs: Vec<&Recording> = recs.iter().map(Borrow::borrow).collect();
+        let mut recs: Vec<&Recording> = recs.iter().map(Borrow::borrow).collect();
+        let mut out = Recording::merged_shell(&recs);
+        // In time order: ticket keys' figures depend on which part came later.
+        recs.sort_by_key(|r| r.start_unix_ns);
+        let mut per_process = PerProcess::default();
+        for r in &recs {
+            per_process.add(r, out.duration_s);
+            out.add_interval(r);
+        }
+        drop_redundant_stand_ins(&mut out.probing.window_figures);
+        per_process.fill(&mut out);
+        out
+    }
+
+    /// The shell of the interval with the most functions (the latest), its figures that the intervals add up
+    /// to at zero.
+    fn merged_shell(recs: &[&Recording]) -> Recording {
         let latest = recs
             .iter()
             .max_by_key(|r| r.functions.len())
@@ -171,98 +187,129 @@ impl Recording {
         out.probing.live_s = 0.0;
         out.probing.windows = 0;
         out.probing.window_figures.clear();
-        let mut targets: BTreeMap<u32, Target> = BTreeMap::new();
-        let mut tree: BTreeMap<(u32, Vec<u16>), TreeNode> = BTreeMap::new();
-        let mut samples = BTreeMap::new();
-        let mut handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram> = BTreeMap::new();
-        let mut ticket_keys: BTreeMap<(u32, Option<String>), TicketKey> = BTreeMap::new();
-        // In time order: ticket keys' figures depend on which part came later.
-        let mut recs = recs;
-        recs.sort_by_key(|r| r.start_unix_ns);
-        for r in &recs {
-            // Ticket keys' times count from each part's start.
-            let offset_s = out.duration_s;
-            for k in &r.ticket_keys {
-                let later = TicketKey {
-                    first_offered_s: k.first_offered_s + offset_s,
-                    last_accepted_s: k.last_accepted_s.map(|s| s + offset_s),
-                    ..k.clone()
-                };
-                match ticket_keys.entry((k.pid, k.name.clone())) {
-                    std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge_later(&later),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(later);
-                    }
-                }
+        out
+    }
+
+    /// Adds what an interval holds for the whole recording: its time, probe hits, losses and windows, and
+    /// the files and processes its frames were named from.
+    fn add_interval(&mut self, r: &Recording) {
+        self.duration_s += r.duration_s;
+        self.probe_hits += r.probe_hits;
+        self.probe_stepped_hits += r.probe_stepped_hits;
+        self.other_process_hits += r.other_process_hits;
+        self.lost.add(&r.lost);
+        let p = &mut self.probing;
+        p.live_s += r.probing.live_s;
+        p.windows += r.probing.windows;
+        p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
+        p.window_figures.extend(r.probing.window_figures.iter().cloned());
+        self.frame_files
+            .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.debug_files
+            .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for f in &r.unnamed_files {
+            if !self.unnamed_files.iter().any(|u| u.path == f.path) {
+                self.unnamed_files.push(f.clone());
             }
-            out.duration_s += r.duration_s;
-            out.probe_hits += r.probe_hits;
-            out.probe_stepped_hits += r.probe_stepped_hits;
-            out.other_process_hits += r.other_process_hits;
-            out.lost.add(&r.lost);
-            let p = &mut out.probing;
-            p.live_s += r.probing.live_s;
-            p.windows += r.probing.windows;
-            p.peak_overhead = p.peak_overhead.max(r.probing.peak_overhead);
-            p.window_figures.extend(r.probing.window_figures.iter().cloned());
-            for t in &r.targets {
-                let m = targets.entry(t.pid).or_insert_with(|| Target {
-                    process_cpu_ms: 0.0,
-                    probed_cpu_ms: 0.0,
-                    connections: 0,
-                    stage_slices_ms: 0.0,
-                    stage_slices_cpu_ms: 0.0,
-                    own_programs: OwnPrograms::default(),
-                    // Seconds into its part: into the whole from here.
-                    joined_at_s: t.joined_at_s.map(|s| s + offset_s),
-                    ..t.clone()
-                });
-                // A process that exited in a later part has exited.
-                m.exited |= t.exited;
-                m.process_cpu_ms += t.process_cpu_ms;
-                m.probed_cpu_ms += t.probed_cpu_ms;
-                m.connections += t.connections;
-                m.stage_slices_ms += t.stage_slices_ms;
-                m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
-                m.own_programs = m.own_programs.plus(&t.own_programs);
+        }
+        for &pid in &r.unnamed_jit_pids {
+            if !self.unnamed_jit_pids.contains(&pid) {
+                self.unnamed_jit_pids.push(pid);
             }
-            for n in &r.tree {
-                let m = tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
-                    calls: 0,
-                    cpu_ns: 0,
-                    self_ns: 0,
-                    ..n.clone()
-                });
-                m.calls += n.calls;
-                m.cpu_ns += n.cpu_ns;
-                m.self_ns += n.self_ns;
-            }
-            for s in &r.samples {
-                let key = (s.pid, s.path.clone(), s.frames.clone(), s.kernel.clone(), s.complete);
-                *samples.entry(key).or_insert(0) += s.count;
-            }
-            for g in &r.handshakes {
-                handshakes.entry((g.pid, g.kind.clone())).or_default().merge(&g.cpu);
-            }
-            out.frame_files
-                .extend(r.frame_files.iter().map(|(k, v)| (k.clone(), v.clone())));
-            out.debug_files
-                .extend(r.debug_files.iter().map(|(k, v)| (k.clone(), v.clone())));
-            for f in &r.unnamed_files {
-                if !out.unnamed_files.iter().any(|u| u.path == f.path) {
-                    out.unnamed_files.push(f.clone());
-                }
-            }
-            for &pid in &r.unnamed_jit_pids {
-                if !out.unnamed_jit_pids.contains(&pid) {
-                    out.unnamed_jit_pids.push(pid);
+        }
+    }
+}
+
+/// A sample's process, stage path, user and kernel frames, and whether its stack was whole: samples alike
+/// are counted together.
+type SampleKey = (u32, Vec<u16>, Vec<String>, Vec<String>, bool);
+
+/// The lists kept per process (targets, call tree, samples, handshakes, ticket keys) of the intervals merged
+/// so far, each summed by what it is kept by.
+#[derive(Default)]
+struct PerProcess {
+    targets: BTreeMap<u32, Target>,
+    tree: BTreeMap<(u32, Vec<u16>), TreeNode>,
+    samples: BTreeMap<SampleKey, u64>,
+    handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram>,
+    ticket_keys: BTreeMap<(u32, Option<String>), TicketKey>,
+}
+
+impl PerProcess {
+    /// Adds the next interval in time order; `offset_s`: seconds into the whole at which it starts.
+    fn add(&mut self, r: &Recording, offset_s: f64) {
+        self.add_ticket_keys(r, offset_s);
+        self.add_targets(r, offset_s);
+        for n in &r.tree {
+            let m = self.tree.entry((n.pid, n.path.clone())).or_insert_with(|| TreeNode {
+                calls: 0,
+                cpu_ns: 0,
+                self_ns: 0,
+                ..n.clone()
+            });
+            m.calls += n.calls;
+            m.cpu_ns += n.cpu_ns;
+            m.self_ns += n.self_ns;
+        }
+        for s in &r.samples {
+            let key = (s.pid, s.path.clone(), s.frames.clone(), s.kernel.clone(), s.complete);
+            *self.samples.entry(key).or_insert(0) += s.count;
+        }
+        for g in &r.handshakes {
+            self.handshakes
+                .entry((g.pid, g.kind.clone()))
+                .or_default()
+                .merge(&g.cpu);
+        }
+    }
+
+    /// Ticket keys' times count from each part's start.
+    fn add_ticket_keys(&mut self, r: &Recording, offset_s: f64) {
+        for k in &r.ticket_keys {
+            let later = TicketKey {
+                first_offered_s: k.first_offered_s + offset_s,
+                last_accepted_s: k.last_accepted_s.map(|s| s + offset_s),
+                ..k.clone()
+            };
+            match self.ticket_keys.entry((k.pid, k.name.clone())) {
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge_later(&later),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(later);
                 }
             }
         }
-        drop_redundant_stand_ins(&mut out.probing.window_figures);
-        out.targets = targets.into_values().collect();
-        out.tree = tree.into_values().collect();
-        out.samples = samples
+    }
+
+    fn add_targets(&mut self, r: &Recording, offset_s: f64) {
+        for t in &r.targets {
+            let m = self.targets.entry(t.pid).or_insert_with(|| Target {
+                process_cpu_ms: 0.0,
+                probed_cpu_ms: 0.0,
+                connections: 0,
+                stage_slices_ms: 0.0,
+                stage_slices_cpu_ms: 0.0,
+                own_programs: OwnPrograms::default(),
+                // Seconds into its part: into the whole from here.
+                joined_at_s: t.joined_at_s.map(|s| s + offset_s),
+                ..t.clone()
+            });
+            // A process that exited in a later part has exited.
+            m.exited |= t.exited;
+            m.process_cpu_ms += t.process_cpu_ms;
+            m.probed_cpu_ms += t.probed_cpu_ms;
+            m.connections += t.connections;
+            m.stage_slices_ms += t.stage_slices_ms;
+            m.stage_slices_cpu_ms += t.stage_slices_cpu_ms;
+            m.own_programs = m.own_programs.plus(&t.own_programs);
+        }
+    }
+
+    /// The sums as the whole recording's lists, its samples heaviest first.
+    fn fill(self, out: &mut Recording) {
+        out.targets = self.targets.into_values().collect();
+        out.tree = self.tree.into_values().collect();
+        out.samples = self
+            .samples
             .into_iter()
             .map(|((pid, path, frames, kernel, complete), count)| Sample {
                 pid,
@@ -274,12 +321,12 @@ impl Recording {
             })
             .collect();
         out.samples.sort_by_key(|s| std::cmp::Reverse(s.count));
-        out.handshakes = handshakes
+        out.handshakes = self
+            .handshakes
             .into_iter()
             .map(|((pid, kind), cpu)| HandshakeGroup { pid, kind, cpu })
             .collect();
-        out.ticket_keys = ticket_keys.into_values().collect();
-        out
+        out.ticket_keys = self.ticket_keys.into_values().collect();
     }
 }
 
@@ -445,5 +492,27 @@ mod tests {
         assert!(t(first.targets[0].pid).exited);
         let at = t(first.targets[0].pid + 1000).joined_at_s.unwrap();
         assert!((at - (first.duration_s + 0.25)).abs() < 1e-9, "{at}");
+    }
+
+    #[test]
+    fn a_process_part_holds_its_own_figures_and_its_share_of_the_probe_hits() {
+        let rec = two_process_recording();
+        let node = rec.of_processes(&[20]);
+        assert_eq!(node.targets.len(), 1);
+        assert!(node.tree.iter().all(|n| n.pid == 20) && node.tree.len() == 5);
+        assert!(node.handshakes.iter().all(|g| g.pid == Some(20)) && node.handshakes.len() == 1);
+        assert_eq!(node.connections(), 100);
+        assert!(node
+            .probing
+            .window_figures
+            .iter()
+            .all(|w| w.processes.len() == 1 && w.processes[0].pid == 20));
+        // 10 of the 15 ms while probed.
+        assert_eq!(node.probe_hits, 67);
+        let whole = rec.probing.window_figures[0].whole();
+        assert_eq!(
+            (whole.connections, whole.handshakes.total, whole.own_cpu_ms),
+            (7, 7, 7.5)
+        );
     }
 }

@@ -7,30 +7,30 @@ use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
 use super::Group;
-use crate::analyze::causes;
+use crate::analyze::attribution::{Attribution, Place};
 use crate::model::untrusted::printable;
 use crate::model::{Recording, Sample};
 
 /// One line per distinct stack:
 /// `nginx;main;...;ngx_ssl_handshake;SSL_do_handshake [handshake];EVP_DigestSign [sign];...;leaf 42`.
-/// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/causes.rs).
+/// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/attribution.rs).
 pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
-    let stager = causes::Stager::new(rec);
-    let mut lines = Vec::with_capacity(rec.samples.len());
-    for s in &rec.samples {
+    let line = |s: &Sample, place: Option<&Place>| {
         let mut frames = stack(rec, s);
-        if group == Group::Cause {
-            if let Some(sf) = stager.stage_frame(rec, s) {
-                let label = causes::attribute(&s.frames, &s.kernel, sf.index).map_or_else(
-                    || "[tlsprof's probe traps]".to_string(),
-                    |a| format!("[cause: {}]", a.cause.name()),
-                );
-                // After the process name and the frames up to the stage frame.
-                frames.insert(sf.index + 2, label);
-            }
+        if let Some(p) = place {
+            let label = p.cause.as_ref().map_or_else(
+                || "[tlsprof's probe traps]".to_string(),
+                |c| format!("[cause: {}]", c.cause.name()),
+            );
+            // After the process name and the frames up to the stage frame.
+            frames.insert(p.stage_frame + 2, label);
         }
-        lines.push(format!("{} {}", frames.join(";"), s.count));
-    }
+        format!("{} {}", frames.join(";"), s.count)
+    };
+    let mut lines: Vec<String> = match group {
+        Group::Stage => rec.samples.iter().map(|s| line(s, None)).collect(),
+        Group::Cause => Attribution::of(rec).samples().map(|(s, p)| line(s, p)).collect(),
+    };
     lines.sort();
     lines
 }

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::ms;
-use crate::analyze::causes::{self, Cause, CauseCounts};
+use crate::analyze::attribution::Attribution;
+use crate::analyze::causes::{Cause, CauseCounts};
 use crate::catalogue::{stage_within, Stage};
 use crate::model::Recording;
 
@@ -56,7 +57,7 @@ struct Node {
     children: BTreeMap<u16, Node>,
 }
 
-pub(super) fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
+pub(super) fn call_tree(rec: &Recording, attribution: &Attribution, tls_cpu_ns: u64) -> CallTree {
     let mut roots: BTreeMap<&str, (f64, Node)> = BTreeMap::new();
     for t in &rec.targets {
         roots.entry(&t.comm).or_default().0 += t.probed_cpu_ms;
@@ -71,8 +72,9 @@ pub(super) fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
         node.cpu_ns += n.cpu_ns;
         node.self_ns += n.self_ns;
     }
-    for s in &rec.samples {
-        let Some(sf) = causes::Stager::probed(rec, s) else {
+    // The samples the probes placed: their stage path leads to a node.
+    for (s, place) in attribution.samples() {
+        let Some(place) = place.filter(|_| !s.path.is_empty()) else {
             continue;
         };
         let Some((_, root)) = roots.get_mut(rec.comm_of(s.pid)) else {
@@ -83,8 +85,7 @@ pub(super) fn call_tree(rec: &Recording, tls_cpu_ns: u64) -> CallTree {
             node = node.and_then(|n| n.children.get_mut(f));
         }
         if let Some(node) = node {
-            node.causes
-                .add(causes::attribute(&s.frames, &s.kernel, sf.index), s.count);
+            node.causes.add(place.cause.clone(), s.count);
         }
     }
     let mut tree = CallTree {

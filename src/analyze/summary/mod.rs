@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::causes;
+use super::attribution::Attribution;
 use super::estimate::{self, Estimate};
 use crate::catalogue::Stage;
 use crate::model::untrusted::Printable;
@@ -23,8 +23,8 @@ pub use call_tree::{CallTree, CallTreeRow, RowKind};
 use handshakes::handshake_totals;
 pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
 pub use resumption::{Reason, ReasonCount, ResumptionSummary, TicketKeySummary};
-use stages::{add_causes, probed_stages, record_layer_sampled, sampled_stage};
-pub use stages::{sample_stages, ObservedStage, RecordLayerShares, StageSummary};
+use stages::{add_causes, causes_by_stage, probed_stages, record_layer_sampled, sampled_stage};
+pub use stages::{ObservedStage, RecordLayerShares, StageSummary};
 use windows::{probing, Windows};
 pub use windows::{ProbingSummary, WindowPoint, WindowSpan};
 
@@ -87,6 +87,9 @@ pub struct Summary {
     /// Figures only the text report shows so far.
     pub stacks: StackSummary,
     pub call_tree: CallTree,
+    /// The stage each CPU sample counts in, in the recording's sample order (analyze/attribution.rs): what
+    /// pprof labels its stacks with and shares each stage's CPU out by.
+    pub sample_stages: Vec<Option<Stage>>,
 }
 
 impl Summary {
@@ -311,7 +314,8 @@ pub fn summarize(rec: &Recording) -> Summary {
         tls,
     } = core;
     let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
-    let stage_samples = causes::by_stage(rec);
+    let attribution = Attribution::of(rec);
+    let stage_samples = causes_by_stage(&attribution);
     let record_layer = record_layer_sampled(&stage_samples, samples);
     let rel = totals.total_estimate.relative_error();
     let mut stages = probed_stages(rec, &windows, rel);
@@ -401,7 +405,8 @@ pub fn summarize(rec: &Recording) -> Summary {
                 .map(|&pid| (pid, rec.comm_of(pid).to_string()))
                 .collect(),
         },
-        call_tree: call_tree(rec, observed_tls_ns),
+        call_tree: call_tree(rec, &attribution, observed_tls_ns),
+        sample_stages: attribution.stages(),
         stages,
         handshakes: totals,
     }

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::ms;
 use super::windows::Windows;
-use crate::analyze::causes::{self, CauseCounts, CauseSummary};
+use crate::analyze::attribution::Attribution;
+use crate::analyze::causes::{CauseCounts, CauseSummary};
 use crate::analyze::estimate;
 use crate::catalogue::Stage;
 use crate::model::Recording;
@@ -143,6 +144,17 @@ pub(super) fn sampled_stage(stage: Stage, share: f64, samples: u64, own_ms: f64)
     }
 }
 
+/// Samples per stage by cause, over the whole recording (samples cover it all, probed or not).
+pub(super) fn causes_by_stage(attribution: &Attribution) -> BTreeMap<Stage, CauseCounts> {
+    let mut out: BTreeMap<Stage, CauseCounts> = BTreeMap::new();
+    for (s, place) in attribution.samples() {
+        if let Some(p) = place {
+            out.entry(p.stage).or_default().add(p.cause.clone(), s.count);
+        }
+    }
+    out
+}
+
 /// Each stage's causes: its self CPU (over the whole recording, with its interval) shared out by its samples.
 pub(super) fn add_causes(stages: &mut [StageSummary], mut counts: BTreeMap<Stage, CauseCounts>) {
     for st in stages {
@@ -153,25 +165,8 @@ pub(super) fn add_causes(stages: &mut [StageSummary], mut counts: BTreeMap<Stage
     }
 }
 
-/// The stage each CPU sample's time counts in, in `rec.samples` order: the innermost probed stage it was
-/// taken in, as the call tree counts self CPU; for a sample the probes did not place, the stage its frames
-/// name, or the record layer's (causes::Stager).
-pub fn sample_stages(rec: &Recording) -> Vec<Option<Stage>> {
-    let stager = causes::Stager::new(rec);
-    rec.samples
-        .iter()
-        .map(|s| {
-            if s.path.is_empty() {
-                stager.stage_frame(rec, s).map(|sf| sf.stage)
-            } else {
-                rec.path_stages(&s.path).last().copied().flatten()
-            }
-        })
-        .collect()
-}
-
 /// Share of the CPU samples in the read and write stages: the samples whose causes those stages list
-/// (causes::Stager places both), so a sampled row and its causes count the same samples. Sampled, so
+/// (analyze/attribution.rs places both), so a sampled row and its causes count the same samples. Sampled, so
 /// available without probing those per-request functions.
 pub(super) fn record_layer_sampled(stage_samples: &BTreeMap<Stage, CauseCounts>, samples: u64) -> RecordLayerShares {
     let share = |stage| {

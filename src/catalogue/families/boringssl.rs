@@ -240,7 +240,7 @@ pub const ROWS: &[Row] = &[
 ];
 
 /// BoringSSL's own functions by cause, narrow rows first. The C names it shares with OpenSSL (EVP_*, BN_*,
-/// SHA*, ...) are OpenSSL's rows, which come later in the one list (catalogue/causes.rs). Stacks name C++
+/// SHA*, ...) are OpenSSL's rows, which come later in the one list (families::cause_of). Stacks name C++
 /// functions with their parameters (`bssl::ssl_get_prev_session(bssl::SSL_HANDSHAKE*, ...)`): their rows end
 /// in `*`.
 const CAUSE_ROWS: &[CauseRow] = &[

@@ -3,7 +3,8 @@
 //! that library: how a file names its functions, which mark which stage, how they take their arguments,
 //! where its version is written, its record layer, its own code's frames for causes, and how the report
 //! names it. Detection (record/discovery/objects.rs) tries each family of a list in turn, as `BUILT_IN` orders them;
-//! the rest of tlsprof asks a library's family by its id ([`named`]) and never matches on which it is.
+//! the rest of tlsprof asks a library's family by its id ([`named`]) and never matches on which it is. The
+//! families' cause rows and the common ones (catalogue/causes.rs) are looked up together here ([`cause_of`]).
 
 pub mod boringssl;
 pub mod go;
@@ -11,9 +12,11 @@ pub mod openssl;
 pub mod rustls;
 pub mod unsupported;
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
-use super::causes::CauseRow;
+use super::causes::{base_name, glob, Cause, CauseRow, Space, COMMON_ROWS};
 use super::servers::Server;
 use super::{Row, Stage, GO_ABI};
 
@@ -61,7 +64,8 @@ pub trait Family: Sync {
     fn own_code(&self) -> &'static str;
     /// Which of its own functions name which cause, narrow patterns first.
     fn cause_rows(&self) -> &'static [CauseRow];
-    /// Frames that stand for a stage frame its code tail-calls away (see catalogue/causes.rs).
+    /// Frames that stand for a stage frame its code tail-calls away: samples taken while the probes were
+    /// detached are placed by them (analyze/attribution.rs).
     fn stage_stand_ins(&self) -> &'static [(&'static str, Stage)] {
         &[]
     }
@@ -262,6 +266,31 @@ pub fn named(id: &str) -> Option<&'static dyn Family> {
     BUILT_IN.iter().copied().find(|f| f.id() == id)
 }
 
+/// Every cause row, first match wins: the built-in families' own, in their order (once for families that share
+/// them, as AWS-LC and BoringSSL do), then the common ones. Families' names do not overlap each other's, and
+/// none is a libc, kernel or application name.
+fn cause_rows() -> &'static [CauseRow] {
+    static ROWS: OnceLock<Vec<CauseRow>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        let mut lists: Vec<&'static [CauseRow]> = Vec::new();
+        for f in BUILT_IN {
+            if !lists.iter().any(|l| std::ptr::eq(*l, f.cause_rows())) {
+                lists.push(f.cause_rows());
+            }
+        }
+        lists.into_iter().flatten().chain(COMMON_ROWS).copied().collect()
+    })
+}
+
+/// The cause a frame names, if any row lists it.
+pub fn cause_of(name: &str, space: Space) -> Option<Cause> {
+    let base = base_name(name);
+    cause_rows()
+        .iter()
+        .find(|r| r.space == space && glob(r.pattern, base))
+        .map(|r| r.cause)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +368,117 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn patterns_are_listed_once() {
+        let mut seen = HashSet::new();
+        for r in cause_rows() {
+            assert!(seen.insert((r.pattern, r.space)), "{} listed twice", r.pattern);
+        }
+    }
+
+    #[test]
+    fn every_cause_but_the_fallbacks_has_rows() {
+        for cause in Cause::ALL {
+            let listed = cause_rows().iter().any(|r| r.cause == cause);
+            assert_eq!(
+                listed,
+                !matches!(cause, Cause::Other | Cause::Unattributed),
+                "{}",
+                cause.name()
+            );
+        }
+    }
+
+    #[test]
+    fn frames_name_their_causes() {
+        use Cause::*;
+        use Space::*;
+        let cases = [
+            ("EVP_KDF_fetch", User, Lookups),
+            ("inner_evp_generic_fetch.constprop.0", User, Lookups),
+            ("OPENSSL_LH_doall_arg", User, Lookups),
+            ("OSSL_PARAM_locate", User, Lookups),
+            ("EVP_PKEY_CTX_new_from_name", User, Lookups),
+            ("EVP_DigestSignInit_ex", User, Lookups),
+            ("EVP_KDF_CTX_free", User, Lookups),
+            ("EVP_Q_mac", User, MacHash),
+            ("HMAC_Final", User, MacHash),
+            ("EVP_DigestUpdate", User, MacHash),
+            ("sha512_block_data_order_avx2", User, MacHash),
+            ("RAND_bytes_ex", User, Random),
+            ("i2d_SSL_SESSION", User, Session),
+            ("d2i_SSL_SESSION", User, Session),
+            ("d2i_X509", User, Certificates),
+            ("EVP_CipherInit_ex", User, Encryption),
+            ("EVP_EncryptUpdate", User, Encryption),
+            ("EVP_KDF_derive", User, KeyDerivation),
+            ("ecp_nistz256_point_mul", User, PublicKey),
+            ("EVP_PKEY_generate", User, PublicKey),
+            ("EVP_DigestSignFinal", User, PublicKey),
+            ("state_machine.part.0", User, TlsMessages),
+            ("tls_construct_server_hello", User, TlsMessages),
+            ("BIO_ctrl", User, SocketIo),
+            ("__GI___libc_write", User, SocketIo),
+            (
+                "node::crypto::TLSWrap::SSLInfoCallback(ssl_st const*, int, int)",
+                User,
+                Application,
+            ),
+            ("__GI___libc_free", User, Memory),
+            ("_int_free", User, Memory),
+            ("__pthread_rwlock_rdlock_full64", User, Locks),
+            ("CRYPTO_THREAD_read_lock", User, Locks),
+            ("ERR_set_mark", User, ErrorQueue),
+            ("tcp_sendmsg_locked", Kernel, SocketIo),
+            ("__tcp_transmit_skb", Kernel, SocketIo),
+            ("asm_exc_page_fault", Kernel, Memory),
+            ("__x64_sys_futex", Kernel, Locks),
+        ];
+        for (name, space, cause) in cases {
+            assert_eq!(cause_of(name, space), Some(cause), "{name}");
+        }
+        let go = [
+            ("crypto/internal/fips140/sha512.blockAVX2", MacHash),
+            ("crypto/internal/fips140/nistec.p256OrdMul", PublicKey),
+            ("p256MulInternal", PublicKey),
+            ("crypto/ecdh.x25519ScalarMult", PublicKey),
+            ("crypto/internal/fips140/mlkem.sampleNTT", PublicKey),
+            ("crypto/internal/fips140/sha3.keccakF1600", PublicKey),
+            (
+                "crypto/internal/fips140/hmac.New[go.shape.interface { BlockSize() int }]",
+                MacHash,
+            ),
+            (
+                "crypto/internal/fips140/tls13.NewEarlySecret[go.shape.interface { Reset() }]",
+                KeyDerivation,
+            ),
+            ("crypto/tls.(*halfConn).encrypt", Encryption),
+            ("crypto/tls.(*Conn).writeRecordLocked", TlsMessages),
+            ("crypto/tls.(*Conn).write", SocketIo),
+            ("internal/poll.(*FD).Write", SocketIo),
+            ("crypto/tls.(*serverHandshakeStateTLS13).handshake", TlsMessages),
+            ("vendor/golang.org/x/crypto/cryptobyte.(*Builder).AddBytes", TlsMessages),
+            ("crypto/x509.ParseCertificate", Certificates),
+            ("runtime.mallocgc", Memory),
+            ("runtime.adjustframe", Memory),
+        ];
+        for (name, cause) in go {
+            assert_eq!(cause_of(name, User), Some(cause), "{name}");
+        }
+        for generic in [
+            "__strcmp_evex",
+            "__memcpy_avx512_unaligned_erms",
+            "main",
+            "runtime.memmove",
+        ] {
+            assert_eq!(cause_of(generic, User), None, "{generic}");
+        }
+        assert_eq!(
+            cause_of("tcp_sendmsg", User),
+            None,
+            "kernel rows only match kernel frames"
+        );
     }
 }

@@ -12,7 +12,7 @@ use flate2::Compression;
 use prost::Message;
 
 use super::flame::{self, KERNEL_SUFFIX};
-use crate::analyze::{sample_stages, Summary};
+use crate::analyze::Summary;
 use crate::catalogue::Stage;
 use crate::model::{Recording, Role};
 use profile::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
@@ -24,11 +24,12 @@ const KERNEL_FILE: &str = "[kernel.kallsyms]";
 /// each stage has the report's CPU for it (`summary`: its self CPU over the whole recording, exact or
 /// estimated), shared among the stage's samples by their counts, and the samples outside every stage share the
 /// rest of the targets' own CPU (their CPU clocks' figure, the probes' cost taken out). A stage the probes
-/// measured but no sample landed in gets a stack of its own (its stage functions), with 0 samples.
+/// measured but no sample landed in gets a stack of its own (its stage functions), with 0 samples. Each
+/// sample's stage is the summary's (Summary::sample_stages), as the stages' figures count it.
 pub fn pprof(rec: &Recording, summary: &Summary) -> Vec<u8> {
     let mut b = Builder::new(rec);
     let period_ns = 1e9 / rec.sample_freq_hz.max(1) as f64;
-    let stages = sample_stages(rec);
+    let stages = &summary.sample_stages;
     let mut cpu_ns = vec![0i64; rec.samples.len()];
     let staged_ms: f64 = summary.stages.iter().map(|st| st.self_cpu_ms).sum();
     let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;

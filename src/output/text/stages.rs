@@ -62,8 +62,8 @@ pub fn causes(s: &Summary) -> Vec<Line> {
     if s.stages.iter().all(|st| st.causes.is_empty()) {
         return Vec::new();
     }
-    // The library families of the targets, each once, whose own code tls_messages names.
-    let families = families_of(s);
+    // Whose own code tls_messages names: the library families of the targets, each once.
+    let own_code: Vec<&str> = families_of(s).iter().map(|f| f.own_code()).collect();
     let mut out = vec![Line::prose(
         "From the CPU samples below each stage frame; CPU estimated: the stage's self CPU × the cause's share of its samples, 95% interval; the frames that named it:",
     )];
@@ -97,7 +97,7 @@ pub fn causes(s: &Summary) -> Vec<Line> {
                 c.cpu_ms_ci95[0],
                 c.cpu_ms_ci95[1],
                 c.samples,
-                c.name.describe(&families),
+                c.name.describe(&own_code),
                 frames.join(", ")
             )));
             if c.name == Cause::Unattributed {
