@@ -46,7 +46,7 @@ bench: build
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
-	clang-format --dry-run -Werror bpf/tlsprof.bpf.c bpf/tlsprof.h
+	clang-format --dry-run -Werror bpf/tlsprof.bpf.c bpf/tlsprof.h bpf/wire.bpf.h
 
 clean:
 	$(CARGO) clean

@@ -146,6 +146,7 @@ struct trap_sample _trap_sample = {};
 enum tlsprof_call_graph _call_graph = CALL_GRAPH_DWARF;
 struct handshake_event _handshake_event = {};
 struct hello_event _hello_event = {};
+struct wire_event _wire_event = {};
 struct go_return_event _go_return_event = {};
 struct ssl_layout _ssl_layout = {};
 struct process_event _process_event = {};
@@ -1258,6 +1259,21 @@ static __always_inline void learn_return(struct pt_regs *ctx, __u32 tgid, __u16 
 
 /* Every probe on Go code: entries and exit sites of stage functions, and the scheduler's switches. Nothing
  * here changes the target's stack or registers. */
+static __always_inline bool stream_hello(__u32 kind, __u32 tgid, __u64 ssl, __s32 fd, __u64 buf, __u64 len,
+					 __u32 body_only, __u32 continued);
+
+/* FF_QUIC_HELLO: Go's (*QUICConn).HandleData(level RBX, data RCX/RDI) on receiver RAX, whose first word is the
+ * *Conn. */
+static __always_inline void go_quic_hello(struct pt_regs *ctx, __u32 tgid)
+{
+	__u64 conn = 0;
+
+	if (ctx->bx != 0 || ctx->di < QUIC_HELLO_RANDOM_END ||
+	    bpf_probe_read_user(&conn, sizeof(conn), (void *)ctx->ax) || !conn)
+		return;
+	stream_hello(EVENT_QUIC_CONN, tgid, conn, -1, ctx->cx, QUIC_HELLO_RANDOM_END, 1, 0);
+}
+
 SEC("uprobe.multi")
 int go_probe(struct pt_regs *ctx)
 {
@@ -1279,6 +1295,10 @@ int go_probe(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	if (flags & (FF_G_RUN | FF_G_STOP | FF_G_END)) {
 		go_switch(ctx, tid, tgid, flags, now);
+		return 0;
+	}
+	if (flags & FF_QUIC_HELLO) {
+		go_quic_hello(ctx, tgid);
 		return 0;
 	}
 	if (!key.g)
@@ -1334,9 +1354,11 @@ static __always_inline bool stream_hello(__u32 kind, __u32 tgid, __u64 ssl, __s3
 {
 	__u32 zero = 0, n = len < TLSPROF_HELLO_BYTES ? len : TLSPROF_HELLO_BYTES;
 	struct hello_event *e = bpf_map_lookup_elem(&hello_scratch, &zero);
+	struct target_state *t = bpf_map_lookup_elem(&targets, &tgid);
 
 	if (!e)
 		return false;
+	e->target_flags = t ? t->flags : 0;
 	e->kind = kind;
 	e->tgid = tgid;
 	e->ssl = ssl;
@@ -1416,6 +1438,8 @@ header:
 		ts->last_header_type = head[0];
 }
 
+#include "wire.bpf.h"
+
 /* The state whose connection a socket call belongs to: the thread's, or the goroutine's it runs (Go). */
 static __always_inline struct thread_state *current_thread(__u32 *tgid)
 {
@@ -1443,12 +1467,6 @@ static __always_inline void charge_own(struct target_state *t, enum tlsprof_own 
 	__sync_fetch_and_add(&t->own_runs[kind], 1);
 }
 
-/* The target whose thread makes a socket call during hello capture (ts: its state, NULL when none). */
-static __always_inline struct target_state *capture_target(struct thread_state *ts, __u32 tgid)
-{
-	return ts ? bpf_map_lookup_elem(&targets, &tgid) : NULL;
-}
-
 /* From errno.h, which vmlinux.h does not carry: a non-blocking connect under way. */
 #define EINPROGRESS 115
 
@@ -1462,6 +1480,9 @@ static __always_inline int count_connection(long ret, bool connecting)
 
 	if (target && (ret >= 0 || (connecting && ret == -EINPROGRESS)))
 		__sync_fetch_and_add(&target->connections, 1);
+	/* A new socket: whatever its fd was followed as is gone (a close the programs did not see: dup2). */
+	if (target && !connecting && ret >= 0)
+		wire_forget(tgid, ret);
 	charge_own(target, OWN_CONNECTIONS, start);
 	return 0;
 }
@@ -1478,25 +1499,81 @@ int on_accept_exit(struct trace_event_raw_sys_exit *ctx)
 	return count_connection(ctx->ret, false);
 }
 
+SEC("tracepoint/syscalls/sys_enter_connect")
+int on_connect_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 start = bpf_ktime_get_ns();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct target_state *target = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (target)
+		wire_forget(tgid, ctx->args[0]);
+	charge_own(target, OWN_CONNECTIONS, start);
+	return 0;
+}
+
 SEC("tracepoint/syscalls/sys_exit_connect")
 int on_connect_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	return count_connection(ctx->ret, true);
 }
 
-/* The socket calls below are attached only for short windows (--hello-capture): they run on every write
- * and read of every process while attached. on_write also takes sendto, on_read_* recvfrom (their first
- * arguments are write's and read's). */
+/* The socket calls below are attached only while --hello-capture says: they run on every write and read of
+ * every process while attached, and return at the targets lookup for all but the targets. on_write also takes
+ * sendto, on_read_enter recvfrom (their first arguments are write's and read's), on_read_exit every read's
+ * exit. */
+
+/* A target's socket call: the target (NULL when the caller is none) and, through tgid and ts, the caller's
+ * process and thread (or goroutine) state. */
+static __always_inline struct target_state *socket_caller(__u32 *tgid, struct thread_state **ts)
+{
+	struct target_state *t;
+
+	*ts = NULL;
+	/* Between probe windows the socket programs may stay attached (--hello-capture always): they run with the
+	 * probes only. */
+	if (probes_paused())
+		return NULL;
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	t = bpf_map_lookup_elem(&targets, tgid);
+	*ts = t ? current_thread(tgid) : NULL;
+	return t;
+}
+
+/* Bytes written from (or, reading, read into) an iovec array of cnt entries, `len` of them in all: followed on
+ * the wire entry by entry, and the first entry's looked at for hellos by the stage probes' connection. */
+static __always_inline void socket_iovecs(__u32 tgid, struct thread_state *ts, __s32 fd, __u64 iov, __u64 cnt,
+					  __u64 len, bool reading)
+{
+	struct iovec v;
+	int i;
+
+	for (i = 0; i < WIRE_IOVECS && i < cnt && len; i++) {
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
+			return;
+		if ((__u64)v.iov_len > len)
+			v.iov_len = len;
+		if (i == 0 && ts)
+			capture_hello(tgid, ts, fd, (__u64)v.iov_base, v.iov_len, reading);
+		wire_follow(tgid, fd, (__u64)v.iov_base, v.iov_len, reading);
+		len -= v.iov_len;
+	}
+}
+
 SEC("tracepoint/syscalls/sys_enter_write")
 int on_write(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
-	struct thread_state *ts = current_thread(&tgid);
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
 
+	if (!t)
+		return 0;
 	if (ts)
 		capture_hello(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], false);
-	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
+	wire_follow(tgid, ctx->args[0], ctx->args[1], ctx->args[2], 0);
+	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
 
@@ -1504,28 +1581,127 @@ SEC("tracepoint/syscalls/sys_enter_writev")
 int on_writev(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 start = bpf_ktime_get_ns();
-	struct iovec first;
 	__u32 tgid;
-	struct thread_state *ts = current_thread(&tgid);
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
 
-	if (ts && ctx->args[2] != 0 && bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[1]) == 0)
-		capture_hello(tgid, ts, ctx->args[0], (__u64)first.iov_base, first.iov_len, false);
-	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
+	if (!t)
+		return 0;
+	socket_iovecs(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], ~0ULL, false);
+	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
+
+SEC("tracepoint/syscalls/sys_enter_sendmsg")
+int on_sendmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 start = bpf_ktime_get_ns();
+	__u32 tgid;
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
+	struct user_msghdr msg;
+
+	if (!t)
+		return 0;
+	if (bpf_probe_read_user(&msg, sizeof(msg), (void *)ctx->args[1]) == 0)
+		socket_iovecs(tgid, ts, ctx->args[0], (__u64)msg.msg_iov, msg.msg_iovlen, ~0ULL, false);
+	charge_own(t, OWN_CAPTURE, start);
+	return 0;
+}
+
+/* Datagrams sent or received by one sendmmsg or recvmmsg call (cnt of the struct mmsghdr array at vec; received:
+ * each one's length as the call left it), each followed on the wire from its first iovec. */
+static __always_inline void socket_mmsgs(__u32 tgid, __s32 fd, __u64 vec, __u64 cnt, bool received)
+{
+	struct mmsghdr m;
+	struct iovec v;
+	int i;
+
+	for (i = 0; i < WIRE_MMSGS && i < cnt; i++) {
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)(vec + i * sizeof(m))) ||
+		    bpf_probe_read_user(&v, sizeof(v), (void *)m.msg_hdr.msg_iov))
+			return;
+		if (received && (__u64)v.iov_len > m.msg_len)
+			v.iov_len = m.msg_len;
+		wire_follow(tgid, fd, (__u64)v.iov_base, v.iov_len, received);
+	}
+}
+
+/* A read's entry: its buffer (iovcnt 0), iovec array or (mmsg) struct mmsghdr array, kept for its exit. */
+static __always_inline int read_entry(__s32 fd, __u64 buf, __u32 iovcnt, __u32 mmsg)
+{
+	__u64 start = bpf_ktime_get_ns();
+	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
+	struct wire_read r = { .buf = buf, .fd = fd, .iovcnt = iovcnt, .gen = capture_gen, .mmsg = mmsg };
+
+	if (!t)
+		return 0;
+	if (ts && !iovcnt) {
+		ts->read_buf = buf;
+		ts->read_fd = fd;
+	}
+	bpf_map_update_elem(&wire_reads, &tid, &r, BPF_ANY);
+	charge_own(t, OWN_CAPTURE, start);
+	return 0;
+}
+
+/* From socket.h, which vmlinux.h does not carry: a read that leaves its bytes to be read again. */
+#define MSG_PEEK 2
 
 SEC("tracepoint/syscalls/sys_enter_read")
 int on_read_enter(struct trace_event_raw_sys_enter *ctx)
 {
+	return read_entry(ctx->args[0], ctx->args[1], 0, 0);
+}
+
+/* recvfrom: a peek (nginx peeks at a connection's first byte) is read again by the next call. */
+SEC("tracepoint/syscalls/sys_enter_recvfrom")
+int on_recvfrom_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ctx->args[3] & MSG_PEEK)
+		return 0;
+	return read_entry(ctx->args[0], ctx->args[1], 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_readv")
+int on_readv_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2] ? ctx->args[2] : 1, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_recvmsg")
+int on_recvmsg_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	struct user_msghdr msg;
+
+	if ((ctx->args[2] & MSG_PEEK) || bpf_probe_read_user(&msg, sizeof(msg), (void *)ctx->args[1]))
+		return 0;
+	return read_entry(ctx->args[0], (__u64)msg.msg_iov, msg.msg_iovlen ? msg.msg_iovlen : 1, 0);
+}
+
+/* recvmmsg: QUIC servers (quic-go, Envoy) read a batch of datagrams at once. */
+SEC("tracepoint/syscalls/sys_enter_recvmmsg")
+int on_recvmmsg_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	if ((ctx->args[3] & MSG_PEEK) || !ctx->args[2])
+		return 0;
+	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2], 1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_sendmmsg")
+int on_sendmmsg(struct trace_event_raw_sys_enter *ctx)
+{
 	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
-	struct thread_state *ts = current_thread(&tgid);
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
 
-	if (ts) {
-		ts->read_buf = ctx->args[1];
-		ts->read_fd = ctx->args[0];
-	}
-	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
+	if (!t)
+		return 0;
+	socket_mmsgs(tgid, ctx->args[0], ctx->args[1], ctx->args[2], false);
+	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
 
@@ -1533,15 +1709,45 @@ SEC("tracepoint/syscalls/sys_exit_read")
 int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 start = bpf_ktime_get_ns();
-	__u32 tgid;
-	struct thread_state *ts = current_thread(&tgid);
+	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
+	struct wire_read *r;
 
+	if (!t)
+		return 0;
 	if (ts && ts->read_buf) {
 		if (ctx->ret > 0)
 			capture_hello(tgid, ts, ts->read_fd, ts->read_buf, ctx->ret, true);
 		ts->read_buf = 0;
 	}
-	charge_own(capture_target(ts, tgid), OWN_CAPTURE, start);
+	r = bpf_map_lookup_elem(&wire_reads, &tid);
+	if (r && r->gen == capture_gen && ctx->ret > 0) {
+		if (r->mmsg)
+			socket_mmsgs(tgid, r->fd, r->buf, ctx->ret, true);
+		else if (r->iovcnt)
+			socket_iovecs(tgid, NULL, r->fd, r->buf, r->iovcnt, ctx->ret, true);
+		else
+			wire_follow(tgid, r->fd, r->buf, ctx->ret, 1);
+	}
+	if (r)
+		bpf_map_delete_elem(&wire_reads, &tid);
+	charge_own(t, OWN_CAPTURE, start);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_close")
+int on_close(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 start = bpf_ktime_get_ns();
+	__u32 tgid;
+	struct thread_state *ts;
+	struct target_state *t = socket_caller(&tgid, &ts);
+
+	if (!t)
+		return 0;
+	wire_forget(tgid, ctx->args[0]);
+	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
 

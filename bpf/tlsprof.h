@@ -99,6 +99,11 @@ enum tlsprof_func_flags {
 	 * during the recording is probed from its first instruction): the programs act for targets only, and count
 	 * the other processes' hits apart (STAT_OTHER_HITS). */
 	FF_ANY_PROCESS = 1 << 26,
+	/* Go's (*QUICConn).HandleData(level, data) (entry only, no frame): at the Initial level (RBX 0) the first
+	 * bytes of data, the start of the ClientHello (a server) or ServerHello (a client), hold the connection's
+	 * random, which its Initial packets carry too: EVENT_QUIC_CONN ties the connection (the *Conn the QUICConn
+	 * points to first) to the hellos user space reads off the wire. */
+	FF_QUIC_HELLO = 1 << 27,
 };
 
 /* The connection key a client's first flight is kept under until its connection is known: no address. */
@@ -110,6 +115,8 @@ enum tlsprof_target_flags {
 	/* A handshake stage ran outside any handshake call (or I/O call driving one): the process's handshakes
 	 * run inside SSL_read/SSL_write, which user space then probes too. */
 	TARGET_UNFRAMED_WORK = 1 << 1,
+	/* No TLS code tlsprof can probe: its handshakes are counted from its sockets alone (EVENT_WIRE_END). */
+	TARGET_WIRE_ONLY = 1 << 2,
 };
 
 /* Which processes join the recording as they start (rodata `follow`): the kernel makes them targets before
@@ -315,6 +322,20 @@ enum tlsprof_event_kind {
 	EVENT_GO_RETURN = 4,
 	/* A process joined the recording, or ran a new program (struct process_event). */
 	EVENT_PROCESS = 5,
+	/* A connection's ClientHello (or the rest of one) and its ServerHello flight as they crossed a target's
+	 * socket, followed by (process, fd) whatever the TLS library (hello_event, `ssl`: the connection's
+	 * number, wire_event.conn). */
+	EVENT_WIRE_CLIENT_HELLO = 6,
+	EVENT_WIRE_SERVER_HELLO = 7,
+	/* A handshake followed on the wire ended (struct wire_event). */
+	EVENT_WIRE_END = 8,
+	/* A target's datagram that begins with a QUIC Initial or Handshake packet (hello_event, `ssl`: 1 when the
+	 * target received it, 0 when it sent it): user space opens its Initial packets (their keys are public) for
+	 * the hellos, and follows the connection by its IDs. */
+	EVENT_QUIC_DATAGRAM = 9,
+	/* The start of a QUIC connection's hello as its TLS library took it (hello_event, `ssl`: the connection;
+	 * FF_QUIC_HELLO). */
+	EVENT_QUIC_CONN = 10,
 };
 
 /* Records of the processes ring buffer. */
@@ -375,6 +396,9 @@ struct hello_event {
 	__s32 fd;
 	/* EVENT_CLIENT_HELLO: 1 when data continues the ClientHello the last event of this fd began. */
 	__u32 continued;
+	/* The target's flags (enum tlsprof_target_flags) as it crossed. */
+	__u32 target_flags;
+	__u32 pad;
 	__u8 data[TLSPROF_HELLO_BYTES];
 };
 
@@ -416,6 +440,38 @@ struct handshake_event {
 	__u64 hello_ssl;
 };
 
+/* A socket of a target (map wire_conns): connections are followed on the wire by process and fd, on whichever
+ * thread calls. */
+struct wire_key {
+	__u32 tgid;
+	__s32 fd;
+};
+
+/* A handshake seen on the wire ended: completed when the client's first encrypted record crossed after the
+ * ServerHello (TLS 1.3: an application-data record, its Finished; TLS 1.2: the handshake record after its
+ * ChangeCipherSpec), abandoned when the socket closed (or was reused) after the ServerHello, before that. */
+struct wire_event {
+	__u32 kind;
+	__u32 tgid;
+	/* The connection's number, as in its hello events' `ssl`. */
+	__u64 conn;
+	/* FF_ROLE_SERVER: the target read the ClientHello; FF_ROLE_CLIENT: it wrote it. */
+	__u16 role;
+	/* enum tlsprof_outcome. */
+	__u16 outcome;
+	/* The target's flags (enum tlsprof_target_flags) when it ended. */
+	__u32 target_flags;
+	/* The socket. */
+	__s32 fd;
+	__u32 pad;
+	/* An abandoned one: from its ServerHello to its end (one is seen when both fall inside the programs'
+	 * attachment). 0 for a completed one. */
+	__u64 hello_to_end_ns;
+};
+
+/* A hello's first bytes: its message header (4), legacy_version (2) and random (32). */
+#define QUIC_HELLO_RANDOM_END 38
+
 /* Indexes into the stats array: everything dropped or unmatched is counted, never hidden. */
 enum tlsprof_stat {
 	STAT_TREE_DROPS = 0,
@@ -446,7 +502,10 @@ enum tlsprof_stat {
 	/* Processes that joined in the kernel but whose event the processes ring buffer had no room for, or that
 	 * the targets map had no room for. */
 	STAT_PROCESS_DROPS = 14,
-	STAT_COUNT = 15,
+	/* Handshakes followed on the wire that were given up: a record header split across socket calls, more
+	 * records in one call than are read, or an event the ring buffer had no room for. */
+	STAT_WIRE_LOST = 15,
+	STAT_COUNT = 16,
 };
 
 #endif

@@ -53,6 +53,9 @@ def main(args):
         session = sessions[client]
         with socket.create_connection((args.host, rng.choice(ports)), timeout=10) as raw:
             with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as tls:
+                # Read while the handshake's state is whole: a server's close (the JDK's) can leave it unreadable.
+                version, cipher = tls.version(), tls.cipher()[0]
+                key = key or certificate_key(tls.getpeercert(binary_form=True))
                 tls.sendall(REQUEST)
                 # Reading to EOF also makes a TLS 1.3 client process the NewSessionTicket sent after the handshake.
                 while tls.recv(65536):
@@ -61,8 +64,6 @@ def main(args):
                 counts["offered"] += session is not None
                 counts["reused"] += tls.session_reused
                 sessions[client] = tls.session or session
-                version, cipher = tls.version(), tls.cipher()[0]
-                key = key or certificate_key(tls.getpeercert(binary_form=True))
     print(json.dumps({**counts, "version": version, "cipher": cipher, "certificate_key": key}))
 
 

@@ -6,13 +6,13 @@
 # scripts/build-aws-lc.sh; apache2: a server whose handshakes mod_ssl drives with SSL_accept,
 # scripts/apache-target.sh; postgresql: a server that forks a backend per connection, scripts/postgres-target.sh;
 # tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs; man-db: the installed man pages, tests/install.rs
-# and tests/package.rs).
+# and tests/package.rs; haproxy and a JDK: servers counted from the wire, tests/live_wire.rs).
 # Idempotent.
 set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus
-          chromium cmake g++ libpcre2-dev apache2 postgresql tmux man-db)
+          chromium cmake g++ libpcre2-dev apache2 postgresql tmux man-db haproxy openjdk-17-jdk-headless)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)
@@ -65,9 +65,9 @@ if ! "$cargo" deb --version 2>/dev/null | grep -qx "cargo-deb $cargo_deb_version
   "$cargo" install --quiet --locked cargo-deb --version "$cargo_deb_version"
 fi
 
-# Debian's nginx, apache2, postgresql, debuginfod and prometheus packages start services; tlsprof's examples and
+# Debian's nginx, apache2, postgresql, debuginfod, prometheus and haproxy packages start services; tlsprof's examples and
 # tests run their own instances.
-for service in nginx apache2 postgresql debuginfod prometheus; do
+for service in nginx apache2 postgresql debuginfod prometheus haproxy; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     systemctl stop "$service" || true
   fi

@@ -266,6 +266,13 @@ pub struct ProbeArgs {
     /// offered to resume.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "sampled")]
     pub hello_capture: HelloCaptureArg,
+    /// Count handshakes from the targets' sockets alone, without stage probes.
+    ///
+    /// Every --pid and --comm target is counted from the wire, as a process whose TLS code tlsprof cannot probe
+    /// is: full, resumed and abandoned handshakes with their version, cipher, group and resumption, but no TLS
+    /// CPU and no stages. Not with --all or --hello-capture off.
+    #[arg(long)]
+    pub wire_only: bool,
     /// Most the stage probes may cost the targets, in % of their CPU (100: exact).
     ///
     /// When handshakes are frequent enough to cost more, the probes are attached part of the time and counts are scaled from those

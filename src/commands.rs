@@ -211,6 +211,12 @@ fn record_options(
     if selection.is_empty() {
         bail!("no target: give --pid PID, --comm NAME or --all");
     }
+    if p.wire_only && selection.all {
+        bail!("--wire-only counts the processes --pid and --comm name: --all takes those with TLS code it can probe");
+    }
+    if p.wire_only && matches!(p.hello_capture, HelloCaptureArg::Off) {
+        bail!("--wire-only counts handshakes from the sockets, which --hello-capture off leaves unread: drop one");
+    }
     if !(p.max_overhead > 0.0 && p.max_overhead <= 100.0) {
         bail!(
             "--max-overhead {} is out of range: give a percentage above 0 and at most 100 (100: probes always attached)",
@@ -255,6 +261,7 @@ fn attach_options(p: ProbeArgs) -> Result<AttachOptions> {
         },
         stack_bytes: p.stack_bytes,
         kernel_stacks: p.kernel,
+        wire_only: p.wire_only,
     })
 }
 

@@ -159,8 +159,8 @@ fn process_on_stripped_rustls_is_named_not_profiled() {
     assert_stripped_server_named("rustls-server", "runs rustls 0.23.");
 }
 
-/// examples/rust/`server` stripped of its symbols: one line naming what it runs (`runs`), and why it is not
-/// profiled.
+/// examples/rust/`server` stripped of its symbols, its sockets left unread: one line naming what it runs
+/// (`runs`), and why it is not profiled.
 fn assert_stripped_server_named(server: &str, runs: &str) {
     let scratch = Scratch::new(&format!("bad_input_stripped_{server}"));
     let (cert, key) = self_signed_cert(&scratch);
@@ -174,7 +174,7 @@ fn assert_stripped_server_named(server: &str, runs: &str) {
     let mut port = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut port).unwrap();
     let server = Running(server);
-    let out = run(tlsprof().args(["record", "--pid", &server.pid().to_string()]));
+    let out = run(tlsprof().args(["record", "--pid", &server.pid().to_string(), "--hello-capture", "off"]));
     one_line_error(&out, runs);
     one_line_error(
         &out,
@@ -183,16 +183,22 @@ fn assert_stripped_server_named(server: &str, runs: &str) {
     );
 }
 
-/// A process that runs no TLS library code: a plain `sleep`.
-
+/// A process that runs no TLS library code (a plain `sleep`) with its sockets left unread: nothing to count
+/// its handshakes with (tests/live_wire.rs counts it from the wire otherwise). --wire-only with what it needs
+/// turned off, or with --all: one line each.
 #[test]
 fn process_without_tls() {
     if !require_root("process_without_tls") {
         return;
     }
     let sleeper = Running(Command::new("sleep").arg("30").spawn().unwrap());
-    let out = run(tlsprof().args(["record", "--pid", &sleeper.pid().to_string()]));
+    let pid = sleeper.pid().to_string();
+    let out = run(tlsprof().args(["record", "--pid", &pid, "--hello-capture", "off"]));
     one_line_error(&out, "has no Go crypto/tls, rustls, AWS-LC, BoringSSL or OpenSSL code");
+    let out = run(tlsprof().args(["record", "--pid", &pid, "--hello-capture", "off", "--wire-only"]));
+    one_line_error(&out, "--wire-only counts handshakes from the sockets");
+    let out = run(tlsprof().args(["record", "--all", "--wire-only"]));
+    one_line_error(&out, "--wire-only counts the processes --pid and --comm name");
 }
 
 #[test]

@@ -110,6 +110,7 @@ fn a_family_from_outside_is_detected_and_probed() {
             call_graph: CallGraph::Fp,
             stack_bytes: 8,
             kernel_stacks: false,
+            wire_only: false,
         },
         max_overhead_pct: 100.0,
     };

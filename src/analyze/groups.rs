@@ -43,6 +43,8 @@ pub struct GroupFigures {
     pub resumed_ms: Option<f64>,
     /// Its probed stages by their share of its stages' self CPU, largest first.
     pub stages: Vec<(Stage, f64)>,
+    /// Every member's handshakes were counted from its sockets alone: no TLS CPU, no stages.
+    pub wire_only: bool,
 }
 
 impl GroupFigures {
@@ -176,6 +178,7 @@ impl TargetGroup<'_> {
             full_ms,
             resumed_ms,
             stages,
+            wire_only: self.members.iter().all(|t| t.target.wire_only),
         }
     }
 
@@ -266,13 +269,18 @@ impl TargetGroup<'_> {
     }
 }
 
-/// How many full (or resumed) handshakes were seen, and their mean CPU in ms.
+/// How many full (or resumed) handshakes were seen, and the mean CPU in ms of those seen with their CPU (not
+/// those counted from the wire alone).
 fn mean_ms(seen: &[&KindSummary], resumed: bool) -> (u64, Option<f64>) {
-    let kinds = seen.iter().filter(|k| k.resumed == resumed);
-    let (n, sum) = kinds.fold((0, 0.0), |(n, sum), k| {
-        (n + k.count, sum + k.count as f64 * k.cpu_ms.mean)
-    });
-    (n, (n > 0).then(|| sum / n as f64))
+    let kinds: Vec<&&KindSummary> = seen.iter().filter(|k| k.resumed == resumed).collect();
+    let (with_cpu, sum) = kinds
+        .iter()
+        .filter_map(|k| k.cpu_ms.as_ref().map(|c| (k.count, c.mean)))
+        .fold((0, 0.0), |(n, sum), (count, mean)| {
+            (n + count, sum + count as f64 * mean)
+        });
+    let n = kinds.iter().map(|k| k.count).sum();
+    (n, (with_cpu > 0).then(|| sum / with_cpu as f64))
 }
 
 #[cfg(test)]

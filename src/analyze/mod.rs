@@ -16,6 +16,7 @@ pub use summary::{
     summarize, CallTree, CallTreeRow, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary,
     ObservedStage, ProbingSummary, Reason, ReasonCount, RecordLayerShares, ResumptionSummary, RowKind, StackSummary,
     StageSummary, Summary, TargetSummary, TicketKeySummary, TrapsMeasured, UnnamedFileSummary, WindowPoint, WindowSpan,
+    WireCheck,
 };
 
 /// A recording's summary and the advice drawn from it: what the reports render.

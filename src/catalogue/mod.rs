@@ -55,6 +55,7 @@ pub const FIRST_FLIGHT: u32 = ff::FF_FIRST_FLIGHT as u32;
 pub const SSL_RET: u32 = ff::FF_SSL_RET as u32;
 pub const GO_LEARN_RETURN: u32 = ff::FF_GO_LEARN_RETURN as u32;
 pub const ANY_PROCESS: u32 = ff::FF_ANY_PROCESS as u32;
+pub const QUIC_HELLO: u32 = ff::FF_QUIC_HELLO as u32;
 
 /// Where a probe's cookie keeps the flags above (bpf/tlsprof.h, enum tlsprof_cookie_shift); its site: Site.
 pub const COOKIE_FLAGS_SHIFT: u32 = shift::COOKIE_FLAGS_SHIFT as u32;

@@ -20,6 +20,10 @@ pub struct HandshakeCounts {
 }
 
 impl HandshakeCounts {
+    pub fn is_zero(&self) -> bool {
+        *self == HandshakeCounts::default()
+    }
+
     pub fn add_counts(&mut self, o: &HandshakeCounts) {
         self.total += o.total;
         self.full += o.full;
@@ -88,6 +92,9 @@ pub struct HandshakeKind {
     /// Why an offered session was not resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
+    /// Made over QUIC: its hellos crossed in Initial packets.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quic: bool,
 }
 
 impl HandshakeKind {
@@ -119,5 +126,9 @@ pub struct HandshakeGroup {
     pub pid: Option<u32>,
     #[serde(flatten)]
     pub kind: HandshakeKind,
+    /// Their CPU; counted from the wire (from_wire), only their number (CPU unknown).
     pub cpu: CpuHistogram,
+    /// Counted from the process's sockets alone (a process whose TLS code tlsprof cannot probe).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_wire: bool,
 }

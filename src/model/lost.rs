@@ -78,6 +78,10 @@ lost_counters! {
     /// of (or the targets map had no room for): their figures are missing.
     #[serde(default)]
     processes: Dropped "processes",
+    /// Handshakes followed on the wire that were given up (a record header split across socket calls, more
+    /// records in one call than are framed) or whose event found no room: the wire's counts miss them.
+    #[serde(default)]
+    wire_handshakes: Dropped "wire handshakes",
 }
 
 impl Lost {
@@ -140,7 +144,7 @@ mod tests {
         assert_eq!(json, format!("{{{}}}", names.join(",")));
         assert_eq!(
             json,
-            r#"{"samples_taken":0,"samples":0,"unreadable_stacks":0,"cut_stacks":0,"handshake_events":0,"tree_nodes":0,"depth_overflow":0,"missed_returns":0,"threads":0,"connections":0,"unframed_work":0,"processes":0}"#
+            r#"{"samples_taken":0,"samples":0,"unreadable_stacks":0,"cut_stacks":0,"handshake_events":0,"tree_nodes":0,"depth_overflow":0,"missed_returns":0,"threads":0,"connections":0,"unframed_work":0,"processes":0,"wire_handshakes":0}"#
         );
         let back: Lost = serde_json::from_str(&serde_json::to_string(&counting_from(1)).unwrap()).unwrap();
         assert_eq!(back, counting_from(1));

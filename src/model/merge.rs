@@ -231,7 +231,7 @@ struct PerProcess {
     targets: BTreeMap<u32, Target>,
     tree: BTreeMap<(u32, Vec<u16>), TreeNode>,
     samples: BTreeMap<SampleKey, u64>,
-    handshakes: BTreeMap<(Option<u32>, HandshakeKind), CpuHistogram>,
+    handshakes: BTreeMap<(Option<u32>, HandshakeKind, bool), CpuHistogram>,
     ticket_keys: BTreeMap<(u32, Option<String>), TicketKey>,
 }
 
@@ -257,7 +257,7 @@ impl PerProcess {
         }
         for g in &r.handshakes {
             self.handshakes
-                .entry((g.pid, g.kind.clone()))
+                .entry((g.pid, g.kind.clone(), g.from_wire))
                 .or_default()
                 .merge(&g.cpu);
         }
@@ -324,7 +324,12 @@ impl PerProcess {
         out.handshakes = self
             .handshakes
             .into_iter()
-            .map(|((pid, kind), cpu)| HandshakeGroup { pid, kind, cpu })
+            .map(|((pid, kind, from_wire), cpu)| HandshakeGroup {
+                pid,
+                kind,
+                cpu,
+                from_wire,
+            })
             .collect();
         out.ticket_keys = self.ticket_keys.into_values().collect();
     }

@@ -143,6 +143,9 @@ pub struct Target {
     /// It had exited when the recording ended.
     #[serde(default)]
     pub exited: bool,
+    /// It runs no TLS code tlsprof can probe: its handshakes were counted from its sockets alone.
+    #[serde(default)]
+    pub wire_only: bool,
     /// The processes this target stands for: 1, or more where a report folds those of one program that
     /// started during the recording into one (Recording::fold_started).
     #[serde(default = "one")]

@@ -76,6 +76,7 @@ fn nginx() -> Target {
         joined_at_s: None,
         parent: None,
         exited: false,
+        wire_only: false,
         processes: 1,
     }
 }
@@ -183,8 +184,10 @@ fn full_handshakes() -> HandshakeGroup {
             outcome: Outcome::Completed,
             offer: None,
             refusal: None,
+            quic: false,
         },
         cpu,
+        from_wire: false,
     }
 }
 

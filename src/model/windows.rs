@@ -60,6 +60,10 @@ pub struct WindowPart {
     /// the windows are the clusters resumption is sampled in. Empty in recordings made before it was kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hellos: BTreeMap<Role, HelloCounts>,
+    /// A probed process's handshakes as its sockets showed them (where the socket programs ran with the
+    /// probes: --hello-capture always), to check the probes' counts with.
+    #[serde(default, skip_serializing_if = "HandshakeCounts::is_zero")]
+    pub wire: HandshakeCounts,
 }
 
 /// Completed handshakes whose ClientHello was read whole, and those of them that refused the session it
@@ -84,6 +88,7 @@ impl WindowPart {
             self.abandoned_weighted = Some(self.abandoned_seen() + other.abandoned_seen());
         }
         self.handshakes.add_counts(&other.handshakes);
+        self.wire.add_counts(&other.wire);
         for (stage, ns) in &other.stage_self_ns {
             *self.stage_self_ns.entry(*stage).or_default() += ns;
         }

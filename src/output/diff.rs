@@ -258,8 +258,10 @@ mod tests {
                 outcome: crate::model::Outcome::Completed,
                 offer: None,
                 refusal: None,
+                quic: false,
             },
             cpu: resumed,
+            from_wire: false,
         });
         rec
     }

@@ -37,7 +37,10 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
 /// and resumed handshake (as the probes saw them), and, where it fits, its top stage with its share of the
 /// group's TLS CPU.
 fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
-    let tls = g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share));
+    let tls = match g.wire_only {
+        true => Some("from the wire, TLS CPU not seen".to_string()),
+        false => g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share)),
+    };
     let mut parts = Vec::new();
     if let Some(rate) = g.rate_per_s {
         // Tenths only where they tell something: the line has room for every figure it carries.
@@ -164,6 +167,8 @@ fn confidence_line(s: &Summary) -> Line {
                 100.0 * s.probing.fraction
             ),
         )
+    } else if s.wire_only().count() == s.targets.len() {
+        Line::prose("Figures: exact: sockets read throughout")
     } else {
         Line::prose("Figures: exact: probes attached throughout")
     };
@@ -176,7 +181,11 @@ fn confidence_line(s: &Summary) -> Line {
         (Some(probes), _) => format!("; probes cost {:.2}% of CPU", 100.0 * probes),
         (None, _) => String::new(),
     };
-    let line = how.push(Tone::Plain, cost);
+    let mut line = how.push(Tone::Plain, cost);
+    let wire_only: Vec<String> = s.wire_only().map(|t| Printable(&t.target.comm).to_string()).collect();
+    if !wire_only.is_empty() && wire_only.len() < s.targets.len() {
+        line = line.push(Tone::Plain, format!("; from the wire alone: {}", wire_only.join(", ")));
+    }
     if s.lost.undercounts() {
         line.push(Tone::Plain, "; ")
             .push(Tone::Warning, "events lost: counts undercount")
@@ -231,6 +240,7 @@ mod tests {
             full_ms: Some(0.81),
             resumed_ms: Some(0.43),
             stages: vec![(Stage::Handshake, 0.45)],
+            wire_only: false,
         }
     }
 

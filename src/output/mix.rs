@@ -48,6 +48,8 @@ pub struct KindWords<'a> {
     pub role: &'static str,
     /// Version, cipher, key exchange, certificate key.
     pub fields: [&'a str; 4],
+    /// "QUIC " for a handshake made over QUIC, else empty: what goes before the fields.
+    pub transport: &'static str,
 }
 
 pub fn words(g: &KindSummary) -> KindWords<'_> {
@@ -84,5 +86,6 @@ pub fn words(g: &KindSummary) -> KindWords<'_> {
             key_exchange,
             certificate_key,
         ],
+        transport: if g.quic { "QUIC " } else { "" },
     }
 }

@@ -35,6 +35,8 @@ pub struct AttachOptions {
     /// Bytes of user stack copied per sample (--call-graph dwarf).
     pub stack_bytes: u32,
     pub kernel_stacks: bool,
+    /// Count every target's handshakes from its sockets alone (--wire-only): no stage probes.
+    pub wire_only: bool,
 }
 
 pub struct RecordOptions {

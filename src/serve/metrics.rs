@@ -583,8 +583,8 @@ mod tests {
         assert_eq!(now["tlsprof_lost_events_total{event=\"unframed_work\"}"], 2.0);
         assert!(text.contains(
             "(samples: no room in the ring buffer; unreadable_stacks, cut_stacks, handshake_events, tree_nodes, \
-             depth_overflow, missed_returns, threads, connections, unframed_work, processes: as in the report's Lost \
-             line). Exact."
+             depth_overflow, missed_returns, threads, connections, unframed_work, processes, wire_handshakes: as in \
+             the report's Lost line). Exact."
         ));
     }
 

@@ -112,3 +112,37 @@ pub fn go() -> Option<PathBuf> {
     }
     found
 }
+
+/// examples/go-quic (HTTP/3 on quic-go beside HTTPS over TCP, its own module) built into target/go-examples/,
+/// its modules fetched through the Go module proxy the first time.
+pub fn go_quic_build() -> PathBuf {
+    let out = repo().join("target/go-examples/go-quic");
+    let built = run(Command::new(go_tool())
+        .current_dir(repo().join("examples/go-quic"))
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg("."));
+    assert!(
+        built.status.success(),
+        "go build examples/go-quic: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
+/// Runs examples/go-quic's HTTP/3 client against `addr` for `n` connections (`resume`: offering its last
+/// session); its JSON line: connections, resumed.
+pub fn go_quic_client(binary: &Path, addr: &str, n: u32, resume: bool) -> Value {
+    let mut cmd = Command::new(binary);
+    cmd.args(["client", "-addr", addr, "-n", &n.to_string()]);
+    if resume {
+        cmd.arg("-resume");
+    }
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "go-quic client: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("go-quic client prints one JSON line")
+}

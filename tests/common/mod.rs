@@ -6,7 +6,9 @@
 mod apache;
 mod fixture;
 mod go;
+mod haproxy;
 mod installed;
+mod java;
 mod load;
 mod nginx;
 mod node;
@@ -19,6 +21,6 @@ mod skip;
 // A binary that uses none of a module's helpers would warn that its re-export is unused.
 #[allow(unused_imports)]
 pub use {
-    apache::*, fixture::*, go::*, installed::*, load::*, nginx::*, node::*, postgres::*, process::*, profiler::*,
-    rust::*, skip::*,
+    apache::*, fixture::*, go::*, haproxy::*, installed::*, java::*, load::*, nginx::*, node::*, postgres::*,
+    process::*, profiler::*, rust::*, skip::*,
 };

@@ -12,7 +12,8 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     let s = cx.summary;
     let proc_ms = s.probed_cpu_ms;
     let share = if proc_ms > 0.0 { ms(cx.tls_ns) / proc_ms } else { 0.0 };
-    let small = proc_ms > 0.0 && share < SMALL_TLS_SHARE;
+    // A process counted from the wire alone spent TLS CPU that no probe saw.
+    let small = proc_ms > 0.0 && share < SMALL_TLS_SHARE && s.wire_only().next().is_none();
     if !small {
         return None;
     }

@@ -39,6 +39,22 @@ pub struct HandshakeSummary {
     pub cpu: CpuHistogram,
     pub abandoned_cpu: CpuHistogram,
     pub total_estimate: Estimate,
+    /// The probed processes' handshakes as their sockets showed them, where the socket programs ran with the
+    /// probes (--hello-capture always): what the probes' counts are checked with. None where they did not.
+    pub wire: Option<WireCheck>,
+}
+
+/// Handshakes of the probed processes counted from their sockets, estimated from the probe windows as the
+/// probes' are (exact when attached throughout).
+#[derive(Clone, Debug, Serialize)]
+pub struct WireCheck {
+    pub total: u64,
+    pub total_ci95: [u64; 2],
+    pub full: u64,
+    pub resumed: u64,
+    pub abandoned: u64,
+    /// As counted in the windows.
+    pub observed: HandshakeCounts,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -73,7 +89,12 @@ pub struct KindSummary {
     pub key_exchange: Option<String>,
     pub certificate_key: Option<String>,
     pub count: u64,
-    pub cpu_ms: CpuStats,
+    /// None: counted from the wire, CPU unknown.
+    pub cpu_ms: Option<CpuStats>,
+    /// Counted from the process's sockets alone.
+    pub from_wire: bool,
+    /// Made over QUIC.
+    pub quic: bool,
 }
 
 pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeSummary {
@@ -82,6 +103,9 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
     let mut abandoned_cpu = CpuHistogram::default();
     for g in &rec.handshakes {
         observed.add(&g.kind, g.cpu.count);
+        if g.from_wire {
+            continue;
+        }
         if g.kind.outcome == Outcome::Abandoned {
             abandoned_cpu.merge(&g.cpu);
         } else if g.kind.role != Role::Partial {
@@ -126,6 +150,7 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
         e => e,
     };
     let rate = total.scaled(1.0 / rec.duration_s.max(1e-9));
+    let wire = wire_check(rec, windows);
     HandshakeSummary {
         estimated: !total.exact,
         total: total.value.round() as u64,
@@ -149,27 +174,51 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
         kinds: kinds(rec),
         cpu,
         abandoned_cpu,
+        wire,
     }
+}
+
+fn wire_check(rec: &Recording, windows: &Windows) -> Option<WireCheck> {
+    let mut observed = HandshakeCounts::default();
+    for p in rec.probing.window_figures.iter().flat_map(|w| &w.processes) {
+        observed.add_counts(&p.wire);
+    }
+    if observed.is_zero() {
+        return None;
+    }
+    let count = |field: fn(&HandshakeCounts) -> u64| windows.count(|w| field(&w.wire) as f64, field(&observed) as f64);
+    let total = count(|c| c.total);
+    Some(WireCheck {
+        total: total.value.round() as u64,
+        total_ci95: [total.ci95[0].round() as u64, total.ci95[1].round() as u64],
+        full: count(|c| c.full).value.round() as u64,
+        resumed: count(|c| c.resumed).value.round() as u64,
+        abandoned: count(|c| c.abandoned).value.round() as u64,
+        observed,
+    })
 }
 
 /// The kinds of handshake of each process, as the recording groups them, whatever their ClientHellos
 /// offered (the resumption summary tells that).
 fn kinds(rec: &Recording) -> Vec<KindSummary> {
-    let mut kinds: Vec<(Option<u32>, HandshakeKind, CpuHistogram)> = Vec::new();
+    let mut kinds: Vec<(Option<u32>, HandshakeKind, bool, CpuHistogram)> = Vec::new();
     for g in &rec.handshakes {
         let kind = HandshakeKind {
             offer: None,
             refusal: None,
             ..g.kind.clone()
         };
-        match kinds.iter_mut().find(|(pid, k, _)| *pid == g.pid && *k == kind) {
-            Some((_, _, cpu)) => cpu.merge(&g.cpu),
-            None => kinds.push((g.pid, kind, g.cpu.clone())),
+        match kinds
+            .iter_mut()
+            .find(|(pid, k, wire, _)| *pid == g.pid && *k == kind && *wire == g.from_wire)
+        {
+            Some((_, _, _, cpu)) => cpu.merge(&g.cpu),
+            None => kinds.push((g.pid, kind, g.from_wire, g.cpu.clone())),
         }
     }
     kinds
         .into_iter()
-        .map(|(pid, k, cpu)| KindSummary {
+        .map(|(pid, k, from_wire, cpu)| KindSummary {
             pid,
             outcome: k.outcome,
             role: k.role,
@@ -180,7 +229,9 @@ fn kinds(rec: &Recording) -> Vec<KindSummary> {
             key_exchange: k.key_exchange,
             certificate_key: k.certificate_key,
             count: cpu.count,
-            cpu_ms: CpuStats::of(&cpu),
+            cpu_ms: (!from_wire).then(|| CpuStats::of(&cpu)),
+            from_wire,
+            quic: k.quic,
         })
         .collect()
 }

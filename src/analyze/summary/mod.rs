@@ -21,7 +21,7 @@ mod windows;
 use call_tree::call_tree;
 pub use call_tree::{CallTree, CallTreeRow, RowKind};
 use handshakes::handshake_totals;
-pub use handshakes::{CpuStats, HandshakeSummary, KindSummary};
+pub use handshakes::{CpuStats, HandshakeSummary, KindSummary, WireCheck};
 pub use resumption::{Reason, ReasonCount, ResumptionSummary, TicketKeySummary};
 use stages::{add_causes, causes_by_stage, probed_stages, record_layer_sampled, sampled_stage};
 pub use stages::{ObservedStage, RecordLayerShares, StageSummary};
@@ -101,6 +101,12 @@ impl Summary {
     /// What tlsprof's other programs cost, as a share of the targets' CPU over the recording.
     pub fn own_programs_share(&self) -> Option<f64> {
         (self.process_cpu_ms > 0.0).then(|| self.own_programs.ms() / self.process_cpu_ms)
+    }
+
+    /// Targets whose handshakes were counted from their sockets alone (TLS code tlsprof cannot probe): their
+    /// TLS CPU is not in any figure.
+    pub fn wire_only(&self) -> impl Iterator<Item = &TargetSummary> {
+        self.targets.iter().filter(|t| t.target.wire_only)
     }
 
     /// `ms` of CPU as a share of the TLS CPU over the recording.
@@ -259,8 +265,9 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
                 handshakes: attributed.then_some(hs.total),
                 handshakes_ci95: attributed.then_some(hs.total_ci95),
                 observed_handshakes: attributed.then_some(hs.observed.total),
-                tls_cpu_ms: attributed.then_some(core.tls.value / 1e6),
-                tls_cpu_ms_ci95: attributed.then_some(core.tls.scaled(1e-6).ci95),
+                // A process counted from the wire alone: its TLS code ran unseen.
+                tls_cpu_ms: (attributed && !t.wire_only).then_some(core.tls.value / 1e6),
+                tls_cpu_ms_ci95: (attributed && !t.wire_only).then_some(core.tls.scaled(1e-6).ci95),
                 stage_self_ms: stages.iter().map(|st| (st.name, st.self_cpu_ms)).collect(),
             }
         })
@@ -338,7 +345,8 @@ pub fn summarize(rec: &Recording) -> Summary {
         tls_cpu_ms: tls.value / 1e6,
         tls_cpu_ms_ci95: tls.scaled(1e-6).ci95,
         observed_tls_cpu_ms: observed_tls_ms,
-        tls_share: if probed_cpu_ms > 0.0 {
+        // The CPU of targets counted from the wire alone holds TLS work no probe saw.
+        tls_share: if probed_cpu_ms > 0.0 && !rec.targets.iter().any(|t| t.wire_only) {
             Some(observed_tls_ms / probed_cpu_ms)
         } else {
             None

@@ -10,8 +10,8 @@ use crate::catalogue::servers::Server;
 use crate::catalogue::Origin::Go as GoCode;
 use crate::catalogue::Stage::{self, *};
 use crate::catalogue::{
-    Row, CLIENT, CONN_START, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP, SERVER,
-    SIG_RESULT, SSL_ARG,
+    Row, CLIENT, CONN_START, GO_SIG_STACK_ARG, G_END, G_RUN, G_STOP, PEER_CERT_CHECK, PRIVATE_KEY_OP, QUIC_HELLO,
+    SERVER, SIG_RESULT, SSL_ARG,
 };
 
 pub struct Go;
@@ -118,6 +118,9 @@ pub const ROWS: &[Row] = &[
     ),
     // A fact, not a stage: an exit where its callers resume would be hit by every message they marshal.
     go_fact("crypto/tls.(*certificateMsgTLS13).marshal", PRIVATE_KEY_OP),
+    // QUIC (quic-go): the handshake's messages come in through here, its hellos' starts among them, which tie
+    // the connection to the hellos read off its Initial packets.
+    go_fact("crypto/tls.(*QUICConn).HandleData", QUIC_HELLO),
     // Ephemeral key shares: X25519, P-256/384/521 (generic over the curve), ML-KEM (client side).
     go("crypto/ecdh.(*x25519Curve).GenerateKey", Keygen, 0),
     go("crypto/ecdh.(*nistCurve).GenerateKey", Keygen, 0),

@@ -290,12 +290,16 @@ fn handshake_mix(out: &mut String, s: &Summary) -> fmt::Result {
                 let w = mix::words(g);
                 let share = if m.of > 0 { g.count as f64 / m.of as f64 } else { 0.0 };
                 let mut row = vec![Esc(&format!("{} {}", w.kind, w.role)).to_string()];
-                row.extend(w.fields.iter().map(|f| Esc(&Printable(f).to_string()).to_string()));
+                row.extend(w.fields.iter().enumerate().map(|(i, f)| {
+                    let transport = if i == 0 { w.transport } else { "" };
+                    Esc(&format!("{transport}{}", Printable(f))).to_string()
+                }));
                 row.push(g.count.to_string());
                 row.push(fig(share, 1, "").said("of its handshakes seen").percent().to_string());
-                row.extend(
-                    [g.cpu_ms.mean, g.cpu_ms.p50, g.cpu_ms.p99].map(|v| fig(v, 3, "ms").said("as seen").to_string()),
-                );
+                match &g.cpu_ms {
+                    Some(c) => row.extend([c.mean, c.p50, c.p99].map(|v| fig(v, 3, "ms").said("as seen").to_string())),
+                    None => row.extend(["from the wire: CPU not seen".to_string(), String::new(), String::new()]),
+                }
                 row
             })
             .collect();

@@ -13,7 +13,7 @@ use crate::analyze::causes::CauseSummary;
 use crate::analyze::{
     Advice, Analysis, CpuStats, FunctionSummary, HandshakeSummary, KindSummary, LibrarySummary, ObservedStage,
     ProbingSummary, RecordLayerShares, ResumptionSummary, StageSummary, TargetSummary, TrapsMeasured,
-    UnnamedFileSummary, WindowSpan,
+    UnnamedFileSummary, WindowSpan, WireCheck,
 };
 use crate::catalogue;
 use crate::model::{Flavor, HandshakeCounts, Lost, OwnPrograms, Symbols};
@@ -146,6 +146,8 @@ struct Handshakes<'a> {
     abandoned_ci95: [u64; 2],
     abandoned_cpu_ms: &'a CpuStats,
     kinds: &'a [KindSummary],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wire: Option<&'a WireCheck>,
 }
 
 impl<'a> From<&'a HandshakeSummary> for Handshakes<'a> {
@@ -170,6 +172,7 @@ impl<'a> From<&'a HandshakeSummary> for Handshakes<'a> {
             abandoned_ci95: h.abandoned_ci95,
             abandoned_cpu_ms: &h.abandoned_cpu_ms,
             kinds: &h.kinds,
+            wire: h.wire.as_ref(),
         }
     }
 }

@@ -22,6 +22,7 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     out.extend(probing_line(s).map(Line::prose));
     out.push(Line::prose(handshakes_line(s)));
     out.extend(abandoned_line(s).map(Line::prose));
+    out.extend(wire_check_line(s).map(Line::prose));
     out.push(Line::prose(tls_cpu_line(s)));
     out.push(Line::prose(samples_line(s)));
     out.extend(probe_cost_lines(s).into_iter().map(Line::prose));
@@ -127,6 +128,9 @@ fn process_line(ts: &TargetSummary) -> String {
         line.push_str(&format!(" in {}", Printable(c)));
     }
     line.push(':');
+    if t.wire_only {
+        line.push_str(" from the wire alone,");
+    }
     if let (Some(n), Some(ci), Some(seen)) = (ts.handshakes, ts.handshakes_ci95, ts.observed_handshakes) {
         if ci[0] == ci[1] {
             line.push_str(&format!(" {n} handshakes,"));
@@ -212,6 +216,20 @@ fn handshakes_line(s: &Summary) -> String {
     )
 }
 
+/// The probed processes' handshakes as their sockets showed them, beside what the probes counted.
+fn wire_check_line(s: &Summary) -> Option<String> {
+    let w = s.handshakes.wire.as_ref()?;
+    let total = match w.total_ci95 {
+        [lo, hi] if lo == hi => w.total.to_string(),
+        [lo, hi] => format!("≈ {} [{lo}–{hi}] ({} seen)", w.total, w.observed.total),
+    };
+    Some(format!(
+        "From the wire (the probed processes' sockets, read beside the probes): {total} handshakes completed, {} \
+         full, {} resumed; {} abandoned",
+        w.full, w.resumed, w.abandoned
+    ))
+}
+
 fn abandoned_line(s: &Summary) -> Option<String> {
     let hs = &s.handshakes;
     (hs.observed.abandoned > 0).then(|| {
@@ -222,13 +240,29 @@ fn abandoned_line(s: &Summary) -> Option<String> {
             } else {
                 hs.abandoned.to_string()
             },
-            cpu_line(&hs.abandoned_cpu_ms)
+            match hs.abandoned_cpu.count {
+                0 => "their CPU not seen (from the wire)".to_string(),
+                _ => cpu_line(&hs.abandoned_cpu_ms),
+            }
         )
     })
 }
 
 fn tls_cpu_line(s: &Summary) -> String {
     let (tls_ms, proc_ms) = (s.tls_cpu_ms, s.probed_cpu_ms);
+    let wire_only: Vec<String> = s.wire_only().map(target_label).collect();
+    let unseen = match wire_only.len() {
+        0 => String::new(),
+        _ => format!(
+            "; not in it: the TLS CPU of {}, whose handshakes were counted from the wire alone (no stage probes)",
+            wire_only.join(", ")
+        ),
+    };
+    let line = tls_cpu_figures(s, tls_ms, proc_ms);
+    format!("{line}{unseen}")
+}
+
+fn tls_cpu_figures(s: &Summary, tls_ms: f64, proc_ms: f64) -> String {
     if s.probing.part_time {
         format!(
             "TLS CPU: ≈ {} ms over the recording; in the probe windows {:.1} ms = {:.1}% of the targets' CPU ({:.1} ms while probed, from their CPU clocks)",

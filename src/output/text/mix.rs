@@ -14,7 +14,7 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     let hs = &s.handshakes;
     let paid_for = hs.observed.total + hs.observed.abandoned;
     let mut out = Vec::new();
-    if hs.observed.total > 0 {
+    if hs.cpu.count > 0 {
         out.push(Line::prose(format!("CPU per handshake: {}", cpu_line(&hs.cpu_ms))));
     }
     if paid_for == 0 {
@@ -55,7 +55,20 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     if hs.kinds.iter().any(|g| g.version.is_none()) {
         out.push(Line::prose("  (\"?\": the ServerHello was not seen: outside --hello-capture windows, or a library that keeps the handshake off the socket)"));
     }
-    if hs.kinds.iter().any(|g| !g.resumed && g.certificate_key.is_none()) {
+    if hs
+        .kinds
+        .iter()
+        .any(|g| !g.resumed && g.certificate_key.is_none() && g.from_wire)
+    {
+        out.push(Line::prose(
+            "  (\"certificate key ?\" from the wire: the certificate was not read off the socket)",
+        ));
+    }
+    if hs
+        .kinds
+        .iter()
+        .any(|g| !g.resumed && g.certificate_key.is_none() && !g.from_wire)
+    {
         out.push(Line::prose(
             "  (\"certificate key ?\": no signature made or checked was seen: a signer the probes do not cover)",
         ));
@@ -66,12 +79,16 @@ pub fn lines(s: &Summary) -> Vec<Line> {
 /// One kind of handshake: what it was made of, how many, and their CPU.
 fn kind_line(g: &KindSummary) -> String {
     let w = mix::words(g);
+    let cpu = g
+        .cpu_ms
+        .as_ref()
+        .map_or("from the wire (CPU not seen)".to_string(), cpu_line);
     format!(
-        "{}  {} {} ({}): {}",
+        "{}{}  {} {} ({}): {cpu}",
+        w.transport,
         w.fields.join(" "),
         w.kind,
         w.role,
-        g.count,
-        cpu_line(&g.cpu_ms)
+        g.count
     )
 }

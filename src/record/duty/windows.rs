@@ -151,6 +151,7 @@ impl WindowLog {
         let mut pids: Vec<u32> = probed
             .keys()
             .chain(handshakes.keys())
+            .chain(seen.wire.keys())
             .chain(stage_self_ns.keys())
             .copied()
             .collect();
@@ -176,11 +177,13 @@ impl WindowLog {
                 ),
                 stage_self_ns: stage_self_ns.remove(&pid).unwrap_or_default(),
                 hellos: seen.hellos.get(&pid).cloned().unwrap_or_default(),
+                wire: seen.wire.get(&pid).copied().unwrap_or_default(),
             })
             .filter(|p| {
                 p.own_cpu_ms > 0.0
                     || p.connections > 0
                     || p.handshakes != HandshakeCounts::default()
+                    || !p.wire.is_zero()
                     || !p.stage_self_ns.is_empty()
             })
             .collect();
@@ -239,6 +242,7 @@ mod tests {
             outcome: Default::default(),
             offer: None,
             refusal: None,
+            quic: false,
         };
         let mut seen = WindowSeen::default();
         seen.counts

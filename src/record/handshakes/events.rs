@@ -6,7 +6,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+mod from_wire;
+
 use super::anatomy;
+use super::quic::QuicWire;
 use super::wire;
 use crate::model::{
     CpuHistogram, HandshakeCounts, HandshakeGroup, HandshakeKind, HelloCounts, Hits, Offer, Outcome, ProbeCost,
@@ -49,12 +52,27 @@ pub struct WindowSeen {
     pub abandoned_work_to_end: BTreeMap<u32, CpuHistogram>,
     /// The completed handshakes whose ClientHello was read, by process and role.
     pub hellos: BTreeMap<u32, BTreeMap<Role, HelloCounts>>,
+    /// The handshakes of probed processes as their sockets showed them, to check the probes' counts with.
+    pub wire: BTreeMap<u32, HandshakeCounts>,
 }
 
 pub struct Handshakes {
     cost: ProbeCost,
-    /// By process and kind.
-    groups: BTreeMap<(u32, HandshakeKind), CpuHistogram>,
+    /// By process, kind and whether counted from the wire.
+    groups: BTreeMap<(u32, HandshakeKind, bool), CpuHistogram>,
+    /// Handshakes followed on the wire by (tgid, connection number), until they end.
+    wire: HashMap<(u32, u64), from_wire::WireHellos>,
+    /// QUIC connections followed from their Initial packets, until they end.
+    quic: QuicWire,
+    /// Probed processes' QUIC connections by (tgid, connection): the random of the first hello their library
+    /// took in, until their handshake ends.
+    quic_randoms: HashMap<(u32, u64), [u8; 32]>,
+    /// Probed processes' QUIC handshakes that ended on the wire, by (tgid, each of their randoms): their hellos,
+    /// until the probes' event of the same handshake takes them.
+    quic_ended: HashMap<(u32, [u8; 32]), from_wire::ParsedHellos>,
+    /// The sockets are read whenever the probes are attached (--hello-capture always): the wire's counts of
+    /// probed processes check the probes'. In short hello windows they would count a part alone.
+    check_wire: bool,
     /// ServerHellos (and the ClientHellos before them) by (tgid, SSL *), until their handshake completes.
     hellos: HashMap<(u32, u64), Hellos>,
     /// ClientHellos by (tgid, fd), until a ServerHello on that socket.
@@ -70,12 +88,17 @@ pub struct Handshakes {
 }
 
 impl Handshakes {
-    pub fn new(cost: ProbeCost) -> Handshakes {
+    pub fn new(cost: ProbeCost, check_wire: bool) -> Handshakes {
         Handshakes {
             cost,
             groups: BTreeMap::new(),
             hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
             client_hellos: HashMap::with_capacity(MAX_PENDING_HELLOS),
+            wire: HashMap::with_capacity(MAX_PENDING_HELLOS),
+            quic: QuicWire::default(),
+            quic_randoms: HashMap::new(),
+            quic_ended: HashMap::new(),
+            check_wire,
             ticket_keys: BTreeMap::new(),
             since: Instant::now(),
             completed: 0,
@@ -97,6 +120,26 @@ impl Handshakes {
             self.add_server_hello(data);
             return;
         }
+        if kind == Some(tlsprof_event_kind::EVENT_WIRE_CLIENT_HELLO.0) {
+            self.add_wire_hello(data, true);
+            return;
+        }
+        if kind == Some(tlsprof_event_kind::EVENT_WIRE_SERVER_HELLO.0) {
+            self.add_wire_hello(data, false);
+            return;
+        }
+        if kind == Some(tlsprof_event_kind::EVENT_WIRE_END.0) {
+            self.add_wire_end(data);
+            return;
+        }
+        if kind == Some(tlsprof_event_kind::EVENT_QUIC_DATAGRAM.0) {
+            self.add_quic_datagram(data);
+            return;
+        }
+        if kind == Some(tlsprof_event_kind::EVENT_QUIC_CONN.0) {
+            self.add_quic_conn(data);
+            return;
+        }
         let mut e = handshake_event::default();
         if plain::copy_from_bytes(&mut e, data).is_ok() {
             let nested = Hits {
@@ -106,35 +149,62 @@ impl Handshakes {
             let cpu_ns = self.cost.correct(e.cpu_ns, u64::from(e.calls), nested);
             // A client's ServerHello may have come under its first flight's key (bpf/tlsprof.h, hello_ssl).
             let hello_key = if e.hello_ssl != 0 { e.hello_ssl } else { e.ssl };
-            let hellos = self.hellos.remove(&(e.tgid, hello_key));
+            let (hellos, quic) = match self.hellos.remove(&(e.tgid, hello_key)) {
+                Some(h) => (Some(h), false),
+                None => {
+                    let h = self.quic_hellos(e.tgid, e.ssl);
+                    let quic = h.is_some();
+                    (h, quic)
+                }
+            };
             let client = hellos.as_ref().and_then(|h| h.client);
-            let kind = classify(&e, hellos.map(|h| (h.server, h.client)));
-            self.count_ticket_key(e.tgid, &kind, client);
-            match kind.outcome {
-                Outcome::Completed => self.completed += 1,
-                Outcome::Abandoned => self.abandoned += 1,
-            }
-            self.window.counts.entry(e.tgid).or_default().add(&kind, 1);
-            if kind.hello_read() {
-                let h = self
-                    .window
-                    .hellos
-                    .entry(e.tgid)
-                    .or_default()
-                    .entry(kind.role)
-                    .or_default();
-                h.read += 1;
-                h.refused += u64::from(kind.refusal.is_some());
-            }
-            if kind.outcome == Outcome::Abandoned {
-                self.window
-                    .abandoned_work_to_end
-                    .entry(e.tgid)
-                    .or_default()
-                    .add(e.work_to_end_ns);
-            }
-            self.groups.entry((e.tgid, kind)).or_default().add(cpu_ns);
+            let kind = HandshakeKind {
+                quic,
+                ..classify(&e, hellos.map(|h| (h.server, h.client)))
+            };
+            self.count(e.tgid, kind, client, Some(cpu_ns), e.work_to_end_ns);
         }
+    }
+
+    /// A handshake of process tgid seen to end: in the totals, the window's counts and its group (`cpu_ns`:
+    /// its CPU; None, counted from the wire, whose CPU is not known); `work_to_end_ns`: an abandoned one's
+    /// time from its work to its end.
+    fn count(
+        &mut self,
+        tgid: u32,
+        kind: HandshakeKind,
+        client: Option<wire::ClientOffer>,
+        cpu_ns: Option<u64>,
+        work_to_end_ns: u64,
+    ) {
+        self.count_ticket_key(tgid, &kind, client);
+        match kind.outcome {
+            Outcome::Completed => self.completed += 1,
+            Outcome::Abandoned => self.abandoned += 1,
+        }
+        self.window.counts.entry(tgid).or_default().add(&kind, 1);
+        if kind.hello_read() {
+            let h = self
+                .window
+                .hellos
+                .entry(tgid)
+                .or_default()
+                .entry(kind.role)
+                .or_default();
+            h.read += 1;
+            h.refused += u64::from(kind.refusal.is_some());
+        }
+        if kind.outcome == Outcome::Abandoned {
+            self.window
+                .abandoned_work_to_end
+                .entry(tgid)
+                .or_default()
+                .add(work_to_end_ns);
+        }
+        self.groups
+            .entry((tgid, kind, cpu_ns.is_none()))
+            .or_default()
+            .add(cpu_ns.unwrap_or(0));
     }
 
     /// A ClientHello, or the rest of one: kept by socket until the ServerHello that answers it.
@@ -213,10 +283,11 @@ impl Handshakes {
     pub fn take_groups(&mut self) -> Vec<HandshakeGroup> {
         std::mem::take(&mut self.groups)
             .into_iter()
-            .map(|((pid, kind), cpu)| HandshakeGroup {
+            .map(|((pid, kind, from_wire), cpu)| HandshakeGroup {
                 pid: Some(pid),
                 kind,
                 cpu,
+                from_wire,
             })
             .collect()
     }
@@ -227,12 +298,20 @@ impl Handshakes {
     pub fn forget_pending_hellos(&mut self) {
         self.hellos.clear();
         self.client_hellos.clear();
+        self.wire.clear();
+        self.quic.clear();
+        self.quic_randoms.clear();
+        self.quic_ended.clear();
     }
 
     /// Forgets what is kept of a process that exited: its hellos waiting for a handshake.
     pub fn forget(&mut self, pid: u32) {
         self.hellos.retain(|&(tgid, _), _| tgid != pid);
         self.client_hellos.retain(|&(tgid, _), _| tgid != pid);
+        self.wire.retain(|&(tgid, _), _| tgid != pid);
+        self.quic.forget(pid);
+        self.quic_randoms.retain(|&(tgid, _), _| tgid != pid);
+        self.quic_ended.retain(|&(tgid, _), _| tgid != pid);
     }
 }
 
@@ -335,6 +414,7 @@ fn classify(e: &handshake_event, hellos: Option<(wire::Hello, Option<wire::Clien
         outcome,
         offer: offer.map(|o| o.0),
         refusal: offer.and_then(|o| o.1),
+        quic: false,
     }
 }
 
@@ -342,6 +422,7 @@ fn classify(e: &handshake_event, hellos: Option<(wire::Hello, Option<wire::Clien
 mod tests {
     use super::*;
     use crate::model::ProbeCost;
+    use crate::record::kernel::bpf::types::{tlsprof_target_flags, wire_event};
     use wire::tests::{client_hello, psk, tls13_server_hello, tls13_versions};
 
     /// A hello event as the ring buffer carries it.
@@ -363,7 +444,7 @@ mod tests {
 
     #[test]
     fn a_client_hello_read_in_two_parts_is_tied_to_its_connection_through_the_server_hello() {
-        let mut h = Handshakes::new(ProbeCost::default());
+        let mut h = Handshakes::new(ProbeCost::default(), false);
         let mut ticket = vec![0xab; 16];
         ticket.extend([3u8; 150]);
         let ch = client_hello(&[tls13_versions(), psk(&ticket)]);
@@ -413,6 +494,96 @@ mod tests {
         ));
         h.add(unsafe { plain::as_bytes(&full) });
         assert_eq!(h.take_groups()[0].kind.offer, Some(Offer::Unparsed));
+    }
+
+    /// A handshake's end as the wire saw it, on connection 3 of process 7.
+    fn wire_end(outcome: tlsprof_outcome, flags: tlsprof_target_flags) -> Vec<u8> {
+        let e = wire_event {
+            kind: tlsprof_event_kind::EVENT_WIRE_END.0,
+            tgid: 7,
+            conn: 3,
+            role: ff::FF_ROLE_SERVER.0 as u16,
+            outcome: outcome.0 as u16,
+            target_flags: flags.0,
+            ..wire_event::default()
+        };
+        // SAFETY: wire_event is plain data, read as the bytes it is made of.
+        unsafe { plain::as_bytes(&e) }.to_vec()
+    }
+
+    /// A wire hello of connection 3 (hello_event's `ssl`).
+    fn wire_hello(kind: tlsprof_event_kind, continued: bool, data: &[u8]) -> Vec<u8> {
+        let mut bytes = hello(kind, 9, continued, data);
+        let at = std::mem::offset_of!(hello_event, ssl);
+        bytes[at..at + 8].copy_from_slice(&3u64.to_ne_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_handshake_counted_from_the_wire_alone_is_a_group_without_cpu() {
+        let mut h = Handshakes::new(ProbeCost::default(), false);
+        let mut ticket = vec![0xcd; 16];
+        ticket.extend([5u8; 120]);
+        let ch = client_hello(&[tls13_versions(), psk(&ticket)]);
+        h.add(&wire_hello(
+            tlsprof_event_kind::EVENT_WIRE_CLIENT_HELLO,
+            false,
+            &ch[..60],
+        ));
+        h.add(&wire_hello(
+            tlsprof_event_kind::EVENT_WIRE_CLIENT_HELLO,
+            true,
+            &ch[60..],
+        ));
+        h.add(&wire_hello(
+            tlsprof_event_kind::EVENT_WIRE_SERVER_HELLO,
+            false,
+            &tls13_server_hello(true),
+        ));
+        h.add(&wire_end(
+            tlsprof_outcome::OUTCOME_COMPLETED,
+            tlsprof_target_flags::TARGET_WIRE_ONLY,
+        ));
+        let groups = h.take_groups();
+        let [g] = &groups[..] else { panic!("{groups:?}") };
+        assert!(g.from_wire && g.kind.resumed && g.kind.role == Role::Server, "{g:?}");
+        assert_eq!((g.kind.offer, g.kind.refusal), (Some(Offer::Psk), None));
+        assert_eq!(g.kind.version.as_deref(), Some("TLSv1.3"));
+        assert_eq!(g.cpu.count, 1);
+        assert_eq!(h.completed, 1);
+        // Its end without hellos (the programs attached after them): counted, its fields unknown.
+        h.add(&wire_end(
+            tlsprof_outcome::OUTCOME_ABANDONED,
+            tlsprof_target_flags::TARGET_WIRE_ONLY,
+        ));
+        let groups = h.take_groups();
+        let [g] = &groups[..] else { panic!("{groups:?}") };
+        assert!(
+            g.from_wire && g.kind.outcome == Outcome::Abandoned && g.kind.version.is_none(),
+            "{g:?}"
+        );
+    }
+
+    #[test]
+    fn a_probed_process_wire_counts_only_check_the_probes_when_its_sockets_are_read_throughout() {
+        for check in [false, true] {
+            let mut h = Handshakes::new(ProbeCost::default(), check);
+            h.add(&wire_hello(
+                tlsprof_event_kind::EVENT_WIRE_SERVER_HELLO,
+                false,
+                &tls13_server_hello(false),
+            ));
+            h.add(&wire_end(
+                tlsprof_outcome::OUTCOME_COMPLETED,
+                tlsprof_target_flags::TARGET_PROBED,
+            ));
+            assert!(
+                h.take_groups().is_empty(),
+                "the probes count a probed process's handshakes"
+            );
+            let seen = h.window.wire.get(&7).copied().unwrap_or_default();
+            assert_eq!((seen.total, seen.full), (u64::from(check), u64::from(check)));
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! Hello windows: when the socket tracepoints that catch ServerHellos and ClientHellos are attached
 //! (--hello-capture).
 
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -35,6 +36,9 @@ pub struct HelloWindows {
     schedule: Schedule,
     /// The tracepoints' links while a window is open.
     links: Option<Vec<Link>>,
+    /// The last window's links being removed: the kernel waits for RCU grace periods as it removes each
+    /// tracepoint's program (most of a second for all of them), which the session's thread must not wait out.
+    closing: Option<JoinHandle<()>>,
 }
 
 /// When the windows open and close: the mode, and what was seen of the handshakes.
@@ -73,7 +77,7 @@ impl Schedule {
 impl HelloWindows {
     /// Opens the first window unless capture is off: before the probes are announced, so that a handshake
     /// right after the announcement does not miss its ServerHello.
-    pub fn start(mode: HelloCapture, programs: &Programs) -> Result<HelloWindows> {
+    pub fn start(mode: HelloCapture, programs: &mut Programs) -> Result<HelloWindows> {
         let links = match mode {
             HelloCapture::Off => None,
             _ => Some(programs.attach_hello_capture()?),
@@ -86,16 +90,29 @@ impl HelloWindows {
                 changed: None,
             },
             links,
+            closing: None,
         })
     }
 
     /// Opens or closes the window for this round: `probes_live`, the stage probes are attached; `made`, the
     /// targets' connections and handshakes completed so far. True when a window opened.
-    pub fn update(&mut self, programs: &Programs, probes_live: bool, made: u64) -> Result<bool> {
+    /// --hello-capture always keeps the programs attached from start to end: they run only while the probes
+    /// are attached (the probe epoch says), so the probe windows are theirs without the cost of attaching
+    /// and removing them at each one.
+    pub fn update(&mut self, programs: &mut Programs, probes_live: bool, made: u64) -> Result<bool> {
         let now = Instant::now();
+        if self.schedule.mode == HelloCapture::Always {
+            return Ok(false);
+        }
         if !self.schedule.due(self.links.is_some(), probes_live, made, now) {
-            self.close();
+            if let Some(links) = self.links.take() {
+                self.closing = Some(std::thread::spawn(move || detach(links)));
+            }
         } else if self.links.is_none() {
+            // Never attached twice at once: each program would run twice on every call.
+            if let Some(closing) = self.closing.take() {
+                let _ = closing.join();
+            }
             self.links = Some(programs.attach_hello_capture()?);
             self.schedule.opened = now;
             return Ok(true);
@@ -103,9 +120,13 @@ impl HelloWindows {
         Ok(false)
     }
 
+    /// Removes the programs, and waits until they are gone.
     pub fn close(&mut self) {
         if let Some(links) = self.links.take() {
             detach(links);
+        }
+        if let Some(closing) = self.closing.take() {
+            let _ = closing.join();
         }
     }
 }

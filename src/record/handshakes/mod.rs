@@ -5,4 +5,5 @@
 pub(super) mod anatomy;
 pub(super) mod events;
 pub(super) mod hello;
+pub(super) mod quic;
 pub(super) mod wire;

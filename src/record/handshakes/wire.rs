@@ -13,6 +13,11 @@ pub struct Hello {
     pub group: Option<String>,
     /// TLS 1.3: the server accepted a pre-shared key (a resumed session).
     pub psk: bool,
+    /// The session ID the server answered with: a TLS 1.2 server that resumes echoes the client's.
+    pub session_id: Vec<u8>,
+    /// TLS 1.2: whether the server's flight went on from its ServerHello with a ChangeCipherSpec (an
+    /// abbreviated, resumed handshake) or a Certificate (a full one); None where the bytes do not show.
+    pub abbreviated: Option<bool>,
 }
 
 /// What a ClientHello offers to resume with.
@@ -25,11 +30,24 @@ pub struct ClientOffer {
     pub ticket_head: [u8; 16],
     /// The client offers TLS 1.3.
     pub tls13: bool,
+    /// Its legacy session ID (a random one from clients that offer TLS 1.3) and its length.
+    pub session_id: [u8; 32],
+    pub session_id_len: u8,
+}
+
+impl ClientOffer {
+    /// A TLS 1.2 server resumes by echoing the session ID offered (RFC 5246 7.4.1.3; RFC 5077 3.4 with a
+    /// ticket).
+    pub fn echoed_by(&self, server: &Hello) -> bool {
+        self.session_id_len > 0 && server.session_id == self.session_id[..usize::from(self.session_id_len)]
+    }
 }
 
 const HANDSHAKE_RECORD: u8 = 22;
 const CLIENT_HELLO: u8 = 1;
 const SERVER_HELLO: u8 = 2;
+const CHANGE_CIPHER_SPEC_RECORD: u8 = 20;
+const CERTIFICATE: u8 = 11;
 const SERVER_KEY_EXCHANGE: u8 = 12;
 const EXT_SUPPORTED_VERSIONS: u16 = 0x002b;
 const EXT_KEY_SHARE: u16 = 0x0033;
@@ -104,7 +122,7 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
                 let legacy_version = m.u16()?;
                 m.take(32)?;
                 let sid_len = usize::from(m.u8()?);
-                m.take(sid_len)?;
+                hello.session_id = m.take(sid_len)?.to_vec();
                 cipher_id = Some(m.u16()?);
                 m.u8()?;
                 hello.version = version_name(legacy_version);
@@ -125,6 +143,7 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
                     }
                 }
             }
+            CERTIFICATE => hello.abbreviated = Some(false),
             // TLS 1.2 (EC)DHE: the group is in the ServerKeyExchange.
             SERVER_KEY_EXCHANGE if hello.group.is_none() => {
                 hello.group = match cipher_id.map(cipher_name) {
@@ -142,7 +161,24 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
         }
     }
     hello.cipher = Some(cipher_name(cipher_id?));
+    if hello.abbreviated.is_none() && !body_only && change_cipher_spec_follows(data) {
+        hello.abbreviated = Some(true);
+    }
     Some(hello)
+}
+
+/// Whether the first record after the handshake records at the start of data is a ChangeCipherSpec.
+fn change_cipher_spec_follows(data: &[u8]) -> bool {
+    let mut r = Reader { data };
+    while let (Some(kind), Some(_version), Some(len)) = (r.u8(), r.u16(), r.u16()) {
+        if kind != HANDSHAKE_RECORD {
+            return kind == CHANGE_CIPHER_SPEC_RECORD;
+        }
+        if r.take(usize::from(len)).is_none() {
+            return false;
+        }
+    }
+    false
 }
 
 /// Parses a captured ClientHello for its offer of resumption; None when the bytes are not a whole ClientHello
@@ -158,7 +194,7 @@ pub fn parse_client_hello(data: &[u8], body_only: bool) -> Option<ClientOffer> {
     m.u16()?;
     m.take(32)?;
     let session_id_len = m.u8()?;
-    m.take(usize::from(session_id_len))?;
+    let session_id = m.take(usize::from(session_id_len))?;
     let suites = m.u16()?;
     m.take(usize::from(suites))?;
     let compressions = m.u8()?;
@@ -168,7 +204,13 @@ pub fn parse_client_hello(data: &[u8], body_only: bool) -> Option<ClientOffer> {
         ticket_len: 0,
         ticket_head: [0; 16],
         tls13: false,
+        session_id: [0; 32],
+        session_id_len: 0,
     };
+    if session_id.len() <= 32 {
+        offer.session_id[..session_id.len()].copy_from_slice(session_id);
+        offer.session_id_len = session_id_len;
+    }
     let mut ticket: Option<&[u8]> = None;
     let mut identity: Option<&[u8]> = None;
     if !m.data.is_empty() {
@@ -330,7 +372,9 @@ pub(super) mod tests {
                 version: Some("TLSv1.3"),
                 cipher: Some("TLS_AES_256_GCM_SHA384".into()),
                 group: Some("x25519".into()),
-                psk: false
+                psk: false,
+                session_id: Vec::new(),
+                abbreviated: None,
             }
         );
         assert!(parse(&tls13_server_hello(true), false).unwrap().psk);

@@ -10,6 +10,7 @@ unsafe impl plain::Plain for types::tree_val {}
 unsafe impl plain::Plain for types::target_state {}
 unsafe impl plain::Plain for types::handshake_event {}
 unsafe impl plain::Plain for types::hello_event {}
+unsafe impl plain::Plain for types::wire_event {}
 unsafe impl plain::Plain for types::go_return_event {}
 unsafe impl plain::Plain for types::go_calls_key {}
 unsafe impl plain::Plain for types::stack_sample {}

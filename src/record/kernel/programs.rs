@@ -271,6 +271,7 @@ impl<'obj> Programs<'obj> {
                 (&p.on_sched_switch, "sched", "sched_switch"),
                 (&p.on_accept4_exit, "syscalls", "sys_exit_accept4"),
                 (&p.on_accept_exit, "syscalls", "sys_exit_accept"),
+                (&p.on_connect_enter, "syscalls", "sys_enter_connect"),
                 (&p.on_connect_exit, "syscalls", "sys_exit_connect"),
             ],
         )
@@ -382,18 +383,33 @@ impl<'obj> Programs<'obj> {
             .overhead_ms(self.target_probe_hits(), traps, probed_cpu_ms)
     }
 
-    /// Attaches the programs that catch ServerHellos in socket writes and reads; dropping the links detaches
-    /// them. send and recv (sendto, recvfrom: Rust's sockets use them) take the buffer where write and read do.
-    pub fn attach_hello_capture(&self) -> Result<Vec<Link>> {
+    /// Attaches the programs that read hellos and follow handshakes on the wire in socket writes and reads;
+    /// dropping the links detaches them. send and recv (sendto, recvfrom: Rust's sockets use them) take the
+    /// buffer where write and read do; writev, readv, sendmsg and recvmsg an iovec array (Java NIO, Envoy);
+    /// sendmmsg and recvmmsg a batch of datagrams (QUIC servers).
+    pub fn attach_hello_capture(&mut self) -> Result<Vec<Link>> {
+        // Reads begun while the programs were detached are stale at their exit.
+        let bss = self.skel.maps.bss_data.as_deref_mut().context("BPF .bss")?;
+        // SAFETY: an aligned u32 in the BPF map's shared mapping, which only user space writes.
+        unsafe { std::ptr::write_volatile(&mut bss.capture_gen, bss.capture_gen.wrapping_add(1)) };
         let p = &self.skel.progs;
         [
             (&p.on_write, "sys_enter_write"),
             (&p.on_write, "sys_enter_sendto"),
             (&p.on_writev, "sys_enter_writev"),
+            (&p.on_sendmsg, "sys_enter_sendmsg"),
             (&p.on_read_enter, "sys_enter_read"),
+            (&p.on_recvfrom_enter, "sys_enter_recvfrom"),
+            (&p.on_readv_enter, "sys_enter_readv"),
+            (&p.on_recvmsg_enter, "sys_enter_recvmsg"),
             (&p.on_read_exit, "sys_exit_read"),
-            (&p.on_read_enter, "sys_enter_recvfrom"),
             (&p.on_read_exit, "sys_exit_recvfrom"),
+            (&p.on_read_exit, "sys_exit_readv"),
+            (&p.on_read_exit, "sys_exit_recvmsg"),
+            (&p.on_recvmmsg_enter, "sys_enter_recvmmsg"),
+            (&p.on_read_exit, "sys_exit_recvmmsg"),
+            (&p.on_sendmmsg, "sys_enter_sendmmsg"),
+            (&p.on_close, "sys_enter_close"),
         ]
         .into_iter()
         .map(|(prog, tp)| {

@@ -29,6 +29,7 @@ pub(super) fn counted_losses(programs: &Programs) -> Lost {
         connections: programs.stat(tlsprof_stat::STAT_CONN_DROPS),
         unframed_work: programs.stat(tlsprof_stat::STAT_UNFRAMED_WORK),
         processes: programs.stat(tlsprof_stat::STAT_PROCESS_DROPS),
+        wire_handshakes: programs.stat(tlsprof_stat::STAT_WIRE_LOST),
         ..Lost::default()
     }
 }

@@ -185,6 +185,7 @@ impl Interval {
                     .filter(|&s| s >= 0.0),
                 parent: t.parent,
                 exited: !p.alive(),
+                wire_only: session.targets.wire_only.contains(&pid),
                 processes: 1,
             });
         }

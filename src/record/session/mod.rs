@@ -28,7 +28,7 @@ use super::duty::steal::{self, Slices};
 use super::duty::traps::ProbeTraps;
 use super::duty::windows::{Reading, WindowLog};
 use super::handshakes::events::Handshakes;
-use super::handshakes::hello::HelloWindows;
+use super::handshakes::hello::{HelloCapture, HelloWindows};
 use super::kernel::bpf::types::tlsprof_stat;
 use super::kernel::probes::{self, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
@@ -155,7 +155,12 @@ impl<'obj, 'o> Session<'obj, 'o> {
         probes::hold_window(&mut programs.skel)?;
         let targets = TargetSet::attach(&programs.skel, procs, &opts.selection, &opts.attach)?;
         programs.start_sampling(opts.attach.freq_hz)?;
-        let hello = HelloWindows::start(opts.attach.hello_capture, &programs)?;
+        // Handshakes counted from the wire alone are counted whenever the probes would be live.
+        let capture = match opts.attach.hello_capture {
+            HelloCapture::Sampled if !targets.wire_only.is_empty() => HelloCapture::Always,
+            mode => mode,
+        };
+        let hello = HelloWindows::start(capture, &mut programs)?;
         let mut tracked: BTreeMap<u32, Tracked> = procs
             .iter()
             .filter(|p| targets.maps.contains_key(&p.pid))
@@ -207,7 +212,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
             opts,
             governor,
             cpu,
-            handshakes: Handshakes::new(probe_cost),
+            handshakes: Handshakes::new(probe_cost, capture == HelloCapture::Always),
             programs,
             events,
             targets,
@@ -235,7 +240,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         self.poll_cpu();
         self.step_trap_sampler(self.governor.live())?;
         let now = Instant::now();
-        let budget_ms = self.probe_ms() + self.programs.other_process_ms();
+        let budget_ms = self.budgeted_ms(self.probe_ms());
         match self.governor.tick(now, budget_ms, self.cpu.total_ms()) {
             Action::Pause => self.pause()?,
             Action::Resume => self.resume()?,
@@ -243,7 +248,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
         }
         let connections: u64 = self.programs.target_counters().values().map(|c| c.connections).sum();
         let hello_opened = self.hello.update(
-            &self.programs,
+            &mut self.programs,
             self.governor.live(),
             connections + self.handshakes.completed,
         )?;
@@ -329,6 +334,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     joined_at_s: t.joined_at_s,
                     parent: t.parent,
                     exited,
+                    wire_only: self.targets.wire_only.contains(&pid),
                     processes: 1,
                 }
             })

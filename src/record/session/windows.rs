@@ -43,11 +43,8 @@ impl Session<'_, '_> {
         self.cpu.poll(self.tracked.values().map(|t| &t.process), false);
         self.step_trap_sampler(true)?;
         let at = self.reading(flipped);
-        self.governor.resumed(
-            at.now,
-            at.probe_ms + self.programs.other_process_ms(),
-            self.cpu.total_ms(),
-        );
+        let budgeted = self.budgeted_ms(at.probe_ms);
+        self.governor.resumed(at.now, budgeted, self.cpu.total_ms());
         self.windows.open(at);
         Ok(())
     }
@@ -71,6 +68,23 @@ impl Session<'_, '_> {
 
     pub(super) fn probe_ms(&self) -> f64 {
         probe_ms(&self.programs, &self.samples, &self.cpu)
+    }
+
+    /// What the governor holds to --max-overhead, given the probes' cost: the probes, their hits in other
+    /// processes, and the socket programs of the targets counted from the wire alone (the probes' stand-in
+    /// there; they run with them and pause with them).
+    pub(super) fn budgeted_ms(&self, probe_ms: f64) -> f64 {
+        let wire_ms: f64 = match self.targets.wire_only.is_empty() {
+            true => 0.0,
+            false => self
+                .programs
+                .target_counters()
+                .iter()
+                .filter(|(pid, _)| self.targets.wire_only.contains(pid))
+                .map(|(_, c)| c.own.capture.ms)
+                .sum(),
+        };
+        probe_ms + self.programs.other_process_ms() + wire_ms
     }
 
     pub(super) fn step_trap_sampler(&mut self, live: bool) -> Result<()> {

@@ -11,7 +11,7 @@ mod go_returns;
 mod processes;
 mod windows;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use libbpf_rs::Link;
@@ -51,6 +51,8 @@ pub struct TargetSet {
     exit_links: HashMap<u64, ExitLinks>,
     next_spec_id: u64,
     paused: bool,
+    /// Targets without TLS code tlsprof can probe: their handshakes are counted from their sockets alone.
+    pub wire_only: BTreeSet<u32>,
 }
 
 /// A process as it was when looked at.

@@ -17,7 +17,7 @@ use crate::record::discovery::targets::{self, Mapping, Process, Selection};
 use crate::record::kernel::bpf::types::{file_key, target_state, tlsprof_target_flags as target_flags};
 use crate::record::kernel::bpf::TlsprofSkel;
 use crate::record::status;
-use crate::record::AttachOptions;
+use crate::record::{AttachOptions, HelloCapture};
 
 /// Why a process is looked at (TargetSet::look_at).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl TargetSet {
         // A process that starts may handshake within milliseconds, and attaching probes can take longer (the
         // first uprobe registered after a while waits for an RCU grace period): the machine's TLS libraries are
         // probed in every process from the start, so those that start are probed from their first instruction.
-        if selection.follows_new() {
+        if selection.follows_new() && !opts.wire_only {
             set.wide = Wide::Every;
             let names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
             for m in targets::system_libraries(&names) {
@@ -97,6 +97,22 @@ impl TargetSet {
                 names.join(" or ")
             );
         }
+        // A process named on the command line whose TLS code cannot be probed is counted from its sockets; one
+        // taken by --comm beside processes of its name that are probed is their helper (a cache manager), skipped.
+        if opts.hello_capture != HelloCapture::Off {
+            let probed: Vec<&str> = procs
+                .iter()
+                .filter(|p| set.maps.contains_key(&p.pid))
+                .map(|p| p.comm.as_str())
+                .collect();
+            let (wire, helpers): (Vec<&Process>, Vec<&Process>) = std::mem::take(&mut without_tls)
+                .into_iter()
+                .partition(|p| selection.pids.contains(&p.pid) || !probed.contains(&p.comm.as_str()));
+            for p in wire {
+                set.watch_wire_only(skel, p, opts)?;
+            }
+            without_tls = helpers;
+        }
         if set.maps.is_empty() && selection.comms.is_empty() {
             let p = without_tls.first().expect("at least one target");
             match unsupported_in(p) {
@@ -110,7 +126,9 @@ impl TargetSet {
                     families::site_table_names(&opts.families)
                 ),
                 None => bail!(
-                    "process {} ({}) has no {known} code (none mapped, none linked in): profile the process that terminates TLS",
+                    "process {} ({}) has no {known} code (none mapped, none linked in), and --hello-capture off \
+                     leaves its sockets unread: profile the process that terminates TLS, or count its handshakes \
+                     from the wire (drop --hello-capture off)",
                     p.pid,
                     Printable(&p.comm)
                 ),
@@ -181,6 +199,19 @@ impl TargetSet {
     }
 
     fn look_at(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions, look: Look) -> Result<bool> {
+        if opts.wire_only {
+            self.examined.insert(
+                p.pid,
+                Examined {
+                    start_ticks: p.start_ticks,
+                    exe: targets::exe_id(p.pid),
+                    tls: true,
+                    at: Instant::now(),
+                },
+            );
+            self.watch_wire_only(skel, p, opts)?;
+            return Ok(true);
+        }
         // A process looked at before: what it ran then is gone (the Go callers' maps are walked whole: only for
         // one that was probed).
         if look != Look::MoreCode && self.examined.contains_key(&p.pid) {
@@ -265,16 +296,55 @@ impl TargetSet {
                 .update(&key, bytes, MapFlags::ANY)
                 .context("add target")?;
             self.maps.insert(p.pid, maps);
+            if found_any {
+                self.wire_only.remove(&p.pid);
+            }
             fill_library_versions(&mut self.libraries);
             if let Some(e) = self.examined.get_mut(&p.pid) {
                 e.tls = found_any;
             }
+        } else if self.wire_only.contains(&p.pid) {
+            // Looked at again, still without TLS code to probe: still counted from the wire.
+            self.watch_wire_only(skel, p, opts)?;
         } else if self.maps.contains_key(&p.pid) {
             // A target that ran a program without TLS code: no longer sampled. Its mappings stay, to name
             // what it ran before.
             let _ = skel.maps.targets.delete(&p.pid.to_ne_bytes());
         }
         Ok(found_any)
+    }
+
+    /// Makes a process without TLS code tlsprof can probe a target whose handshakes are counted from its
+    /// sockets alone (TARGET_WIRE_ONLY): its CPU is sampled, its connections counted, its socket calls read
+    /// for hellos and records.
+    fn watch_wire_only(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<()> {
+        let key = p.pid.to_ne_bytes();
+        let mut state = target_state::default();
+        if let Ok(Some(old)) = skel.maps.targets.lookup(&key, MapFlags::ANY) {
+            let _ = plain::copy_from_bytes(&mut state, &old);
+        }
+        state.flags = (target_flags::TARGET_PROBED.0 | target_flags::TARGET_WIRE_ONLY.0) as u8;
+        // SAFETY: target_state is Plain.
+        let bytes = unsafe { plain::as_bytes(&state) };
+        skel.maps
+            .targets
+            .update(&key, bytes, MapFlags::ANY)
+            .context("add target")?;
+        if self.wire_only.insert(p.pid) && !opts.wire_only {
+            let runs = unsupported_in(p).map_or(String::new(), |found| {
+                format!(" (it runs {found} without the function names tlsprof finds it by: a stripped build)")
+            });
+            eprintln!(
+                "tlsprof: process {} ({}) has no TLS code tlsprof can probe{runs}: its handshakes are counted from \
+                 its sockets (the wire) alone, without their CPU",
+                p.pid,
+                Printable(&p.comm)
+            );
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) = self.maps.entry(p.pid) {
+            e.insert(p.maps()?);
+        }
+        Ok(())
     }
 
     /// Tells the programs which of the files process pid maps code of need no look when another process maps
@@ -309,6 +379,7 @@ impl TargetSet {
     /// keeps nothing of processes gone, however many come and go.
     pub fn forget_exited(&mut self, skel: &TlsprofSkel, pid: u32) {
         self.forget(pid);
+        self.wire_only.remove(&pid);
         forget_callers(skel, pid);
         self.maps.remove(&pid);
         self.examined.remove(&pid);
@@ -321,6 +392,7 @@ impl TargetSet {
     /// A target that is one no longer (it ran a program its selection does not take): its probes go, and its
     /// entry in the targets map. Its mappings stay, to name what it ran before.
     pub fn drop_target(&mut self, skel: &TlsprofSkel, pid: u32) {
+        self.wire_only.remove(&pid);
         let go = self.runs_go(pid);
         self.forget(pid);
         if go {
