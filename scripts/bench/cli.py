@@ -12,7 +12,7 @@ from . import bpfstats
 from .common import REPO, BenchError, Interrupted, log
 from .processes import ignore_stop_signals, raise_on_stop_signals, stop_all_children
 from .profilers import CONDITIONS, DEFAULT_CONDITIONS
-from . import starts, top
+from . import starts, top, wire
 from .render import render, render_section, splice
 from .runner import Bench
 from .settings import DEFAULTS, SMOKE
@@ -68,6 +68,10 @@ def parse_args(argv):
                    help="measure only what following processes that start costs (a shell loop of short processes, "
                         "--rounds rounds) and write that section into the --output file, its other sections as they "
                         "were")
+    p.add_argument("--wire-only-bench", action="store_true",
+                   help="measure only what counting handshakes from the wire costs (the socket programs, on one nginx "
+                        "worker under keep-alive requests and full handshakes; --rounds rounds, 2 with --smoke) and "
+                        "write that section into the --output file, its other sections as they were")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, every condition on nginx full handshakes and a few "
                         f"on the other workloads, no long recording, {SMOKE['serve_minutes'] * 60:g} s of continuous "
@@ -123,10 +127,11 @@ def main(argv):
     bench = None
     try:
         bench = Bench(args)
-        if args.starts_only or args.top_only:
-            module = starts if args.starts_only else top
+        if args.starts_only or args.top_only or args.wire_only_bench:
+            module = starts if args.starts_only else top if args.top_only else wire
             bench.run_only(module)
-            write(splice(args.output, render_section(bench.data, module), module.HEADING), args.output)
+            write(splice(args.output, render_section(bench.data, module), module.HEADING,
+                         getattr(module, "BEFORE", "## Connection counter")), args.output)
             log(f"wrote the {module.HEADING[3:]} section of {args.output}")
             return 0
         bench.run()

@@ -4,7 +4,7 @@
 import os
 import re
 
-from . import starts, top
+from . import starts, top, wire
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, per_request,
@@ -335,22 +335,24 @@ def unpaired_text(data, workload):
 
 
 def render_section(data, module):
-    """One measured section alone (--starts-only, --top-only), as a full run writes it: module is starts or top."""
-    name = {starts: "starts", top: "top"}[module]
+    """One measured section alone (--starts-only, --top-only, --wire-only-bench), as a full run writes it: module is
+    starts, top or wire."""
+    name = {starts: "starts", top: "top", wire: "wire"}[module]
     with open(TEMPLATE) as f:
         template = f.read()
     block = re.search(r"^\{\{#%s_measured\}\}\n(.*?)^\{\{/%s_measured\}\}\n" % (name, name), template, re.S | re.M)
     return unwrap(fill(block.group(1), module.section_values(data)))
 
 
-def splice(path, section, heading):
-    """The file at `path` with its section under `heading` replaced by `section` (inserted before the connection
-    counter's if it has none): what --starts-only and --top-only write, the other sections as they were."""
+def splice(path, section, heading, before="## Connection counter"):
+    """The file at `path` with its section under `heading` replaced by `section` (inserted before the section under
+    `before`, by default the connection counter's, if it has none): what --starts-only, --top-only and
+    --wire-only-bench write, the other sections as they were."""
     with open(path) as f:
         lines = f.read().split("\n")
     start = next((i for i, l in enumerate(lines) if l.startswith(heading)), None)
     if start is None:
-        start = end = next((i for i, l in enumerate(lines) if l.startswith("## Connection counter")), len(lines))
+        start = end = next((i for i, l in enumerate(lines) if l.startswith(before)), len(lines))
     else:
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     new = section.strip("\n").split("\n") + [""]
@@ -415,6 +417,7 @@ def render(data, template=None):
         "counter": bool(counter_figures(data)), **counter_values(data),
         **starts.section_values(data),
         **top.section_values(data),
+        **wire.section_values(data),
         "long": long, **long_values(long, clk_tck),
         "serve": serve, **serve_values(serve, clk_tck),
         "runs_table": runs_table(data),

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from . import bpfstats, starts, top
+from . import bpfstats, starts, top, wire
 from .common import CLK_TCK, REPO, BenchError, log, med
 from .figures import FIXTURE_KINDS, HANDSHAKE_FIXTURES, ops_in_windows
 from .machine import facts
@@ -77,7 +77,8 @@ class Bench:
         self.fixtures = {}
         self.conditions = list(args.conditions)
         self.data = {"settings": settings_of(args), "runs": [], "accuracy": [], "speed": [],
-                     "report_times_short": [], "long": None, "serve": None, "skipped": [], "starts": [], "top": []}
+                     "report_times_short": [], "long": None, "serve": None, "skipped": [], "starts": [], "top": [],
+                     "wire": []}
 
     def session(self, condition, tag, timed_report=False):
         return Session(self.tlsprof, self.scratch, condition, tag,
@@ -417,6 +418,7 @@ class Bench:
                     self.speed_run(rnd)
                 starts.run_round(self, rnd)
                 top.run_round(self, rnd)
+                wire.run_round(self, rnd)
                 self.save_raw()
             if a.long_minutes > 0:
                 self.long_run()
@@ -434,12 +436,14 @@ class Bench:
         self.save_raw()
 
     def run_only(self, module):
-        """--starts-only, --top-only: that module's runs alone."""
+        """--starts-only, --top-only, --wire-only-bench: that module's runs alone (its own count of rounds, where it
+        has one)."""
         self.check_tools()
         self.data["machine"] = facts(self.tlsprof)
         self.data["started"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-        self.data["starts_only" if module is starts else "top_only"] = True
-        for rnd in range(1, self.args.rounds + 1):
+        self.data[{starts: "starts_only", top: "top_only", wire: "wire_only_bench"}[module]] = True
+        rounds = module.rounds(self.args) if hasattr(module, "rounds") else self.args.rounds
+        for rnd in range(1, rounds + 1):
             module.run_round(self, rnd)
             self.save_raw()
 
