@@ -1560,19 +1560,25 @@ static __always_inline void socket_iovecs(__u32 tgid, struct thread_state *ts, _
 	}
 }
 
+/* The socket calls' programs look up their caller first and read the clock only for a target: every other
+ * process on the machine pays that lookup alone. A target's run is timed from there (charge_own). */
+
 SEC("tracepoint/syscalls/sys_enter_write")
 int on_write(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
+	__u64 start;
 
 	if (!t)
 		return 0;
-	if (ts)
-		capture_hello(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], false);
-	wire_follow(tgid, ctx->args[0], ctx->args[1], ctx->args[2], 0);
+	start = bpf_ktime_get_ns();
+	if (!wire_done(tgid, ctx->args[0])) {
+		if (ts)
+			capture_hello(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], false);
+		wire_follow(tgid, ctx->args[0], ctx->args[1], ctx->args[2], 0);
+	}
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
@@ -1580,14 +1586,16 @@ int on_write(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_enter_writev")
 int on_writev(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
+	__u64 start;
 
 	if (!t)
 		return 0;
-	socket_iovecs(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], ~0ULL, false);
+	start = bpf_ktime_get_ns();
+	if (!wire_done(tgid, ctx->args[0]))
+		socket_iovecs(tgid, ts, ctx->args[0], ctx->args[1], ctx->args[2], ~0ULL, false);
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
@@ -1595,15 +1603,16 @@ int on_writev(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int on_sendmsg(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
 	struct user_msghdr msg;
+	__u64 start;
 
 	if (!t)
 		return 0;
-	if (bpf_probe_read_user(&msg, sizeof(msg), (void *)ctx->args[1]) == 0)
+	start = bpf_ktime_get_ns();
+	if (!wire_done(tgid, ctx->args[0]) && bpf_probe_read_user(&msg, sizeof(msg), (void *)ctx->args[1]) == 0)
 		socket_iovecs(tgid, ts, ctx->args[0], (__u64)msg.msg_iov, msg.msg_iovlen, ~0ULL, false);
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;
@@ -1627,22 +1636,46 @@ static __always_inline void socket_mmsgs(__u32 tgid, __s32 fd, __u64 vec, __u64 
 	}
 }
 
-/* A read's entry: its buffer (iovcnt 0), iovec array or (mmsg) struct mmsghdr array, kept for its exit. */
-static __always_inline int read_entry(__s32 fd, __u64 buf, __u32 iovcnt, __u32 mmsg)
+/* What a read's buffer argument is. */
+enum read_buffer {
+	READ_BUF = 0,
+	READ_IOVECS = 1,
+	/* A struct user_msghdr (recvmsg), read at entry for its iovec array. */
+	READ_MSGHDR = 2,
+	/* An array of struct mmsghdr (recvmmsg). */
+	READ_MMSGS = 3,
+};
+
+/* A read's entry: its buffer (or iovec array of cnt entries, or message headers), kept for its exit unless its
+ * socket is past its handshake. */
+static __always_inline int read_entry(__s32 fd, __u64 buf, __u32 cnt, enum read_buffer kind)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
-	struct wire_read r = { .buf = buf, .fd = fd, .iovcnt = iovcnt, .gen = capture_gen, .mmsg = mmsg };
+	struct wire_read r = { .fd = fd, .gen = capture_gen, .epoch = probe_epoch, .mmsg = kind == READ_MMSGS };
+	struct user_msghdr msg;
+	__u64 start;
 
 	if (!t)
 		return 0;
-	if (ts && !iovcnt) {
+	start = bpf_ktime_get_ns();
+	if (wire_done(tgid, fd))
+		goto out;
+	r.buf = buf;
+	r.iovcnt = kind == READ_BUF ? 0 : (cnt ? cnt : 1);
+	if (kind == READ_MSGHDR) {
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)buf))
+			goto out;
+		r.buf = (__u64)msg.msg_iov;
+		r.iovcnt = msg.msg_iovlen ? msg.msg_iovlen : 1;
+	}
+	if (ts && kind == READ_BUF) {
 		ts->read_buf = buf;
 		ts->read_fd = fd;
 	}
 	bpf_map_update_elem(&wire_reads, &tid, &r, BPF_ANY);
+out:
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;
 }
@@ -1653,7 +1686,7 @@ static __always_inline int read_entry(__s32 fd, __u64 buf, __u32 iovcnt, __u32 m
 SEC("tracepoint/syscalls/sys_enter_read")
 int on_read_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	return read_entry(ctx->args[0], ctx->args[1], 0, 0);
+	return read_entry(ctx->args[0], ctx->args[1], 0, READ_BUF);
 }
 
 /* recvfrom: a peek (nginx peeks at a connection's first byte) is read again by the next call. */
@@ -1662,23 +1695,21 @@ int on_recvfrom_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	if (ctx->args[3] & MSG_PEEK)
 		return 0;
-	return read_entry(ctx->args[0], ctx->args[1], 0, 0);
+	return read_entry(ctx->args[0], ctx->args[1], 0, READ_BUF);
 }
 
 SEC("tracepoint/syscalls/sys_enter_readv")
 int on_readv_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2] ? ctx->args[2] : 1, 0);
+	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2], READ_IOVECS);
 }
 
 SEC("tracepoint/syscalls/sys_enter_recvmsg")
 int on_recvmsg_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	struct user_msghdr msg;
-
-	if ((ctx->args[2] & MSG_PEEK) || bpf_probe_read_user(&msg, sizeof(msg), (void *)ctx->args[1]))
+	if (ctx->args[2] & MSG_PEEK)
 		return 0;
-	return read_entry(ctx->args[0], (__u64)msg.msg_iov, msg.msg_iovlen ? msg.msg_iovlen : 1, 0);
+	return read_entry(ctx->args[0], ctx->args[1], 0, READ_MSGHDR);
 }
 
 /* recvmmsg: QUIC servers (quic-go, Envoy) read a batch of datagrams at once. */
@@ -1687,19 +1718,20 @@ int on_recvmmsg_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	if ((ctx->args[3] & MSG_PEEK) || !ctx->args[2])
 		return 0;
-	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2], 1);
+	return read_entry(ctx->args[0], ctx->args[1], ctx->args[2], READ_MMSGS);
 }
 
 SEC("tracepoint/syscalls/sys_enter_sendmmsg")
 int on_sendmmsg(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
+	__u64 start;
 
 	if (!t)
 		return 0;
+	start = bpf_ktime_get_ns();
 	socket_mmsgs(tgid, ctx->args[0], ctx->args[1], ctx->args[2], false);
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;
@@ -1708,21 +1740,22 @@ int on_sendmmsg(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_read")
 int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
 	struct wire_read *r;
+	__u64 start;
 
 	if (!t)
 		return 0;
+	start = bpf_ktime_get_ns();
 	if (ts && ts->read_buf) {
 		if (ctx->ret > 0)
 			capture_hello(tgid, ts, ts->read_fd, ts->read_buf, ctx->ret, true);
 		ts->read_buf = 0;
 	}
 	r = bpf_map_lookup_elem(&wire_reads, &tid);
-	if (r && r->gen == capture_gen && ctx->ret > 0) {
+	if (r && r->gen == capture_gen && r->epoch == probe_epoch && ctx->ret > 0) {
 		if (r->mmsg)
 			socket_mmsgs(tgid, r->fd, r->buf, ctx->ret, true);
 		else if (r->iovcnt)
@@ -1739,13 +1772,14 @@ int on_read_exit(struct trace_event_raw_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_close")
 int on_close(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 start = bpf_ktime_get_ns();
 	__u32 tgid;
 	struct thread_state *ts;
 	struct target_state *t = socket_caller(&tgid, &ts);
+	__u64 start;
 
 	if (!t)
 		return 0;
+	start = bpf_ktime_get_ns();
 	wire_forget(tgid, ctx->args[0]);
 	charge_own(t, OWN_CAPTURE, start);
 	return 0;

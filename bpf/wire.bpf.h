@@ -50,10 +50,13 @@ struct wire_read {
 	__s32 fd;
 	/* 0: buf is the buffer; else buf is an iovec array of this many entries. */
 	__u32 iovcnt;
-	/* capture_gen at entry: a read whose exit came while the programs were detached is stale. */
+	/* capture_gen and probe_epoch at entry: a read whose exit came while the programs were detached, or in
+	 * another window, is stale. */
 	__u32 gen;
+	__u32 epoch;
 	/* 1: buf is an array of iovcnt struct mmsghdr (recvmmsg). */
 	__u32 mmsg;
+	__u32 pad;
 };
 
 struct {
@@ -103,6 +106,16 @@ static __always_inline void wire_end(__u32 tgid, struct wire_conn *c, __s32 fd, 
 	c->state = WIRE_DONE;
 	if (bpf_ringbuf_output(&handshakes, &e, sizeof(e), BPF_RB_NO_WAKEUP))
 		count_stat(STAT_WIRE_LOST);
+}
+
+/* A target's socket whose connection the wire followed past its handshake in this window: its calls need no
+ * look (keep-alive traffic costs a lookup a call). */
+static __always_inline bool wire_done(__u32 tgid, __s32 fd)
+{
+	struct wire_key key = { .tgid = tgid, .fd = fd };
+	struct wire_conn *c = bpf_map_lookup_elem(&wire_conns, &key);
+
+	return c && c->epoch == probe_epoch && c->state == WIRE_DONE;
 }
 
 /* The socket is closed or reused: a handshake past its ServerHello ends abandoned. */
@@ -213,7 +226,12 @@ static __always_inline __u32 wire_start(__u32 tgid, struct wire_key *key, __u64 
 			part = len < total ? len : total;
 			if (stream_hello(EVENT_WIRE_CLIENT_HELLO, tgid, fresh.id, key->fd, buf, part, 0, 0))
 				fresh.state = WIRE_CLIENT_HELLO;
+		} else {
+			fresh.state = WIRE_DONE;
 		}
+	} else if (bpf_probe_read_user(head, 3, (void *)buf) == 0 && head[0] >= 20 && head[0] <= 23 && head[1] == 3) {
+		/* A TLS connection met past its start (opened before the window): no handshake of its to follow. */
+		fresh.state = WIRE_DONE;
 	}
 	bpf_map_update_elem(&wire_conns, key, &fresh, BPF_ANY);
 	return fresh.state == WIRE_CLIENT_HELLO ? total - part : 0;

@@ -266,6 +266,13 @@ pub struct ProbeArgs {
     /// offered to resume.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "sampled")]
     pub hello_capture: HelloCaptureArg,
+    /// Do not ask JVMs to name their JIT-compiled code (jcmd Compiler.perfmap).
+    ///
+    /// By default a HotSpot JVM among the targets is asked, through its attach mechanism (the one jcmd uses), to
+    /// write /tmp/perf-PID.map before each batch of stacks is named: the names of its JIT-compiled Java methods,
+    /// which place the JDK's own TLS (JSSE) in its stages. A JVM without an attach listener starts one.
+    #[arg(long)]
+    pub no_jvm_perf_map: bool,
     /// Count handshakes from the targets' sockets alone, without stage probes.
     ///
     /// Every --pid and --comm target is counted from the wire, as a process whose TLS code tlsprof cannot probe

@@ -262,6 +262,7 @@ fn attach_options(p: ProbeArgs) -> Result<AttachOptions> {
         stack_bytes: p.stack_bytes,
         kernel_stacks: p.kernel,
         wire_only: p.wire_only,
+        jvm_perf_maps: !p.no_jvm_perf_map,
     })
 }
 

@@ -111,6 +111,7 @@ fn a_family_from_outside_is_detected_and_probed() {
             stack_bytes: 8,
             kernel_stacks: false,
             wire_only: false,
+            jvm_perf_maps: false,
         },
         max_overhead_pct: 100.0,
     };

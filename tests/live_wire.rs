@@ -19,13 +19,23 @@ struct Made {
 }
 
 /// Every kind of handshake a server meets, against `port`: 100 TLS 1.3 connections from 10 clients resuming
-/// their sessions, 60 over TLS 1.2, `s_time -new -www /` full handshakes for `secs` (each reads its response: the server completes every one), and 30 clients that leave after
-/// the server's flight.
+/// their sessions, 60 over TLS 1.2, `s_time -new -www /` full handshakes for `secs` (each reads its response:
+/// the server completes every one), and 30 clients that leave after the server's flight; and beside them
+/// all, 100 connections of bytes that look like TLS and are not (examples/hostile_wire_client.py: random
+/// bytes, ClientHellos cut anywhere, records that claim more than comes), none of them a handshake.
 fn drive(port: u16, secs: u32) -> Made {
+    let hostile = std::thread::spawn(move || {
+        python_client(
+            "hostile_wire_client.py",
+            &["--port", &port.to_string(), "--count", "100"],
+        )
+    });
     let (tls13, tls12) = (resume_clients(port, 100, "1.3"), resume_clients(port, 60, "1.2"));
     let full = s_time_new_www(port, secs, "/");
     let left = python_client("abandon_client.py", &["--port", &port.to_string(), "--count", "30"]);
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    let hostile = hostile.join().unwrap();
+    assert_eq!(n(&hostile, "connections"), 100, "{hostile}");
     Made {
         connections: n(&tls13, "connections") + n(&tls12, "connections") + full,
         resumed: n(&tls13, "reused") + n(&tls12, "reused"),
@@ -189,8 +199,8 @@ fn nginx_wire_only_default_budget_estimates_hold_the_clients_counts() {
     assert!(summary.contains("estimated from"), "{summary}");
 }
 
-/// The JDK's own TLS (JSSE in JIT-compiled Java, no native TLS library): refused before, now counted from
-/// its sockets exactly as its clients saw it.
+/// The JDK's own TLS (JSSE in JIT-compiled Java, no native TLS library): counted from its sockets exactly as
+/// its clients saw it.
 #[test]
 fn jdk_https_server_is_counted_from_the_wire() {
     if !require_root("jdk_https_server_is_counted_from_the_wire") {
@@ -200,7 +210,8 @@ fn jdk_https_server_is_counted_from_the_wire() {
     let store = java_keystore(&scratch, "ec.p12", &["-keyalg", "EC", "-groupname", "secp256r1"]);
     let (server, port) = start_java_server(&scratch, &store, &[]);
     let pid = server.pid().to_string();
-    let (made, summary, r, log) = record_driven(&["--pid", &pid], port, 3, &scratch);
+    // Its JIT code left unnamed: no frame tells its TLS CPU (tests/live_java.rs asks the JVM for names).
+    let (made, summary, r, log) = record_driven(&["--pid", &pid, "--no-jvm-perf-map"], port, 3, &scratch);
     assert_from_the_wire(&r, &made, &summary);
     assert!(log.contains("has no TLS code tlsprof can probe"), "{log}");
 }

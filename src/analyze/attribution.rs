@@ -5,14 +5,15 @@
 //!
 //! A sample the probes placed (one with a stage path) counts in the innermost stage of its path; one taken
 //! while they were detached, in the innermost probed stage function its frames name; else, when the record
-//! layer was not probed, in its innermost record-layer frame (SSL_read, SSL_write, ...). Its cause: the rule
-//! of analyze/causes.rs.
+//! layer was not probed, in its innermost record-layer frame (SSL_read, SSL_write, ...). A sample of a process
+//! counted from the wire alone counts where its innermost JSSE frame says (catalogue/jsse.rs). Its cause: the
+//! rule of analyze/causes.rs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::causes::{attribute, NamedCause};
 use crate::catalogue::causes::base_name;
-use crate::catalogue::{families, path_stages, Stage};
+use crate::catalogue::{families, jsse, path_stages, Stage};
 use crate::model::{Recording, Sample};
 
 /// Where one CPU sample counts.
@@ -62,6 +63,9 @@ impl<'a> Attribution<'a> {
 
 /// Finds the stage a CPU sample counts in, probed or not.
 struct Stager<'a> {
+    /// Processes counted from the wire alone: their samples are placed by the frames of the JDK's own TLS
+    /// (catalogue/jsse.rs), nothing of theirs being probed.
+    from_frames: HashSet<u32>,
     /// The probed stage functions and the frames that stand for them, by name: they place the samples taken
     /// while the probes were detached; empty when the probes were attached throughout (a sample outside
     /// every stage path was then outside every stage).
@@ -89,6 +93,7 @@ impl<'a> Stager<'a> {
             families.iter().flat_map(|f| f.record_layer()).copied().collect()
         };
         Stager {
+            from_frames: rec.targets.iter().filter(|t| t.wire_only).map(|t| t.pid).collect(),
             functions,
             record_layer,
         }
@@ -101,6 +106,9 @@ impl<'a> Stager<'a> {
     fn stage_frame(&self, rec: &Recording, s: &Sample) -> Option<(Stage, usize)> {
         if !s.path.is_empty() {
             return probed(rec, s);
+        }
+        if self.from_frames.contains(&s.pid) {
+            return jsse_frame(s);
         }
         self.by_name(s).or_else(|| self.record_layer(s))
     }
@@ -126,6 +134,15 @@ impl<'a> Stager<'a> {
             Some((stage, index))
         })
     }
+}
+
+/// The innermost frame of JSSE code a row of catalogue/jsse.rs names, and its stage.
+fn jsse_frame(s: &Sample) -> Option<(Stage, usize)> {
+    s.frames
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(index, f)| jsse::stage_of(f).map(|stage| (stage, index)))
 }
 
 /// The innermost stage frame the probes recorded, tagged ` [stage]`; None for a sample taken outside every

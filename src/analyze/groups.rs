@@ -185,7 +185,8 @@ impl TargetGroup<'_> {
     /// The whole recording's share is the one measured in the probe windows (the report's TLS CPU line); a
     /// group's, its estimated TLS CPU over its CPU (the Processes section's figures).
     fn tls_share(&self, s: &Summary, whole: bool) -> (Option<f64>, Option<[f64; 2]>) {
-        if whole {
+        // A process counted from the wire alone has only its own figure, from its samples.
+        if whole && !self.members.iter().any(|t| t.target.wire_only) {
             return (s.tls_share, None);
         }
         let cpu_ms: f64 = self.members.iter().map(|t| t.target.process_cpu_ms).sum();

@@ -5,6 +5,7 @@
 
 pub mod causes;
 pub mod families;
+pub mod jsse;
 pub mod servers;
 
 pub use crate::boundary::Stage;

@@ -146,6 +146,10 @@ pub struct Target {
     /// It runs no TLS code tlsprof can probe: its handshakes were counted from its sockets alone.
     #[serde(default)]
     pub wire_only: bool,
+    /// A JVM whose JIT-compiled code keeps no frame pointers (no -XX:+PreserveFramePointer): its stacks stop
+    /// at their first Java frame.
+    #[serde(default)]
+    pub jit_stacks_cut: bool,
     /// The processes this target stands for: 1, or more where a report folds those of one program that
     /// started during the recording into one (Recording::fold_started).
     #[serde(default = "one")]

@@ -77,6 +77,7 @@ fn nginx() -> Target {
         parent: None,
         exited: false,
         wire_only: false,
+        jit_stacks_cut: false,
         processes: 1,
     }
 }

@@ -37,9 +37,13 @@ pub fn styled_lines(analysis: &Analysis) -> Vec<Line> {
 /// and resumed handshake (as the probes saw them), and, where it fits, its top stage with its share of the
 /// group's TLS CPU.
 fn group_line(g: &GroupFigures, with_top_stage: bool) -> Line {
-    let tls = match g.wire_only {
-        true => Some("from the wire, TLS CPU not seen".to_string()),
-        false => g.tls_share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share)),
+    let tls = match (g.wire_only, g.tls_share) {
+        (true, Some(share)) => Some(format!(
+            "from the wire, TLS ≈{:.0}% of CPU by its frames",
+            100.0 * share
+        )),
+        (true, None) => Some("from the wire, TLS CPU not seen".to_string()),
+        (false, share) => share.map(|share| format!("TLS {:.0}% of CPU", 100.0 * share)),
     };
     let mut parts = Vec::new();
     if let Some(rate) = g.rate_per_s {

@@ -37,6 +37,8 @@ pub struct AttachOptions {
     pub kernel_stacks: bool,
     /// Count every target's handshakes from its sockets alone (--wire-only): no stage probes.
     pub wire_only: bool,
+    /// Ask the HotSpot JVMs among the targets for their perf maps (not --no-jvm-perf-map).
+    pub jvm_perf_maps: bool,
 }
 
 pub struct RecordOptions {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::attribution::Attribution;
+use super::causes::CauseCounts;
 use super::estimate::{self, Estimate};
 use crate::catalogue::Stage;
 use crate::model::untrusted::Printable;
@@ -244,8 +245,44 @@ impl Core {
     }
 }
 
+/// A process counted from the wire alone has no probed stages: those its frames name (JSSE) are estimated
+/// from its samples, beside the probed ones (`stages`).
+fn add_framed_stages(
+    stages: &mut Vec<StageSummary>,
+    stage_samples: &BTreeMap<Stage, CauseCounts>,
+    samples: u64,
+    own_ms: f64,
+) {
+    for (&stage, counts) in stage_samples {
+        if !stages.iter().any(|st| st.name == stage) {
+            let share = (counts.samples + counts.probe_samples) as f64 / samples.max(1) as f64;
+            stages.push(sampled_stage(stage, share, samples, own_ms));
+        }
+    }
+}
+
+/// A process counted from the wire alone: the share of its CPU samples that its frames place in a
+/// handshake stage (JSSE), as CPU with its interval, and the same per stage; None when none is placed.
+fn sampled_tls(attribution: &Attribution, t: &Target) -> Option<(Estimate, Vec<(Stage, f64)>)> {
+    let mut n = 0u64;
+    let mut by_stage: BTreeMap<Stage, u64> = BTreeMap::new();
+    for (s, place) in attribution.samples().filter(|(s, _)| s.pid == t.pid) {
+        n += s.count;
+        if let Some(p) = place.filter(|p| !matches!(p.stage, Stage::Read | Stage::Write)) {
+            *by_stage.entry(p.stage).or_default() += s.count;
+        }
+    }
+    let k: u64 = by_stage.values().sum();
+    let cpu = t.process_cpu_ms;
+    let stages = by_stage
+        .into_iter()
+        .map(|(stage, samples)| (stage, cpu * samples as f64 / n as f64))
+        .collect();
+    (k > 0).then(|| (estimate::sampled_share(k as f64, n as f64, cpu), stages))
+}
+
 /// Each target with its part of the handshakes and TLS CPU, when the recording tells processes apart.
-fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
+fn target_figures(rec: &Recording, whole: &Core, attribution: &Attribution) -> Vec<TargetSummary> {
     let attributed = rec.handshakes.iter().all(|g| g.pid.is_some());
     rec.targets
         .iter()
@@ -260,15 +297,22 @@ fn target_figures(rec: &Recording, whole: &Core) -> Vec<TargetSummary> {
             };
             let hs = &core.totals;
             let stages = probed_stages(part, &core.windows, hs.total_estimate.relative_error());
+            // A process counted from the wire alone: its TLS CPU is what its frames show, if they name it.
+            let (tls, stage_self_ms) = match t.wire_only {
+                true => sampled_tls(attribution, t).map_or((None, Vec::new()), |(e, st)| (Some(e), st)),
+                false => (
+                    Some(core.tls.scaled(1e-6)),
+                    stages.iter().map(|st| (st.name, st.self_cpu_ms)).collect(),
+                ),
+            };
             TargetSummary {
                 target: t.clone(),
                 handshakes: attributed.then_some(hs.total),
                 handshakes_ci95: attributed.then_some(hs.total_ci95),
                 observed_handshakes: attributed.then_some(hs.observed.total),
-                // A process counted from the wire alone: its TLS code ran unseen.
-                tls_cpu_ms: (attributed && !t.wire_only).then_some(core.tls.value / 1e6),
-                tls_cpu_ms_ci95: (attributed && !t.wire_only).then_some(core.tls.scaled(1e-6).ci95),
-                stage_self_ms: stages.iter().map(|st| (st.name, st.self_cpu_ms)).collect(),
+                tls_cpu_ms: tls.as_ref().filter(|_| attributed).map(|e| e.value),
+                tls_cpu_ms_ci95: tls.as_ref().filter(|_| attributed).map(|e| e.ci95),
+                stage_self_ms,
             }
         })
         .collect()
@@ -309,7 +353,8 @@ impl Summary {
 
 pub fn summarize(rec: &Recording) -> Summary {
     let core = Core::of(rec);
-    let targets = target_figures(rec, &core);
+    let attribution = Attribution::of(rec);
+    let targets = target_figures(rec, &core, &attribution);
     let Core {
         process_cpu_ms,
         probed_cpu_ms,
@@ -321,7 +366,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         tls,
     } = core;
     let samples: u64 = rec.samples.iter().map(|s| s.count).sum();
-    let attribution = Attribution::of(rec);
     let stage_samples = causes_by_stage(&attribution);
     let record_layer = record_layer_sampled(&stage_samples, samples);
     let rel = totals.total_estimate.relative_error();
@@ -331,6 +375,9 @@ pub fn summarize(rec: &Recording) -> Summary {
         for (stage, share) in [(Stage::Read, record_layer.read), (Stage::Write, record_layer.write)] {
             stages.push(sampled_stage(stage, share, samples, own_ms));
         }
+    }
+    if rec.targets.iter().any(|t| t.wire_only) && rec.sample_freq_hz > 0 {
+        add_framed_stages(&mut stages, &stage_samples, samples, process_cpu_ms - probe_overhead_ms);
     }
     add_causes(&mut stages, stage_samples);
     let observed_tls_ms = ms(observed_tls_ns);

@@ -250,7 +250,18 @@ fn abandoned_line(s: &Summary) -> Option<String> {
 
 fn tls_cpu_line(s: &Summary) -> String {
     let (tls_ms, proc_ms) = (s.tls_cpu_ms, s.probed_cpu_ms);
-    let wire_only: Vec<String> = s.wire_only().map(target_label).collect();
+    // A process counted from the wire alone: its TLS CPU as its frames place its samples (JSSE), if they do.
+    let wire_only: Vec<String> = s
+        .wire_only()
+        .map(|t| match (t.tls_cpu_ms, t.tls_cpu_ms_ci95) {
+            (Some(ms), Some(ci)) => format!(
+                "{} (≈ {} ms by the frames of its samples)",
+                target_label(t),
+                interval(ms, ci, 1)
+            ),
+            _ => format!("{} (not seen)", target_label(t)),
+        })
+        .collect();
     let unseen = match wire_only.len() {
         0 => String::new(),
         _ => format!(
@@ -462,11 +473,18 @@ fn naming_lines(s: &Summary) -> Vec<String> {
     let unnamed = s.unnamed_files.iter().map(|u| unnamed_file_line(u, s.samples));
     let jit = s.stacks.unnamed_jit.iter().map(|(pid, comm)| {
         format!(
-            "JIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions",
+            "JIT frames of {} (pid {pid}) have no names: start it with --perf-basic-prof (Node.js) to see JavaScript functions; a JVM is asked for them unless --no-jvm-perf-map",
             Printable(comm)
         )
     });
-    named.chain(unnamed).chain(jit).collect()
+    let cut = s.targets.iter().filter(|t| t.target.jit_stacks_cut).map(|t| {
+        format!(
+            "{}: its JIT-compiled code keeps no frame pointers, so its stacks stop at their first Java frame and \
+             a sample is placed by that frame alone: start it with -XX:+PreserveFramePointer for whole stacks",
+            target_label(t)
+        )
+    });
+    named.chain(unnamed).chain(jit).chain(cut).collect()
 }
 
 /// A file frames stayed unnamed in: how many samples it leaves unnamed, why, and what would name them.

@@ -5,6 +5,7 @@
 use super::{families_of, pct};
 use crate::analyze::causes::{Cause, FrameCount};
 use crate::analyze::Summary;
+use crate::catalogue::Stage;
 use crate::output::styled::{bar, Line, Tone};
 
 /// Cells a bar of all the TLS CPU would take: a table row and its bar stay within 100 columns.
@@ -46,10 +47,14 @@ pub fn table(s: &Summary) -> Vec<Line> {
                 format!(" {}", bar(pct(st.self_cpu_ms, tls_ms) / 100.0, BAR_CELLS)).trim_end(),
             ),
             _ => Line::row(format!(
-                "{:<14}{:>11.1}{:>10.1}   (sampled: record-layer frames in CPU samples; --all-probes counts calls)",
+                "{:<14}{:>11.1}{:>10.1}   (sampled: {})",
                 st.name.name(),
                 st.cpu_ms,
-                half
+                half,
+                match st.name {
+                    Stage::Read | Stage::Write => "record-layer frames in CPU samples; --all-probes counts calls",
+                    _ => "its frames in CPU samples of processes counted from the wire",
+                }
             )),
         };
         out.push(row);

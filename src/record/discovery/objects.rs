@@ -467,6 +467,36 @@ fn contains(path: &Path, marker: &[u8]) -> bool {
     found
 }
 
+/// Names a file that defines TLS functions of a known family carries in its symbol tables: BoringSSL, AWS-LC
+/// and OpenSSL export or list SSL_do_handshake; rustls' mangled names carry its crate's.
+const TLS_SYMBOL_MARKERS: [&[u8]; 2] = [b"SSL_do_handshake\0", b"rustls"];
+
+/// Whether a mapped file of no TLS library's name may hold TLS code of a known family: its symbol tables
+/// (.dynstr, .strtab) name one of TLS_SYMBOL_MARKERS, or its read-only data holds a BoringSSL source file's
+/// name (a stripped BoringSSL, located by its error sites). A first look that reads those sections alone, for
+/// the many files a process maps (a JVM's dozens of libraries) before the families' own look, which reads every
+/// symbol. A file that does not parse as an object holds none.
+pub fn may_hold_tls(path: &Path) -> bool {
+    use object::{Object, ObjectSection};
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let cache = object::ReadCache::new(file);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return false;
+    };
+    obj.sections().any(|section| {
+        let markers: &[&[u8]] = match section.name() {
+            Ok(".dynstr" | ".strtab") => &TLS_SYMBOL_MARKERS,
+            Ok(".rodata") => &[error_sites::MARKER],
+            _ => return false,
+        };
+        section
+            .data()
+            .is_ok_and(|data| markers.iter().any(|m| memchr::memmem::find(data, m).is_some()))
+    })
+}
+
 /// The TLS libraries tlsprof does not profile yet that the file carries, named with their versions where
 /// the file gives them ("rustls 0.23.46").
 pub fn unsupported_in(path: &Path) -> Vec<String> {

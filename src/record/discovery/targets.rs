@@ -346,17 +346,29 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
     })
 }
 
-/// Files worth inspecting for TLS code: the executable itself (static OpenSSL, app glue, Go) and the shared
-/// libraries whose file names start with one of `library_names` (the families' Family::library_names). One
-/// mapping per file, the one at the lowest file offset.
-pub fn candidate_objects(maps: &[Mapping], exe_inode: Option<u64>, library_names: &[&str]) -> Vec<Mapping> {
-    let mut out: Vec<Mapping> = Vec::new();
+/// Files worth inspecting for TLS code: the executable itself (static OpenSSL, app glue, Go), the shared
+/// libraries whose file names start with one of `library_names` (the families' Family::library_names), and
+/// any other file mapped executable that `other` takes (objects::may_hold_tls: netty-tcnative's BoringSSL,
+/// extracted under a name of its own). One mapping per file, the one at the lowest file offset.
+pub fn candidate_objects(
+    maps: &[Mapping],
+    exe_inode: Option<u64>,
+    library_names: &[&str],
+    mut other: impl FnMut(&Mapping) -> bool,
+) -> Vec<Mapping> {
+    let mut files: Vec<(&str, u64)> = Vec::new();
     for m in maps {
-        let name = m.display_path().rsplit('/').next().unwrap_or("");
-        let tls_lib = library_names.iter().any(|prefix| name.starts_with(prefix));
-        if !(tls_lib || Some(m.inode) == exe_inode) {
+        if files.contains(&(m.dev.as_str(), m.inode)) {
             continue;
         }
+        let name = m.display_path().rsplit('/').next().unwrap_or("");
+        let tls_lib = library_names.iter().any(|prefix| name.starts_with(prefix));
+        if tls_lib || Some(m.inode) == exe_inode || (m.executable && other(m)) {
+            files.push((m.dev.as_str(), m.inode));
+        }
+    }
+    let mut out: Vec<Mapping> = Vec::new();
+    for m in maps.iter().filter(|m| files.contains(&(m.dev.as_str(), m.inode))) {
         match out.iter_mut().find(|o| o.inode == m.inode && o.dev == m.dev) {
             Some(o) if m.offset < o.offset => *o = m.clone(),
             Some(_) => {}
@@ -443,16 +455,26 @@ mod tests {
     #[test]
     fn candidates_are_exe_and_tls_libraries_once_each() {
         let maps = parse_maps(MAPS);
-        let c = candidate_objects(&maps, Some(1311), &["libssl", "libcrypto"]);
+        let c = candidate_objects(&maps, Some(1311), &["libssl", "libcrypto"], |_| false);
         let names: Vec<_> = c.iter().map(|m| (m.display_path(), m.offset)).collect();
         assert_eq!(
             names,
             vec![("/usr/sbin/nginx", 0), ("/usr/lib/x86_64-linux-gnu/libssl.so.3", 0)]
         );
+
         assert_eq!(
             c[0].open_path(7).to_str().unwrap(),
             "/proc/7/map_files/55d0a0a00000-55d0a0a2c000"
         );
+        // A file of another name that the first look takes, asked once, for its executable mapping.
+        let mut asked = Vec::new();
+        let c = candidate_objects(&maps, None, &[], |m| {
+            asked.push(m.inode);
+            m.inode == 2222
+        });
+        assert_eq!(asked, vec![1311, 2222, 3333]);
+        let names: Vec<_> = c.iter().map(|m| (m.display_path(), m.offset)).collect();
+        assert_eq!(names, vec![("/usr/lib/x86_64-linux-gnu/libssl.so.3", 0)]);
     }
 
     proptest::proptest! {
@@ -468,7 +490,7 @@ mod tests {
             proptest::prop_assert!(s.is_some_and(|s| s.start_ticks == 123456 && s.comm == comm));
             for m in parse_maps(&maps_line) {
                 mapping_for(std::slice::from_ref(&m), m.start);
-                candidate_objects(&[m], Some(0), &["libssl"]);
+                candidate_objects(&[m], Some(0), &["libssl"], |_| false);
             }
         }
     }

@@ -105,9 +105,7 @@ impl HelloWindows {
             return Ok(false);
         }
         if !self.schedule.due(self.links.is_some(), probes_live, made, now) {
-            if let Some(links) = self.links.take() {
-                self.closing = Some(std::thread::spawn(move || detach(links)));
-            }
+            self.pause();
         } else if self.links.is_none() {
             // Never attached twice at once: each program would run twice on every call.
             if let Some(closing) = self.closing.take() {
@@ -118,6 +116,17 @@ impl HelloWindows {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The probes pause: a sampled window closes with them (off the session's thread); --hello-capture
+    /// always keeps its programs, which the probe epoch stills until the probes resume.
+    pub fn pause(&mut self) {
+        if self.schedule.mode == HelloCapture::Always {
+            return;
+        }
+        if let Some(links) = self.links.take() {
+            self.closing = Some(std::thread::spawn(move || detach(links)));
+        }
     }
 
     /// Removes the programs, and waits until they are gone.

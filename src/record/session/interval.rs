@@ -13,6 +13,7 @@ use super::{slice_ms, Session};
 use crate::model::{Hits, Lost, OwnPrograms, ProbeWindow, Probing, Recording, Target, TrapSamples};
 use crate::record::duty::steal::{self, Slices};
 use crate::record::duty::windows::TreeSeen;
+use crate::record::stacks::jvm;
 
 pub struct Interval {
     start: Instant,
@@ -186,6 +187,11 @@ impl Interval {
                 parent: t.parent,
                 exited: !p.alive(),
                 wire_only: session.targets.wire_only.contains(&pid),
+                jit_stacks_cut: session
+                    .targets
+                    .maps
+                    .get(&pid)
+                    .is_some_and(|maps| jvm::jit_stacks_cut(pid, maps)),
                 processes: 1,
             });
         }

@@ -33,6 +33,7 @@ use super::kernel::bpf::types::tlsprof_stat;
 use super::kernel::probes::{self, TargetSet};
 use super::kernel::programs::{self, Programs, TargetCounters};
 use super::kernel::{calibrate, privileges};
+use super::stacks::jvm;
 use super::stacks::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::RecordOptions;
@@ -177,6 +178,7 @@ impl<'obj, 'o> Session<'obj, 'o> {
             opts.attach.kernel_stacks,
             traps,
             targets.maps.clone(),
+            opts.attach.jvm_perf_maps,
         );
         let events = Events::new(&programs)?;
         probes::open_window(&mut programs.skel)?;
@@ -335,6 +337,11 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     parent: t.parent,
                     exited,
                     wire_only: self.targets.wire_only.contains(&pid),
+                    jit_stacks_cut: self
+                        .targets
+                        .maps
+                        .get(&pid)
+                        .is_some_and(|maps| jvm::jit_stacks_cut(pid, maps)),
                     processes: 1,
                 }
             })

@@ -31,7 +31,7 @@ impl Session<'_, '_> {
         self.drain()?;
         self.close_window(&at, read_tree(&self.programs)?);
         self.handshakes.forget_pending_hellos();
-        self.hello.close();
+        self.hello.pause();
         Ok(())
     }
 

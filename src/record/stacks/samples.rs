@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::debuginfo::DebugFinder;
+use super::jvm::{self, PerfMapRequests};
 use super::stack_tree::{self, StackTree};
 use super::symbolize::FrameSymbolizer;
 use super::unwind::{self, ProcessUnwinder, SectionCache};
@@ -122,20 +123,37 @@ pub struct SampleAggregator {
     /// Tells the samples taken in the probes' traps and counts the trap sampler's; None when the kernel hides
     /// its symbols.
     pub traps: Option<ProbeTraps>,
+    /// The JVMs asked for their perf maps before each batch of stacks is named; None when not to ask.
+    jvms: Option<PerfMapRequests>,
+}
+
+/// The processes among `maps` that run HotSpot.
+fn hotspot_pids(maps: &HashMap<u32, Vec<Mapping>>) -> Vec<u32> {
+    maps.iter()
+        .filter(|(_, m)| jvm::is_hotspot(m))
+        .map(|(&pid, _)| pid)
+        .collect()
 }
 
 impl SampleAggregator {
+    /// `ask_jvms`: ask the HotSpot JVMs among the targets for names of their JIT-compiled code (jvm.rs).
     pub fn new(
         call_graph: tlsprof_call_graph,
         kernel_frames: bool,
         traps: Option<ProbeTraps>,
         maps: HashMap<u32, Vec<Mapping>>,
+        ask_jvms: bool,
     ) -> Self {
         let mut debug = DebugFinder::start();
         for (&pid, maps) in &maps {
             ask_for_files(&mut debug, pid, maps);
         }
+        let mut jvms = ask_jvms.then(PerfMapRequests::default);
+        if let Some(j) = &mut jvms {
+            j.refresh(&hotspot_pids(&maps));
+        }
         SampleAggregator {
+            jvms,
             debug: Some(debug),
             call_graph,
             maps,
@@ -159,6 +177,9 @@ impl SampleAggregator {
     pub fn add_process(&mut self, pid: u32, maps: Vec<Mapping>) {
         if let Some(d) = self.finder() {
             ask_for_files(d, pid, &maps);
+        }
+        if let Some(j) = self.jvms.as_mut().filter(|_| jvm::is_hotspot(&maps)) {
+            j.refresh(&[pid]);
         }
         if let Some(sym) = &mut self.symbolizer {
             sym.add_process(pid, maps.clone());
@@ -322,6 +343,10 @@ impl SampleAggregator {
     /// `before_exec`: a process's mappings to name its stacks against, whatever it maps now.
     fn name_stacks_with(&mut self, functions: &[Function], before_exec: Option<(u32, Vec<Mapping>)>) {
         self.last_named = Instant::now();
+        // This batch is named with the JVMs' maps as they are; the next, with the fresher ones asked for now.
+        if let Some(j) = &mut self.jvms {
+            j.refresh(&hotspot_pids(&self.maps));
+        }
         let debug = &mut self.debug;
         let sym = self.symbolizer.get_or_insert_with(|| {
             let mut sym = FrameSymbolizer::new(&self.maps);
@@ -363,6 +388,10 @@ impl SampleAggregator {
     pub fn finish(mut self, functions: &[Function]) -> NamedSamples {
         if let Some(d) = self.finder() {
             d.wait();
+        }
+        // The last batch with the JVMs' last maps: the code compiled until the end.
+        if let Some(j) = &mut self.jvms {
+            j.ask_now(&hotspot_pids(&self.maps));
         }
         self.take_named(functions)
     }

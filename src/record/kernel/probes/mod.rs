@@ -32,6 +32,9 @@ pub struct TargetSet {
     pub probes: usize,
     /// Files already inspected, by (device, inode): nginx's master and workers share them.
     inspected: HashMap<(String, u64), Option<TlsObject>>,
+    /// Files of no TLS library's name given a first look (objects::may_hold_tls), by (device, inode): whether
+    /// they may hold TLS code, and so are inspected.
+    first_looks: HashMap<(String, u64), bool>,
     /// Each TLS file's entry in `libraries`, by (device, inode): a library replaced on disk keeps its path.
     library_of: HashMap<(String, u64), usize>,
     /// Every process looked at, with or without TLS code: what it ran then, to see it exec.

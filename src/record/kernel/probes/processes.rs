@@ -12,7 +12,7 @@ use super::go_returns::forget_callers;
 use super::{detach, Change, Examined, TargetSet, Wide};
 use crate::catalogue::families::{self, Flavor};
 use crate::model::untrusted::Printable;
-use crate::record::discovery::objects::TlsObject;
+use crate::record::discovery::objects::{self, TlsObject};
 use crate::record::discovery::targets::{self, Mapping, Process, Selection};
 use crate::record::kernel::bpf::types::{file_key, target_state, tlsprof_target_flags as target_flags};
 use crate::record::kernel::bpf::TlsprofSkel;
@@ -200,17 +200,7 @@ impl TargetSet {
 
     fn look_at(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions, look: Look) -> Result<bool> {
         if opts.wire_only {
-            self.examined.insert(
-                p.pid,
-                Examined {
-                    start_ticks: p.start_ticks,
-                    exe: targets::exe_id(p.pid),
-                    tls: true,
-                    at: Instant::now(),
-                },
-            );
-            self.watch_wire_only(skel, p, opts)?;
-            return Ok(true);
+            return self.look_at_wire_only(skel, p, opts);
         }
         // A process looked at before: what it ran then is gone (the Go callers' maps are walked whole: only for
         // one that was probed).
@@ -241,8 +231,7 @@ impl TargetSet {
         let exe = exe_id.map(|(_, ino)| ino);
         let mut found_any = false;
         let mut attached: Vec<TlsObject> = Vec::new();
-        let library_names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
-        let candidates = targets::candidate_objects(&maps, exe, &library_names);
+        let candidates = self.candidates(&maps, exe, p.pid, opts);
         for m in &candidates {
             let key = (m.dev.clone(), m.inode);
             let Some(obj) = self.inspect(m, p.pid, Some(m.inode) == exe, opts) else {
@@ -312,6 +301,37 @@ impl TargetSet {
             let _ = skel.maps.targets.delete(&p.pid.to_ne_bytes());
         }
         Ok(found_any)
+    }
+
+    /// --wire-only: every process looked at is counted from its sockets alone.
+    fn look_at_wire_only(&mut self, skel: &TlsprofSkel, p: &Process, opts: &AttachOptions) -> Result<bool> {
+        self.examined.insert(
+            p.pid,
+            Examined {
+                start_ticks: p.start_ticks,
+                exe: targets::exe_id(p.pid),
+                tls: true,
+                at: Instant::now(),
+            },
+        );
+        self.watch_wire_only(skel, p, opts)?;
+        Ok(true)
+    }
+
+    /// The files of process pid's mappings worth inspecting (targets::candidate_objects); those of no TLS
+    /// library's name after a first look at each (objects::may_hold_tls), once per file.
+    fn candidates(&mut self, maps: &[Mapping], exe: Option<u64>, pid: u32, opts: &AttachOptions) -> Vec<Mapping> {
+        let library_names: Vec<&str> = opts.families.iter().flat_map(|f| f.library_names()).copied().collect();
+        let (inspected, first_looks) = (&self.inspected, &mut self.first_looks);
+        targets::candidate_objects(maps, exe, &library_names, |m| {
+            let key = (m.dev.clone(), m.inode);
+            match inspected.get(&key) {
+                Some(obj) => obj.is_some(),
+                None => *first_looks
+                    .entry(key)
+                    .or_insert_with(|| objects::may_hold_tls(&m.open_path(pid))),
+            }
+        })
     }
 
     /// Makes a process without TLS code tlsprof can probe a target whose handshakes are counted from its
