@@ -101,6 +101,14 @@ fn assert_from_the_wire(r: &Value, made: &Made, summary: &str) {
             .all(|k| k["cipher"].is_string() && (k["resumed"] == true || k["key_exchange"] == "x25519")),
         "{summary}"
     );
+    // A TLS 1.2 server's certificate crosses in the clear: its key is read off it (every server here has an
+    // ECDSA P-256 one); TLS 1.3 encrypts it.
+    let mut full12 = kinds
+        .iter()
+        .filter(|k| k["version"] == "TLSv1.2" && k["resumed"] == false && k["outcome"] == "completed")
+        .peekable();
+    assert!(full12.peek().is_some(), "{summary}");
+    assert!(full12.all(|k| k["certificate_key"] == "ECDSA P-256"), "{summary}");
     let offered: u64 = r["resumption"]
         .as_array()
         .unwrap()

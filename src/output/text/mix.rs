@@ -61,7 +61,7 @@ pub fn lines(s: &Summary) -> Vec<Line> {
         .any(|g| !g.resumed && g.certificate_key.is_none() && g.from_wire)
     {
         out.push(Line::prose(
-            "  (\"certificate key ?\" from the wire: the certificate was not read off the socket)",
+            "  (\"certificate key ?\" from the wire: TLS 1.3 encrypts the certificate; a TLS 1.2 one is read)",
         ));
     }
     if hs

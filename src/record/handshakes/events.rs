@@ -400,10 +400,11 @@ fn classify(e: &handshake_event, hellos: Option<(wire::Hello, Option<wire::Clien
         resumption,
         role,
         resumed,
+        // A signer the probes do not see (Go's crypto.Signer): a TLS 1.2 certificate's key, as the wire read it.
         certificate_key: if resumed {
             None
         } else {
-            anatomy::certificate_key(e.sig_len)
+            anatomy::certificate_key(e.sig_len).or_else(|| hello.certificate_key.clone())
         },
         key_exchange: hello
             .group

@@ -7,3 +7,4 @@ pub(super) mod events;
 pub(super) mod hello;
 pub(super) mod quic;
 pub(super) mod wire;
+pub(super) mod x509;

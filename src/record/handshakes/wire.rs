@@ -3,6 +3,7 @@
 //! the protocol version, cipher suite and key-exchange group the two sides agreed, whatever the TLS library;
 //! and a ClientHello's offer to resume a session.
 
+use super::x509;
 use crate::model::Offer;
 
 /// What the server's first flight says about a handshake.
@@ -18,6 +19,8 @@ pub struct Hello {
     /// TLS 1.2: whether the server's flight went on from its ServerHello with a ChangeCipherSpec (an
     /// abbreviated, resumed handshake) or a Certificate (a full one); None where the bytes do not show.
     pub abbreviated: Option<bool>,
+    /// TLS 1.2: the server certificate's key, from its Certificate message (TLS 1.3 encrypts it).
+    pub certificate_key: Option<String>,
 }
 
 /// What a ClientHello offers to resume with.
@@ -143,7 +146,10 @@ pub fn parse(data: &[u8], body_only: bool) -> Option<Hello> {
                     }
                 }
             }
-            CERTIFICATE => hello.abbreviated = Some(false),
+            CERTIFICATE => {
+                hello.abbreviated = Some(false);
+                hello.certificate_key = x509::first_certificate(m.data).and_then(x509::certificate_key);
+            }
             // TLS 1.2 (EC)DHE: the group is in the ServerKeyExchange.
             SERVER_KEY_EXCHANGE if hello.group.is_none() => {
                 hello.group = match cipher_id.map(cipher_name) {
@@ -375,6 +381,7 @@ pub(super) mod tests {
                 psk: false,
                 session_id: Vec::new(),
                 abbreviated: None,
+                certificate_key: None,
             }
         );
         assert!(parse(&tls13_server_hello(true), false).unwrap().psk);

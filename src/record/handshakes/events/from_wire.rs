@@ -165,8 +165,8 @@ fn quic_hellos_parsed(server_hello: Option<&[u8]>, client_hello: Option<&[u8]>) 
 
 /// A handshake as the wire showed it: resumed when a TLS 1.3 server accepted a pre-shared key, or a TLS 1.2
 /// one echoed the session ID offered (or, where the ClientHello was not read whole, answered with a
-/// ChangeCipherSpec instead of a certificate). The certificate key is not read (a TLS 1.3 certificate is
-/// encrypted).
+/// ChangeCipherSpec instead of a certificate). The certificate key is a TLS 1.2 server's Certificate's (a TLS
+/// 1.3 certificate is encrypted).
 pub(super) fn classify_wire(
     role: Role,
     completed: bool,
@@ -204,7 +204,7 @@ pub(super) fn classify_wire(
     HandshakeKind {
         role,
         resumed,
-        certificate_key: None,
+        certificate_key: if resumed { None } else { hello.certificate_key.clone() },
         key_exchange: if resumed && hello.version != Some("TLSv1.3") {
             None
         } else {
