@@ -222,6 +222,12 @@ fn jdk_https_server_is_counted_from_the_wire() {
     let (made, summary, r, log) = record_driven(&["--pid", &pid, "--no-jvm-perf-map"], port, 3, &scratch);
     assert_from_the_wire(&r, &made, &summary);
     assert!(log.contains("has no TLS code tlsprof can probe"), "{log}");
+    // Run without -XX:+PreserveFramePointer: the report says what its stacks lack, and how to get it.
+    assert_eq!(r["targets"][0]["jit_stacks_cut"], true, "{summary}");
+    assert!(
+        flowed(&summary).contains("start it with -XX:+PreserveFramePointer"),
+        "{summary}"
+    );
 }
 
 /// A rustls server stripped of its symbols: named on stderr (what it runs), and counted from the wire.

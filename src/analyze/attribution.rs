@@ -55,6 +55,11 @@ impl<'a> Attribution<'a> {
         self.rec.samples.iter().zip(self.places.iter().map(Option::as_ref))
     }
 
+    /// Whether the samples of `pid` are placed by their JSSE frames: a target counted from the wire alone.
+    pub fn from_frames(&self, pid: u32) -> bool {
+        self.rec.targets.iter().any(|t| t.pid == pid && t.wire_only)
+    }
+
     /// The stage each sample counts in.
     pub fn stages(&self) -> Vec<Option<Stage>> {
         self.places.iter().map(|p| p.as_ref().map(|p| p.stage)).collect()
@@ -242,11 +247,26 @@ mod tests {
             ],
         );
         let go_write = sample(vec![], &["main.handler", "crypto/tls.(*Conn).Write", "syscall.write"]);
-        let both = vec![go_read.clone(), go_write];
+        // QUIC's record layer: quic-go protects its 1-RTT packets itself.
+        let quic = "github.com/quic-go/quic-go/internal/handshake.(*updatableAEAD)";
+        let quic_read = sample(
+            vec![],
+            &["quic-go.(*Conn).run", &format!("{quic}.Open"), "crypto/aes.gcm"],
+        );
+        let quic_write = sample(vec![], &["quic-go.(*Conn).run", &format!("{quic}.EncryptHeader")]);
+        let all = vec![go_read.clone(), go_write, quic_read, quic_write];
         // An OpenSSL recording knows only OpenSSL's record layer.
-        assert_eq!(placed(&rec, both.clone()), [None, None]);
+        assert_eq!(placed(&rec, all.clone()), [None, None, None, None]);
         rec.libraries[0].family = "go".into();
-        assert_eq!(placed(&rec, both), [Some((Stage::Read, 1)), Some((Stage::Write, 1))]);
+        assert_eq!(
+            placed(&rec, all),
+            [
+                Some((Stage::Read, 1)),
+                Some((Stage::Write, 1)),
+                Some((Stage::Read, 1)),
+                Some((Stage::Write, 1))
+            ]
+        );
         // Probed with --all-probes: the probes place them, not the frames.
         rec.all_probes = true;
         assert_eq!(placed(&rec, vec![go_read]), [None]);

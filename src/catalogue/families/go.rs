@@ -55,8 +55,29 @@ impl Family for Go {
     fn ml_kem_alone(&self, name: &str) -> bool {
         name.contains("/mlkem.")
     }
+    /// TLS's record layer, and QUIC's: quic-go protects its 1-RTT packets itself (crypto/tls gives it the keys),
+    /// each opened or sealed with its header protection.
     fn record_layer(&self) -> &'static [(&'static str, Stage)] {
-        &[("crypto/tls.(*Conn).Read", Read), ("crypto/tls.(*Conn).Write", Write)]
+        &[
+            ("crypto/tls.(*Conn).Read", Read),
+            ("crypto/tls.(*Conn).Write", Write),
+            (
+                "github.com/quic-go/quic-go/internal/handshake.(*updatableAEAD).Open",
+                Read,
+            ),
+            (
+                "github.com/quic-go/quic-go/internal/handshake.(*updatableAEAD).DecryptHeader",
+                Read,
+            ),
+            (
+                "github.com/quic-go/quic-go/internal/handshake.(*updatableAEAD).Seal",
+                Write,
+            ),
+            (
+                "github.com/quic-go/quic-go/internal/handshake.(*updatableAEAD).EncryptHeader",
+                Write,
+            ),
+        ]
     }
 }
 
