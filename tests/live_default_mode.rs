@@ -24,33 +24,6 @@ fn start(args: &[String]) -> Recorder {
     Recorder::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The estimate of `handshakes.{field}` is right: within `tolerance` of the clients' `truth`, and its interval
-/// contains it.
-fn check_estimate(r: &Value, field: &str, truth: u64, tolerance: f64, summary: &str) {
-    let h = &r["handshakes"];
-    assert_eq!(
-        h["estimated"], true,
-        "the probes were attached throughout: nothing was estimated\n{summary}"
-    );
-    let estimate = f(&h[field]);
-    let ci = &h[format!("{field}_ci95").as_str()];
-    let (lo, hi) = (f(&ci[0]), f(&ci[1]));
-    eprintln!(
-        "{field}: {truth} by the clients; estimated {estimate} [{lo}, {hi}] ({:+.1}%), {} seen in {} windows",
-        100.0 * (estimate / truth as f64 - 1.0),
-        h["observed"][field],
-        r["probing"]["windows"]
-    );
-    assert_estimate(
-        &format!("{field} handshakes"),
-        estimate,
-        [lo, hi],
-        truth,
-        tolerance,
-        summary,
-    );
-}
-
 /// The total is right (see check_estimate), and the rate is the clients' over the recording's time.
 fn check_totals(r: &Value, connections: u64, tolerance: f64, summary: &str) {
     check_estimate(r, "total", connections, tolerance, summary);

@@ -7,6 +7,16 @@
 
 use super::Stage::{self, *};
 
+/// The name a JVM's perf map gives its bytecode interpreter's code: a method not yet compiled runs there,
+/// unnamed.
+pub const INTERPRETED_FRAME: &str = "Interpreter";
+
+/// Whether a frame is the JDK's RSA private-key operation: a server signing with an RSA certificate.
+pub fn signs_with_rsa(frame: &str) -> bool {
+    frame.contains("sun.security.rsa.RSACore.crtCrypt")
+        || frame.contains("sun.security.rsa.RSACore.rsa(byte[], java.security.interfaces.RSAPrivateKey")
+}
+
 /// (class and method prefix, stage).
 pub const FRAMES: &[(&str, Stage)] = &[
     // The handshake's own work: its state machine, messages and extensions.

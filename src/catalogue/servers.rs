@@ -13,6 +13,9 @@ pub enum Server {
     /// A Rust program on rustls, configured through its ServerConfig.
     Rustls,
     Haproxy,
+    /// A JVM: the JDK's own TLS (JSSE) or Netty's native one, configured through system properties, the
+    /// keystore and the SslContext.
+    Java,
     Other,
 }
 
@@ -25,6 +28,7 @@ impl Server {
             Server::Go => "Go",
             Server::Rustls => "rustls",
             Server::Haproxy => "HAProxy",
+            Server::Java => "Java",
             Server::Other => "other programs",
         }
     }
@@ -35,6 +39,7 @@ impl Server {
             "nginx" => Server::Nginx,
             "node" => Server::Node,
             "haproxy" => Server::Haproxy,
+            "java" => Server::Java,
             _ => Server::Other,
         }
     }

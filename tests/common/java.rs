@@ -35,6 +35,8 @@ pub fn build_java_examples() -> String {
         .arg("-d")
         .arg(&out_dir)
         .arg(repo().join("examples/java/TlsServer.java"))
+        .arg(repo().join("examples/java/TlsClient.java"))
+        .arg(repo().join("examples/java/JsseHandshakes.java"))
         .arg(repo().join("examples/java/NettyTlsServer.java")));
     assert!(out.status.success(), "javac: {}", String::from_utf8_lossy(&out.stderr));
     format!("{}:{libraries}", out_dir.display())
@@ -120,4 +122,19 @@ fn start_java_class(scratch: &Scratch, jvm_args: &[&str], class: &str, args: &[&
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("{class} printed {line:?}"));
     (Running(child), port)
+}
+
+/// A class of examples/java run with `jvm_args` and `args`, its standard input and output piped: a client or
+/// fixture that waits for a line before it starts.
+pub fn spawn_java_class_piped(jvm_args: &[&str], class: &str, args: &[&str]) -> std::process::Child {
+    Command::new("java")
+        .args(jvm_args)
+        .arg("-cp")
+        .arg(build_java_examples())
+        .arg(class)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("java (OpenJDK 17)")
 }

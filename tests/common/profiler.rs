@@ -296,6 +296,33 @@ pub fn assert_estimate(what: &str, estimate: f64, [lo, hi]: [f64; 2], truth: u64
     );
 }
 
+/// The estimate of `handshakes.{field}` is right: within `tolerance` of the clients' `truth`, and its interval
+/// contains it.
+pub fn check_estimate(r: &Value, field: &str, truth: u64, tolerance: f64, summary: &str) {
+    let h = &r["handshakes"];
+    assert_eq!(
+        h["estimated"], true,
+        "the probes were attached throughout: nothing was estimated\n{summary}"
+    );
+    let estimate = f(&h[field]);
+    let ci = &h[format!("{field}_ci95").as_str()];
+    let (lo, hi) = (f(&ci[0]), f(&ci[1]));
+    eprintln!(
+        "{field}: {truth} by the clients; estimated {estimate} [{lo}, {hi}] ({:+.1}%), {} seen in {} windows",
+        100.0 * (estimate / truth as f64 - 1.0),
+        h["observed"][field],
+        r["probing"]["windows"]
+    );
+    assert_estimate(
+        &format!("{field} handshakes"),
+        estimate,
+        [lo, hi],
+        truth,
+        tolerance,
+        summary,
+    );
+}
+
 /// A sample's value summed over its label sets, from a scrape of tlsprof itself.
 pub fn scraped(metrics: &str, name: &str) -> f64 {
     metrics

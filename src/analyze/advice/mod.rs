@@ -9,7 +9,7 @@ use super::causes::{Cause, CauseSummary};
 use super::{StageSummary, Summary};
 use crate::catalogue::families;
 use crate::catalogue::servers::Server;
-use crate::catalogue::Stage;
+use crate::catalogue::{jsse, Stage};
 use crate::model::speed_ops as speed;
 use crate::model::{CpuHistogram, HandshakeGroup, Recording, Role, Target};
 use wording::Phrase;
@@ -102,8 +102,12 @@ struct Context<'a> {
     summary: &'a Summary,
     /// The targets' kinds, each once, in `Server` order.
     kinds: Vec<Server>,
-    /// TLS CPU as the probes saw it, in ns: what shares of TLS CPU are of.
+    /// TLS CPU as the probes saw it, in ns: what shares of TLS CPU are of. Where every target was counted
+    /// from the wire alone, what their frames show (JSSE).
     tls_ns: f64,
+    /// Every target counted from the wire alone: stage CPU is what the frames of its samples show, and no
+    /// handshake has a CPU of its own.
+    by_frames: bool,
 }
 
 impl<'a> Context<'a> {
@@ -114,11 +118,17 @@ impl<'a> Context<'a> {
         if kinds.is_empty() {
             kinds.push(Server::Other);
         }
+        let by_frames = !summary.targets.is_empty() && summary.targets.iter().all(|t| t.target.wire_only);
+        let tls_ns = match by_frames {
+            true => summary.wire_only().filter_map(|t| t.tls_cpu_ms).sum::<f64>() * 1e6,
+            false => summary.observed_tls_cpu_ms * 1e6,
+        };
         Context {
             rec,
             summary,
             kinds,
-            tls_ns: summary.observed_tls_cpu_ms * 1e6,
+            tls_ns,
+            by_frames,
         }
     }
 
@@ -133,8 +143,23 @@ impl<'a> Context<'a> {
         self.summary
             .stages
             .iter()
-            .find(|s| s.name == stage && !s.sampled)
+            .find(|s| s.name == stage && (!s.sampled || self.by_frames && !matches!(stage, Stage::Read | Stage::Write)))
             .map_or(0.0, |s| s.self_ns as f64)
+    }
+
+    /// The certificate key of a role's full handshakes as the wire named it; else, for a JVM's server whose
+    /// samples show it signing with an RSA private key, "RSA" (the wire does not show a TLS 1.3 certificate).
+    fn certificate_key(&self, role: Role) -> Option<String> {
+        self.most_common(role, |g| g.kind.certificate_key.as_ref()).or_else(|| {
+            let rsa = self.by_frames
+                && role == Role::Server
+                && self
+                    .rec
+                    .samples
+                    .iter()
+                    .any(|s| s.frames.iter().any(|f| jsse::signs_with_rsa(f)));
+            rsa.then(|| "RSA (by its signing frames)".to_string())
+        })
     }
 
     /// The CPU histogram of a role's handshakes, resumed or full or both (None).

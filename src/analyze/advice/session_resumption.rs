@@ -50,10 +50,15 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
     if resumed_share >= LOW_RESUMPTION || clients_offer_and_are_refused(cx) {
         return None;
     }
-    let full_us = full_cpu.mean_ns() / 1e3;
+    // Handshakes counted from the wire have no CPU of their own: the TLS CPU their frames show, shared out.
+    let full_us = match cx.by_frames {
+        true => cx.tls_ns / 1e3 / server_total as f64,
+        false => full_cpu.mean_ns() / 1e3,
+    };
     // A resumed handshake skips the certificate's work: measured here if any were resumed.
     let resumed_cpu = cx.handshakes(Role::Server, Some(true));
-    let saved_us = if resumed_cpu.count > 0 {
+    let measured = resumed_cpu.count > 0 && !cx.by_frames;
+    let saved_us = if measured {
         measured_saving_ns(&full_cpu, &resumed_cpu).map(|ns| ns / 1e3)
     } else {
         Some((cx.stage_self_ns(Stage::Sign) + cx.stage_self_ns(Stage::Verify)) / 1e3 / server_full as f64)
@@ -71,10 +76,10 @@ pub(super) fn advise(cx: &Context) -> Option<Advice> {
             resumed_share * 100.0,
             full_us / 1e3,
             resumed_us / 1e3,
-            if resumed_cpu.count > 0 {
-                ""
-            } else {
-                " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)"
+            match (measured, cx.by_frames) {
+                (true, _) => "",
+                (false, false) => " (derived: no resumed handshake was seen, so a full one less its sign and verify CPU)",
+                (false, true) => " (estimated: the TLS CPU the frames of its samples show over the handshakes counted from the wire, and that less its sign and verify CPU)",
             }
         ),
         change: cx.wording(Phrase::SessionResumption),

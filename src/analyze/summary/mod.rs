@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::attribution::Attribution;
 use super::causes::CauseCounts;
 use super::estimate::{self, Estimate};
-use crate::catalogue::Stage;
+use crate::catalogue::{jsse, Stage};
 use crate::model::untrusted::Printable;
 use crate::model::{CallGraph, Flavor, Hits, Lost, OwnPrograms, Recording, Sample, Symbols, Target, UnnamedFile};
 
@@ -186,7 +186,11 @@ pub struct UnnamedFileSummary {
 
 #[derive(Clone, Debug, Default)]
 pub struct StackSummary {
+    /// Samples in a handshake stage: the probes' and those a wire-only target's frames place.
     pub in_tls: u64,
+    /// Of those its frames place, the samples that ran through interpreted frames inside the stage frame:
+    /// methods the JIT had not compiled yet, which no perf map names.
+    pub framed_interpreted: u64,
     /// Samples whose unwinding reached the root of the stack.
     pub whole: u64,
     pub call_graph: Option<CallGraph>,
@@ -279,6 +283,56 @@ fn sampled_tls(attribution: &Attribution, t: &Target) -> Option<(Estimate, Vec<(
         .map(|(stage, samples)| (stage, cpu * samples as f64 / n as f64))
         .collect();
     (k > 0).then(|| (estimate::sampled_share(k as f64, n as f64, cpu), stages))
+}
+
+/// What the samples' stacks came to: how many are in TLS stages, how deep they reach, what names them.
+fn stack_summary(rec: &Recording, attribution: &Attribution) -> StackSummary {
+    let framed = framed_tls_samples(attribution);
+    StackSummary {
+        in_tls: rec
+            .samples
+            .iter()
+            .filter(|s| !s.path.is_empty())
+            .map(|s| s.count)
+            .sum::<u64>()
+            + framed.placed,
+        framed_interpreted: framed.interpreted,
+        whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),
+        call_graph: Some(rec.call_graph),
+        stack_bytes: rec.stack_bytes,
+        unnamed_jit: rec
+            .unnamed_jit_pids
+            .iter()
+            .map(|&pid| (pid, rec.comm_of(pid).to_string()))
+            .collect(),
+    }
+}
+
+/// The samples of wire-only targets that their frames place in a handshake stage, and how many of them ran
+/// through interpreted frames (a JVM's `Interpreter` region) inside their stage frame.
+struct FramedSamples {
+    placed: u64,
+    interpreted: u64,
+}
+
+fn framed_tls_samples(attribution: &Attribution) -> FramedSamples {
+    let mut framed = FramedSamples {
+        placed: 0,
+        interpreted: 0,
+    };
+    for (s, place) in attribution.samples() {
+        let Some(p) = place.filter(|p| s.path.is_empty() && !matches!(p.stage, Stage::Read | Stage::Write)) else {
+            continue;
+        };
+        if !attribution.from_frames(s.pid) {
+            continue;
+        }
+        framed.placed += s.count;
+        if s.frames[p.stage_frame..].iter().any(|f| f == jsse::INTERPRETED_FRAME) {
+            framed.interpreted += s.count;
+        }
+    }
+    framed
 }
 
 /// Each target with its part of the handshakes and TLS CPU, when the recording tells processes apart.
@@ -449,17 +503,7 @@ pub fn summarize(rec: &Recording) -> Summary {
         record_layer_sampled: record_layer,
         unnamed_files: unnamed_files(rec),
         debug_files: rec.debug_files.clone(),
-        stacks: StackSummary {
-            in_tls: rec.samples.iter().filter(|s| !s.path.is_empty()).map(|s| s.count).sum(),
-            whole: rec.samples.iter().filter(|s| s.complete).map(|s| s.count).sum(),
-            call_graph: Some(rec.call_graph),
-            stack_bytes: rec.stack_bytes,
-            unnamed_jit: rec
-                .unnamed_jit_pids
-                .iter()
-                .map(|&pid| (pid, rec.comm_of(pid).to_string()))
-                .collect(),
-        },
+        stacks: stack_summary(rec, &attribution),
         call_tree: call_tree(rec, &attribution, observed_tls_ns),
         sample_stages: attribution.stages(),
         stages,

@@ -25,6 +25,7 @@ pub fn lines(s: &Summary) -> Vec<Line> {
     out.extend(wire_check_line(s).map(Line::prose));
     out.push(Line::prose(tls_cpu_line(s)));
     out.push(Line::prose(samples_line(s)));
+    out.extend(interpreted_line(s).map(Line::prose));
     out.extend(probe_cost_lines(s).into_iter().map(Line::prose));
     out.extend(own_programs_line(s).map(Line::prose));
     out.push(Line::prose(connection_reuse_line(s)));
@@ -262,6 +263,9 @@ fn tls_cpu_line(s: &Summary) -> String {
             _ => format!("{} (not seen)", target_label(t)),
         })
         .collect();
+    if !wire_only.is_empty() && wire_only.len() == s.targets.len() {
+        return wire_only_tls_cpu_line(s);
+    }
     let unseen = match wire_only.len() {
         0 => String::new(),
         _ => format!(
@@ -271,6 +275,34 @@ fn tls_cpu_line(s: &Summary) -> String {
     };
     let line = tls_cpu_figures(s, tls_ms, proc_ms);
     format!("{line}{unseen}")
+}
+
+/// Every target counted from the wire alone: the TLS CPU is what their frames show.
+fn wire_only_tls_cpu_line(s: &Summary) -> String {
+    let labels: Vec<String> = s.wire_only().map(target_label).collect();
+    let seen: Vec<_> = s
+        .wire_only()
+        .filter_map(|t| t.tls_cpu_ms.zip(t.tls_cpu_ms_ci95))
+        .collect();
+    if seen.is_empty() {
+        return format!(
+            "TLS CPU: not seen: {}, counted from the wire alone (no stage probes), showed no TLS frames",
+            labels.join(", ")
+        );
+    }
+    let ms: f64 = seen.iter().map(|(ms, _)| ms).sum();
+    let ci = [
+        seen.iter().map(|(_, ci)| ci[0]).sum(),
+        seen.iter().map(|(_, ci)| ci[1]).sum(),
+    ];
+    format!(
+        "TLS CPU: ≈ {} ms = {:.1}% of the targets' CPU ({:.1} ms, from their CPU clocks), by the frames of \
+         their samples: {}, counted from the wire alone (no stage probes)",
+        interval(ms, ci, 1),
+        pct(ms, s.process_cpu_ms),
+        s.process_cpu_ms,
+        labels.join(", ")
+    )
 }
 
 fn tls_cpu_figures(s: &Summary, tls_ms: f64, proc_ms: f64) -> String {
@@ -429,6 +461,21 @@ fn samples_line(s: &Summary) -> String {
         st.call_graph.map_or("?".to_string(), |c| format!("{c:?}")),
         st.stack_bytes,
     )
+}
+
+/// How many of the samples placed by their Java frames ran through interpreted ones, which nothing names.
+fn interpreted_line(s: &Summary) -> Option<String> {
+    let st = &s.stacks;
+    (st.framed_interpreted > 0).then(|| {
+        format!(
+            "Interpreted: {} of those samples ({:.1}%) ran through Java methods the JIT had not compiled yet, which \
+             its perf map cannot name: each counts in the stage of the nearest named frame around it, a broader \
+             one where the interpreted method was the stage's own (a signature in the handshake's); a JVM that \
+             has run its handshakes longer has compiled more of them",
+            st.framed_interpreted,
+            pct(st.framed_interpreted as f64, st.in_tls as f64)
+        )
+    })
 }
 
 /// What could not be counted or kept; a warning where figures undercount.

@@ -135,7 +135,7 @@ fn naming_hint(frames: &[FrameCount]) -> String {
         hints.push("[unwind gap]: frames the unwinder lost in assembly without unwind tables".to_string());
     }
     if frames.iter().any(|f| f.name == "[anon]") {
-        hints.push("[anon]: JIT code without a perf map (start Node.js with --perf-basic-prof)".to_string());
+        hints.push("[anon]: JIT code without a perf map (Node.js: start it with --perf-basic-prof; a JVM is asked for one unless --no-jvm-perf-map)".to_string());
     }
     format!("(to name them: {})", hints.join("; "))
 }

@@ -73,6 +73,8 @@ pub struct Asked {
 #[derive(Default)]
 pub struct PerfMapRequests {
     last: HashMap<u32, Instant>,
+    /// When `refresh` last looked at the targets.
+    looked: Option<Instant>,
     /// The JVMs told of on stderr.
     announced: HashSet<u32>,
     running: Option<JoinHandle<()>>,
@@ -80,6 +82,11 @@ pub struct PerfMapRequests {
 }
 
 impl PerfMapRequests {
+    /// Whether PERIOD has passed since the targets were last looked over for JVMs to ask.
+    pub fn due(&self) -> bool {
+        self.looked.is_none_or(|t| t.elapsed() >= PERIOD)
+    }
+
     /// Asks each of `pids` (HotSpot processes) for a fresh map, if the last ask is PERIOD old and none is
     /// under way; returns at once.
     pub fn refresh(&mut self, pids: &[u32]) {
@@ -87,6 +94,7 @@ impl PerfMapRequests {
             return;
         }
         let now = Instant::now();
+        self.looked = Some(now);
         let due: Vec<u32> = pids
             .iter()
             .copied()

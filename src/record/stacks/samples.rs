@@ -328,6 +328,11 @@ impl SampleAggregator {
     /// debug information is still being looked up (for a bounded time): names would change from one batch
     /// to the next.
     pub fn name_when_due(&mut self, functions: &[Function]) {
+        // Fresh JIT maps as the recording goes, not only when a batch is named: a JVM that exits before
+        // the end leaves the last one it wrote, which names the code it compiled until then.
+        if let Some(j) = self.jvms.as_mut().filter(|j| j.due()) {
+            j.refresh(&hotspot_pids(&self.maps));
+        }
         if self.finder().is_some_and(|d| d.busy()) {
             return;
         }
