@@ -41,7 +41,7 @@ deb: build
 # Overhead and accuracy against bpftrace and perf in interleaved rounds (nginx, Go, rustls and BoringSSL servers), a
 # 10-minute recording and a 30-minute serve run; writes BENCHMARKS.md.
 bench: build
-	python3 scripts/bench.py --go --rustls --boring --aws-lc
+	python3 scripts/bench.py --go --rustls --boring --aws-lc --java
 
 lint:
 	$(CARGO) fmt --check

@@ -23,6 +23,7 @@ fn bench_smoke_run_writes_the_tables() {
         .arg("--rustls")
         .arg("--boring")
         .arg("--aws-lc")
+        .arg("--java")
         .arg("--output")
         .arg(&output)
         .arg("--tlsprof")
@@ -51,6 +52,7 @@ fn bench_smoke_run_writes_the_tables() {
         "## Overhead: full handshakes on a BoringSSL server",
         "## Overhead: full handshakes on nginx built against AWS-LC",
         "## Accuracy: CPU per operation",
+        "## Accuracy: the JDK's TLS by its frames",
         "## Attach and report time",
         "## Connection counter (accept/accept4/connect tracepoints)",
         "## Continuous mode (serve, 0.5 minutes)",

@@ -12,7 +12,7 @@ from . import bpfstats
 from .common import REPO, BenchError, Interrupted, log
 from .processes import ignore_stop_signals, raise_on_stop_signals, stop_all_children
 from .profilers import CONDITIONS, DEFAULT_CONDITIONS
-from . import starts, top, wire
+from . import java, starts, top, wire
 from .render import render, render_section, splice
 from .runner import Bench
 from .settings import DEFAULTS, SMOKE
@@ -72,6 +72,12 @@ def parse_args(argv):
                    help="measure only what counting handshakes from the wire costs (the socket programs, on one nginx "
                         "worker under keep-alive requests and full handshakes; --rounds rounds, 2 with --smoke) and "
                         "write that section into the --output file, its other sections as they were")
+    p.add_argument("--java", action="store_true",
+                   help="also measure the JDK's own TLS by its frames: its fixture (examples/java/JsseHandshakes.java) "
+                        "per certificate key, and a JDK HttpsServer counted in default mode (needs a JDK)")
+    p.add_argument("--java-only-bench", action="store_true",
+                   help="measure only the JDK's TLS (as --java; --rounds rounds, 1 with --smoke) and write that section "
+                        "into the --output file, its other sections as they were")
     p.add_argument("--smoke", action="store_true",
                    help=f"test-sized run: 1 round, 2 s per run, every condition on nginx full handshakes and a few "
                         f"on the other workloads, no long recording, {SMOKE['serve_minutes'] * 60:g} s of continuous "
@@ -127,8 +133,9 @@ def main(argv):
     bench = None
     try:
         bench = Bench(args)
-        if args.starts_only or args.top_only or args.wire_only_bench:
-            module = starts if args.starts_only else top if args.top_only else wire
+        if args.starts_only or args.top_only or args.wire_only_bench or args.java_only_bench:
+            module = (starts if args.starts_only else top if args.top_only else wire if args.wire_only_bench
+                      else java)
             bench.run_only(module)
             write(splice(args.output, render_section(bench.data, module), module.HEADING,
                          getattr(module, "BEFORE", "## Connection counter")), args.output)

@@ -4,7 +4,7 @@
 import os
 import re
 
-from . import starts, top, wire
+from . import java, starts, top, wire
 from .budget import budget_lines, counter_text
 from .common import CLK_TCK, med
 from .figures import (accuracy_rows, background_cores, counter_figures, counter_runs, paired, per_request,
@@ -337,7 +337,7 @@ def unpaired_text(data, workload):
 def render_section(data, module):
     """One measured section alone (--starts-only, --top-only, --wire-only-bench), as a full run writes it: module is
     starts, top or wire."""
-    name = {starts: "starts", top: "top", wire: "wire"}[module]
+    name = {starts: "starts", top: "top", wire: "wire", java: "java"}[module]
     with open(TEMPLATE) as f:
         template = f.read()
     block = re.search(r"^\{\{#%s_measured\}\}\n(.*?)^\{\{/%s_measured\}\}\n" % (name, name), template, re.S | re.M)
@@ -418,6 +418,7 @@ def render(data, template=None):
         **starts.section_values(data),
         **top.section_values(data),
         **wire.section_values(data),
+        **java.section_values(data),
         "long": long, **long_values(long, clk_tck),
         "serve": serve, **serve_values(serve, clk_tck),
         "runs_table": runs_table(data),

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from . import bpfstats, starts, top, wire
+from . import bpfstats, java, starts, top, wire
 from .common import CLK_TCK, REPO, BenchError, log, med
 from .figures import FIXTURE_KINDS, HANDSHAKE_FIXTURES, ops_in_windows
 from .machine import facts
@@ -419,6 +419,8 @@ class Bench:
                 starts.run_round(self, rnd)
                 top.run_round(self, rnd)
                 wire.run_round(self, rnd)
+                if a.java:
+                    java.run_round(self, rnd)
                 self.save_raw()
             if a.long_minutes > 0:
                 self.long_run()
@@ -436,12 +438,13 @@ class Bench:
         self.save_raw()
 
     def run_only(self, module):
-        """--starts-only, --top-only, --wire-only-bench: that module's runs alone (its own count of rounds, where it
+        """--starts-only, --top-only, --wire-only-bench, --java-only-bench: that module's runs alone (its own count of rounds, where it
         has one)."""
         self.check_tools()
         self.data["machine"] = facts(self.tlsprof)
         self.data["started"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-        self.data[{starts: "starts_only", top: "top_only", wire: "wire_only_bench"}[module]] = True
+        self.data[{starts: "starts_only", top: "top_only", wire: "wire_only_bench",
+                   java: "java_only_bench"}[module]] = True
         rounds = module.rounds(self.args) if hasattr(module, "rounds") else self.args.rounds
         for rnd in range(1, rounds + 1):
             module.run_round(self, rnd)

@@ -34,6 +34,7 @@ def settings_of(args):
         "rustls": args.rustls,
         "boring": args.boring,
         "aws_lc": args.aws_lc,
+        "java": args.java,
         "fixture_ops": {f"{d}/{s}": list(v) for (d, s), v in args.fixture_ops.items()},
         "fixture_handshakes": {f"{d}/{s}": v for (d, s), v in args.fixture_handshakes.items()},
     }
@@ -41,7 +42,8 @@ def settings_of(args):
 
 def reproduce_command(s):
     """The command that repeats this run: `python3 scripts/bench.py` plus whatever differs from the defaults."""
-    go = "".join(f" --{flag.replace('_', '-')}" for flag in ("go", "rustls", "boring", "aws_lc") if s.get(flag))
+    go = "".join(f" --{flag.replace('_', '-')}" for flag in ("go", "rustls", "boring", "aws_lc", "java")
+                 if s.get(flag))
     if s["smoke"]:
         return "sudo python3 scripts/bench.py --smoke" + go
     parts = ["sudo python3 scripts/bench.py" + go]
