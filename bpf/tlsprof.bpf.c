@@ -1294,6 +1294,7 @@ int go_probe(struct pt_regs *ctx)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (flags & (FF_G_RUN | FF_G_STOP | FF_G_END)) {
+		count_stat(STAT_SCHEDULER_HITS);
 		go_switch(ctx, tid, tgid, flags, now);
 		return 0;
 	}

@@ -505,7 +505,10 @@ enum tlsprof_stat {
 	/* Handshakes followed on the wire that were given up: a record header split across socket calls, more
 	 * records in one call than are read, or an event the ring buffer had no room for. */
 	STAT_WIRE_LOST = 15,
-	STAT_COUNT = 16,
+	/* Hits of Go's scheduler probes (FF_G_RUN, FF_G_STOP, FF_G_END; also in STAT_PROBE_HITS): as many as the
+	 * program switches goroutines, whether or not it makes handshakes. */
+	STAT_SCHEDULER_HITS = 16,
+	STAT_COUNT = 17,
 };
 
 #endif

@@ -104,6 +104,12 @@ fn go_server_stages_counts_and_sign_cost_without_return_probes() {
         "{r:#}"
     );
     assert!(lib["version"].as_str().unwrap_or("").starts_with("go1."), "{lib}");
+    // Go's scheduler probes hit at goroutine switches: a part of the hits, told apart.
+    let (hits, scheduler) = (n(&r["probe_hits"]), n(&r["probe_scheduler_hits"]));
+    assert!(
+        scheduler > 0 && scheduler < hits,
+        "{scheduler} of {hits} hits at the scheduler"
+    );
     let hs = &r["handshakes"];
     let total = f(&hs["total"]);
     eprintln!(

@@ -39,6 +39,7 @@ impl Recording {
             probe_hits: self.probe_hits,
             probe_stepped_hits: self.probe_stepped_hits,
             other_process_hits: self.other_process_hits,
+            probe_scheduler_hits: self.probe_scheduler_hits,
             probe_traps: self.probe_traps,
             probing: self.probing.clone(),
             openssl_speed: self.openssl_speed.clone(),
@@ -71,6 +72,7 @@ impl Recording {
             ticket_keys: self.ticket_keys.iter().filter(|k| mine(&k.pid)).cloned().collect(),
             probe_hits: (self.probe_hits as f64 * share).round() as u64,
             probe_stepped_hits: (self.probe_stepped_hits as f64 * share).round() as u64,
+            probe_scheduler_hits: (self.probe_scheduler_hits as f64 * share).round() as u64,
             // The trap sampler runs while the probes are attached, as the hits come.
             probe_traps: self.probe_traps.map(|t| t.scaled(share)),
             ..self.shell()
@@ -177,6 +179,7 @@ impl Recording {
         out.probe_hits = 0;
         out.probe_stepped_hits = 0;
         out.other_process_hits = 0;
+        out.probe_scheduler_hits = 0;
         // Measured only if every interval measured them.
         out.probe_traps = recs
             .iter()
@@ -197,6 +200,7 @@ impl Recording {
         self.probe_hits += r.probe_hits;
         self.probe_stepped_hits += r.probe_stepped_hits;
         self.other_process_hits += r.other_process_hits;
+        self.probe_scheduler_hits += r.probe_scheduler_hits;
         self.lost.add(&r.lost);
         let p = &mut self.probing;
         p.live_s += r.probing.live_s;

@@ -88,6 +88,10 @@ pub struct Recording {
     /// children), in processes that are not targets: what the recording cost processes outside it.
     #[serde(default)]
     pub other_process_hits: u64,
+    /// Of probe_hits, those of Go's scheduler probes (goroutine switches), which come whether or not the
+    /// targets make handshakes. 0 in recordings made before they were told apart.
+    #[serde(default)]
+    pub probe_scheduler_hits: u64,
     /// The trap sampler's samples of the targets and those of them in the probes' traps: the probes' cost
     /// measured in the targets. None when the kernel hides its symbols' addresses, and in recordings made
     /// before they were counted.

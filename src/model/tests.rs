@@ -47,6 +47,7 @@ pub fn sample_recording() -> Recording {
         probe_hits: 100,
         probe_stepped_hits: 10,
         other_process_hits: 0,
+        probe_scheduler_hits: 0,
         probe_traps: None,
         probing: Probing {
             max_overhead_pct: 0.5,

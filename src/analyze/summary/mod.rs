@@ -60,6 +60,8 @@ pub struct Summary {
     pub probe_cost_cold_us_per_hit: f64,
     pub probe_hits: u64,
     pub probe_stepped_hits: u64,
+    /// Of probe_hits, Go's scheduler probes' (Recording::probe_scheduler_hits).
+    pub probe_scheduler_hits: u64,
     pub probe_cost_cold_us_per_step: f64,
     /// Target CPU spent in the probes: the hits at their calibrated cold-cache costs, or what the samples in
     /// the probes' traps measured when that is more (ProbeCost::overhead_ms).
@@ -476,6 +478,7 @@ pub fn summarize(rec: &Recording) -> Summary {
         probe_cost_cold_us_per_hit: rec.probe_cost.cold_hit_ns / 1e3,
         probe_hits: rec.probe_hits,
         probe_stepped_hits: rec.probe_stepped_hits,
+        probe_scheduler_hits: rec.probe_scheduler_hits,
         probe_cost_cold_us_per_step: rec.probe_cost.cold_step_ns / 1e3,
         probe_overhead_ms,
         probe_overhead_calibrated_ms: rec.probe_cost.calibrated_ms(probe_hits(rec)),

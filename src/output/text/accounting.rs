@@ -335,13 +335,22 @@ fn steal_line(s: &Summary) -> Option<String> {
 
 /// What the probes cost the targets, and how that was measured; what they cost other processes, if any.
 fn probe_cost_lines(s: &Summary) -> Vec<String> {
-    let stepped = if s.probe_stepped_hits > 0 {
-        format!(
-            " ({} of them on instructions the kernel single-steps, {:.1} µs more each)",
+    let mut of_them = Vec::new();
+    if s.probe_stepped_hits > 0 {
+        of_them.push(format!(
+            "{} of them on instructions the kernel single-steps, {:.1} µs more each",
             s.probe_stepped_hits, s.probe_cost_cold_us_per_step
-        )
-    } else {
-        String::new()
+        ));
+    }
+    if s.probe_scheduler_hits > 0 {
+        of_them.push(format!(
+            "{} at Go's goroutine switches, which come with or without handshakes",
+            s.probe_scheduler_hits
+        ));
+    }
+    let stepped = match of_them.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", of_them.join("; ")),
     };
     let cost = format!(
         "Probe cost: {} hits{} ≈ {:.1} ms = {:.2}% of the targets' CPU over the recording (estimated; --max-overhead {}%); removed from the figures above and below",

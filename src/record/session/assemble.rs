@@ -92,6 +92,7 @@ impl Parts {
             probe_hits: hits.all,
             probe_stepped_hits: hits.stepped,
             other_process_hits: programs.stat(tlsprof_stat::STAT_OTHER_HITS),
+            probe_scheduler_hits: programs.stat(tlsprof_stat::STAT_SCHEDULER_HITS),
             probe_traps: self.traps,
             probing: self.probing,
             // Measured by the caller once the recording is over (speed::measure).
