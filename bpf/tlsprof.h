@@ -464,8 +464,8 @@ struct wire_event {
 	/* The socket. */
 	__s32 fd;
 	__u32 pad;
-	/* An abandoned one: from its ServerHello to its end (one is seen when both fall inside the programs'
-	 * attachment). 0 for a completed one. */
+	/* An abandoned one: from its ServerHello to its end; a completed one: from its ClientHello to its end
+	 * (one is followed when both fall inside the programs' attachment). */
 	__u64 hello_to_end_ns;
 };
 

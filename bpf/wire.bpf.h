@@ -21,7 +21,8 @@ enum wire_state {
 
 struct wire_conn {
 	__u64 id;
-	/* When its ServerHello crossed (CLOCK_MONOTONIC, ns). */
+	/* When its ClientHello and its ServerHello crossed (CLOCK_MONOTONIC, ns). */
+	__u64 client_hello_ns;
 	__u64 server_hello_ns;
 	/* The probe epoch it was seen in from its start: one from an earlier window was seen in part. */
 	__u32 epoch;
@@ -100,7 +101,8 @@ static __always_inline void wire_end(__u32 tgid, struct wire_conn *c, __s32 fd, 
 		.outcome = outcome,
 		.target_flags = t ? t->flags : 0,
 		.fd = fd,
-		.hello_to_end_ns = outcome == OUTCOME_ABANDONED ? bpf_ktime_get_ns() - c->server_hello_ns : 0,
+		.hello_to_end_ns =
+		    bpf_ktime_get_ns() - (outcome == OUTCOME_ABANDONED ? c->server_hello_ns : c->client_hello_ns),
 	};
 
 	c->state = WIRE_DONE;
@@ -223,6 +225,7 @@ static __always_inline __u32 wire_start(__u32 tgid, struct wire_key *key, __u64 
 			fresh.c2s_left = total - 5;
 		} else if (head[5] == 1) {
 			fresh.id = __sync_fetch_and_add(&wire_next_id, 1) + 1;
+			fresh.client_hello_ns = bpf_ktime_get_ns();
 			part = len < total ? len : total;
 			if (stream_hello(EVENT_WIRE_CLIENT_HELLO, tgid, fresh.id, key->fd, buf, part, 0, 0))
 				fresh.state = WIRE_CLIENT_HELLO;
@@ -311,6 +314,7 @@ __noinline int wire_follow(__u32 tgid, __s32 fd, __u64 buf, __u64 len, __u32 rea
 		body = c->c2s_left;
 		part = n < body ? n : body;
 		c->id = __sync_fetch_and_add(&wire_next_id, 1) + 1;
+		c->client_hello_ns = bpf_ktime_get_ns();
 		c->state = WIRE_CLIENT_HELLO;
 		c->hello_left = 0;
 		if (!stream_hello(EVENT_WIRE_CLIENT_HELLO, tgid, c->id, fd, buf, part, 1, 0)) {

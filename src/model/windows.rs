@@ -64,6 +64,16 @@ pub struct WindowPart {
     /// probes: --hello-capture always), to check the probes' counts with.
     #[serde(default, skip_serializing_if = "HandshakeCounts::is_zero")]
     pub wire: HandshakeCounts,
+    /// A process counted from the wire alone: the completed handshakes its window stands for but could not
+    /// follow to their end, under way when it closed (each followed one weighted by the inverse of its chance
+    /// to be followed whole, less one). The wire's counterpart of the probes' `partial` at a window's
+    /// opening: it sees no handshake begun before the window, nor the end of one under way at its close.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wire_unseen_at_close: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Completed handshakes whose ClientHello was read whole, and those of them that refused the session it
@@ -89,6 +99,7 @@ impl WindowPart {
         }
         self.handshakes.add_counts(&other.handshakes);
         self.wire.add_counts(&other.wire);
+        self.wire_unseen_at_close += other.wire_unseen_at_close;
         for (stage, ns) in &other.stage_self_ns {
             *self.stage_self_ns.entry(*stage).or_default() += ns;
         }

@@ -113,14 +113,15 @@ pub(super) fn handshake_totals(rec: &Recording, windows: &Windows) -> HandshakeS
         }
     }
     // A window counts every handshake completed in it; those under way when it opened (partial) have no
-    // role or resumption seen, so they count in the total, and the kinds share it as the others do.
+    // role or resumption seen, so they count in the total, and the kinds share it as the others do. The
+    // wire sees none of those, but stands for those under way when it closed (wire_unseen_at_close).
     let classified: f64 = windows
         .windows
         .as_ref()
         .map_or(0.0, |ws| ws.iter().map(|w| w.handshakes.total as f64).sum());
     let all: f64 = windows.windows.as_ref().map_or(0.0, |ws| {
         ws.iter()
-            .map(|w| (w.handshakes.total + w.handshakes.partial) as f64)
+            .map(|w| (w.handshakes.total + w.handshakes.partial) as f64 + w.wire_unseen_at_close)
             .sum()
     });
     let boundary = if windows.merged.is_none() && classified > 0.0 {
@@ -259,6 +260,38 @@ mod tests {
         assert!(s.handshakes.cpu_ms.mean > 1.2, "completed handshakes' CPU only");
         let kinds = serde_json::to_value(&s.handshakes.kinds).unwrap();
         assert_eq!(kinds[1]["outcome"], "abandoned");
+    }
+
+    /// Windows counted from the wire, each with one handshake under way at its close that it could not follow
+    /// to its end: the estimate stands for it as for the probes' partial ones at an opening.
+    #[test]
+    fn wire_handshakes_under_way_at_a_window_close_count_in_the_estimate() {
+        let mut rec = crate::model::tests::two_process_recording();
+        let before = summarize(&rec).handshakes.total;
+        let seen: u64 = rec
+            .probing
+            .window_figures
+            .iter()
+            .flat_map(|w| &w.processes)
+            .map(|p| p.handshakes.total)
+            .sum();
+        let parts = rec
+            .probing
+            .window_figures
+            .iter()
+            .map(|w| w.processes.len())
+            .sum::<usize>() as f64;
+        for w in &mut rec.probing.window_figures {
+            for p in &mut w.processes {
+                p.wire_unseen_at_close = 1.0;
+            }
+        }
+        let after = summarize(&rec).handshakes.total;
+        let expected = before as f64 * (seen as f64 + parts) / seen as f64;
+        assert!(
+            (after as f64 - expected).abs() <= 1.0,
+            "{before} → {after}, expected {expected:.1}"
+        );
     }
 
     /// Windows that saw 2 abandoned handshakes per 7 connections, weighted for their chance to end inside

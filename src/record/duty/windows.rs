@@ -175,6 +175,9 @@ impl WindowLog {
                         .get(&pid)
                         .map_or(0.0, |d| d.sum_over(|ns| seen_weight(ns, attached_ns))),
                 ),
+                wire_unseen_at_close: seen.wire_hello_to_end.get(&pid).map_or(0.0, |d| {
+                    (d.sum_over(|ns| seen_weight(ns, attached_ns)) - d.count as f64).max(0.0)
+                }),
                 stage_self_ns: stage_self_ns.remove(&pid).unwrap_or_default(),
                 hellos: seen.hellos.get(&pid).cloned().unwrap_or_default(),
                 wire: seen.wire.get(&pid).copied().unwrap_or_default(),
@@ -281,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn abandoned_handshakes_weigh_by_their_chance_to_end_inside_the_attachment() {
+    fn abandoned_and_wire_followed_handshakes_weigh_by_their_chance_to_be_seen_whole() {
         let at = |ms: f64| Reading {
             now: Instant::now() + std::time::Duration::from_secs_f64(ms / 1e3),
             probed_cpu_ms: BTreeMap::from([(10, ms)]),
@@ -312,6 +315,17 @@ mod tests {
             &ProbeCost::default(),
         );
         assert!(close_to(weighted(&log, 0), 4.0 * 1.25 + 10.0), "{}", weighted(&log, 0));
+        // Followed on the wire from their ClientHello, 20 ms to their end: 4 seen stand for 5, one of them
+        // under way at the close.
+        let mut wire = WindowSeen::default();
+        for _ in 0..4 {
+            wire.wire_hello_to_end.entry(10).or_default().add(20_000_000);
+        }
+        let mut log = WindowLog::default();
+        log.open(at(0.0));
+        log.close(&at(100.0), wire, vec![], &[], &ProbeCost::default());
+        let unseen = log.closed[0].processes[0].wire_unseen_at_close;
+        assert!(close_to(unseen, 1.0), "{unseen}");
         // Cut at 60 ms: each part weighs by the attachment so far, not by the part.
         let mut log = WindowLog::default();
         log.open(start);

@@ -50,6 +50,10 @@ pub struct WindowSeen {
     /// How long each abandoned handshake took to end after its work began (ns): one is seen only when both
     /// fall inside the attachment.
     pub abandoned_work_to_end: BTreeMap<u32, CpuHistogram>,
+    /// How long each handshake counted from the wire alone took from its ClientHello to its end (ns): one is
+    /// followed only when both fall inside the attachment, while its connection counts if it was accepted
+    /// there.
+    pub wire_hello_to_end: BTreeMap<u32, CpuHistogram>,
     /// The completed handshakes whose ClientHello was read, by process and role.
     pub hellos: BTreeMap<u32, BTreeMap<Role, HelloCounts>>,
     /// The handshakes of probed processes as their sockets showed them, to check the probes' counts with.
@@ -197,6 +201,12 @@ impl Handshakes {
         if kind.outcome == Outcome::Abandoned {
             self.window
                 .abandoned_work_to_end
+                .entry(tgid)
+                .or_default()
+                .add(work_to_end_ns);
+        } else if cpu_ns.is_none() {
+            self.window
+                .wire_hello_to_end
                 .entry(tgid)
                 .or_default()
                 .add(work_to_end_ns);

@@ -338,7 +338,8 @@ pub struct QuicHandshake {
     pub client_hello: Option<Vec<u8>>,
     pub server_hello: Option<Vec<u8>>,
     pub completed: bool,
-    /// An abandoned one: from its ServerHello to when it was given up.
+    /// An abandoned one: from its ServerHello to when it was given up; a completed one: from its client's
+    /// first Initial packet to its end.
     pub hello_to_end_ns: u64,
 }
 
@@ -366,7 +367,11 @@ impl Connection {
             tgid: self.tgid,
             target_flags: self.target_flags,
             role: self.role,
-            hello_to_end_ns: if completed { 0 } else { since_hello.as_nanos() as u64 },
+            hello_to_end_ns: match completed {
+                true => now.duration_since(self.started),
+                false => since_hello,
+            }
+            .as_nanos() as u64,
             client_hello: self.client_hello.message(1).map(<[u8]>::to_vec),
             server_hello: self.server_hello.message(2).map(<[u8]>::to_vec),
             completed,
