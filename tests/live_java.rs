@@ -2,7 +2,9 @@
 //! Live: Java services (needs root). Netty on netty-tcnative's BoringSSL, a library Netty extracts to a temporary
 //! file and deletes once loaded, found by its symbol table among the JVM's mapped files and profiled as
 //! BoringSSL with its symbols: its handshakes counted as its clients saw them, one signature per full one, a
-//! Node.js 24 client's hybrid post-quantum group named.
+//! Node.js 24 client's hybrid post-quantum group named. The JDK's own TLS (JSSE), counted from the wire and
+//! its stages from the frames of its JIT-compiled code, against its clients and its ground-truth fixture
+//! (examples/java/JsseHandshakes); the JDK's HttpClient as a client. The servers in exact and default mode.
 mod common;
 
 use std::io::{BufRead, Write};
