@@ -261,5 +261,7 @@ fn jdk_tls_cpu_by_frames_agrees_with_its_fixture() {
         for name in ["keygen", "derive", "verify"] {
             assert!(f(&stage(&r, name)["self_cpu_ms"]) > 0.0, "{name}: {summary}");
         }
+        // What the signature's own CPU went to: the JDK's big-number and curve arithmetic, by its frames.
+        assert_eq!(stage(&r, "sign")["causes"][0]["name"], "public_key", "{summary}");
     }
 }

@@ -5,11 +5,52 @@
 //! counted from the wire, and its stages' CPU estimated from the CPU samples these frames name (whole stacks
 //! through JIT code need -XX:+PreserveFramePointer). The innermost frame that a row names places a sample.
 
+use super::causes::{user, Cause::*, CauseRow};
 use super::Stage::{self, *};
 
 /// The name a JVM's perf map gives its bytecode interpreter's code: a method not yet compiled runs there,
 /// unnamed.
 pub const INTERPRETED_FRAME: &str = "Interpreter";
+
+/// What the frames inside a JSSE stage frame did (analyze/causes.rs): the JDK's classes by package, the first
+/// row that matches naming the cause. A perf map's name leads with the method's return type: `*` takes it.
+pub const CAUSE_ROWS: &[CauseRow] = &[
+    // Big-number, field and curve arithmetic of signatures and key exchanges.
+    user("*sun.security.util.math.*", PublicKey),
+    user("*sun.security.ec.*", PublicKey),
+    user("*sun.security.rsa.*", PublicKey),
+    user("*java.math.BigInteger*", PublicKey),
+    user("*java.math.MutableBigInteger*", PublicKey),
+    // The transcript hash, Finished MACs and HKDF's HMACs.
+    user("*sun.security.provider.SHA*", MacHash),
+    user("*sun.security.provider.DigestBase*", MacHash),
+    user("*java.security.MessageDigest*", MacHash),
+    user("*com.sun.crypto.provider.HmacCore*", MacHash),
+    user("*javax.crypto.Mac.*", MacHash),
+    // Handshake records encrypted and decrypted.
+    user("*com.sun.crypto.provider.GaloisCounterMode*", Encryption),
+    user("*com.sun.crypto.provider.GHASH*", Encryption),
+    user("*com.sun.crypto.provider.AESCrypt*", Encryption),
+    user("*com.sun.crypto.provider.ChaCha20*", Encryption),
+    user("*javax.crypto.Cipher.*", Encryption),
+    // Certificates, their chains and DER.
+    user("*sun.security.x509.*", Certificates),
+    user("*sun.security.util.Der*", Certificates),
+    user("*sun.security.util.ObjectIdentifier*", Certificates),
+    user("*java.security.cert.*", Certificates),
+    user("*sun.security.provider.certpath.*", Certificates),
+    // Randomness.
+    user("*java.security.SecureRandom*", Random),
+    user("*sun.security.provider.DRBG*", Random),
+    user("*sun.security.provider.NativePRNG*", Random),
+    user("*sun.security.provider.AbstractDrbg*", Random),
+    user("*sun.security.provider.HashDrbg*", Random),
+    // The JCA's provider lookups: services found by name for each operation.
+    user("*java.security.Provider*", Lookups),
+    user("*sun.security.jca.*", Lookups),
+    // JSSE's own work: messages, extensions, the state machine.
+    user("*sun.security.ssl.*", TlsMessages),
+];
 
 /// Whether a frame is the JDK's RSA private-key operation: a server signing with an RSA certificate.
 pub fn signs_with_rsa(frame: &str) -> bool {
@@ -101,6 +142,26 @@ pub fn stage_of(frame: &str) -> Option<Stage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::causes::Space;
+    use crate::catalogue::families::cause_of;
+
+    #[test]
+    fn perf_map_names_name_their_causes() {
+        let cause = |name| cause_of(name, Space::User);
+        assert_eq!(
+            cause("void sun.security.util.math.intpoly.IntegerPolynomialP256.mult(long[], long[], long[])"),
+            Some(PublicKey)
+        );
+        assert_eq!(
+            cause("int com.sun.crypto.provider.GaloisCounterMode$GCMDecrypt.doFinal(byte[], int, int, byte[], int)"),
+            Some(Encryption)
+        );
+        assert_eq!(
+            cause("java.util.List sun.security.ssl.SSLExtensions.get(sun.security.ssl.SSLExtension)"),
+            Some(TlsMessages)
+        );
+        assert_eq!(cause("Interpreter"), None);
+    }
 
     #[test]
     fn perf_map_names_are_placed_by_their_method() {

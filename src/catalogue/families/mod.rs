@@ -278,7 +278,13 @@ fn cause_rows() -> &'static [CauseRow] {
                 lists.push(f.cause_rows());
             }
         }
-        lists.into_iter().flatten().chain(COMMON_ROWS).copied().collect()
+        lists
+            .into_iter()
+            .flatten()
+            .chain(super::jsse::CAUSE_ROWS)
+            .chain(COMMON_ROWS)
+            .copied()
+            .collect()
     })
 }
 
