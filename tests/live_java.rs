@@ -67,10 +67,7 @@ fn jdk_tls_is_counted_from_the_wire_and_its_stages_named_by_its_frames() {
         return;
     }
     let scratch = Scratch::new("live_java_jsse");
-    let store = java_keystore(&scratch, "ec.p12", &["-keyalg", "EC", "-groupname", "secp256r1"]);
-    let (server, port) = start_java_server(&scratch, &store, &["-XX:+PreserveFramePointer"]);
-    // The JIT compiles the handshake's code first: the recording is of a warm server, as in production.
-    s_time_new_www(port, 6, "/");
+    let (server, port) = warm_jsse_server(&scratch, "ec.p12", &["-keyalg", "EC", "-groupname", "secp256r1"]);
     let recording = scratch.path("jsse.tlsprof");
     let pid = server.pid().to_string();
     let rec = Recorder::start(&[
@@ -111,9 +108,7 @@ fn jdk_tls_on_an_rsa_key_is_estimated_by_default_and_advised_in_java_terms() {
         return;
     }
     let scratch = Scratch::new("live_java_jsse_rsa");
-    let store = java_keystore(&scratch, "rsa.p12", &["-keyalg", "RSA", "-keysize", "2048"]);
-    let (server, port) = start_java_server(&scratch, &store, &["-XX:+PreserveFramePointer"]);
-    s_time_new_www(port, 6, "/");
+    let (server, port) = warm_jsse_server(&scratch, "rsa.p12", &["-keyalg", "RSA", "-keysize", "2048"]);
     let (r, summary) = check_default_mode(server.pid(), port, &scratch.path("jsse-rsa.tlsprof"));
     let ecdsa = advice(&r, "ecdsa_certificate");
     assert!(
@@ -138,6 +133,16 @@ fn jdk_tls_on_an_rsa_key_is_estimated_by_default_and_advised_in_java_terms() {
             .contains("javax.net.ssl.sessionCacheSize"),
         "{summary}"
     );
+}
+
+/// examples/java/TlsServer with -XX:+PreserveFramePointer on a keystore of `keytool` arguments, after 6 s of
+/// full handshakes: the JIT has compiled the handshake's code, and the recording is of a warm server, as in
+/// production.
+fn warm_jsse_server(scratch: &Scratch, store: &str, keytool: &[&str]) -> (Running, u16) {
+    let store = java_keystore(scratch, store, keytool);
+    let (server, port) = start_java_server(scratch, &store, &["-XX:+PreserveFramePointer"]);
+    s_time_new_www(port, 6, "/");
+    (server, port)
 }
 
 /// A default-mode recording of the server `pid` under `openssl s_time -new` for 8 s: its handshakes estimated

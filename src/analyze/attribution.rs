@@ -30,6 +30,8 @@ pub struct Place<'a> {
 pub struct Attribution<'a> {
     rec: &'a Recording,
     places: Vec<Option<Place<'a>>>,
+    /// The targets counted from the wire alone, whose samples their JSSE frames place.
+    from_frames: HashSet<u32>,
 }
 
 impl<'a> Attribution<'a> {
@@ -47,7 +49,11 @@ impl<'a> Attribution<'a> {
                 })
             })
             .collect();
-        Attribution { rec, places }
+        Attribution {
+            rec,
+            places,
+            from_frames: stager.from_frames,
+        }
     }
 
     /// Each sample with its place.
@@ -57,7 +63,7 @@ impl<'a> Attribution<'a> {
 
     /// Whether the samples of `pid` are placed by their JSSE frames: a target counted from the wire alone.
     pub fn from_frames(&self, pid: u32) -> bool {
-        self.rec.targets.iter().any(|t| t.pid == pid && t.wire_only)
+        self.from_frames.contains(&pid)
     }
 
     /// The stage each sample counts in.
