@@ -88,8 +88,9 @@ Example: sudo tlsprof record --comm nginx --duration 30"
     },
     /// Record continuously; serve Prometheus metrics and pprof profiles over HTTP.
     ///
-    /// Records until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles of the last
-    /// N seconds at /profile?seconds=N.
+    /// Records until SIGTERM or Ctrl-C, serving Prometheus metrics at /metrics and pprof profiles: of the
+    /// next N seconds at /debug/pprof/profile?seconds=N (as Go's net/http/pprof, for profile scrapers), of the
+    /// last N seconds at /profile?seconds=N.
     #[command(after_help = "By default: the probes' budget and sampling as for `record`.
 Example: sudo tlsprof serve --comm nginx --listen 127.0.0.1:9465")]
     Serve {

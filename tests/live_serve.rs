@@ -2,8 +2,9 @@
 //! Live: `tlsprof serve` on an nginx under a bounded full-handshake load, scraped by a real Prometheus
 //! (Debian's package, on loopback with its own configuration and data directory): the handshakes it
 //! stores match the clients' count within the default mode's bounds and inside the interval tlsprof
-//! states, the sign stage's CPU is there, `promtool check metrics` accepts a scrape, and `go tool pprof`
-//! reads `/profile?seconds=2` (needs root).
+//! states, the sign stage's CPU is there, `promtool check metrics` accepts a scrape, `go tool pprof`
+//! reads `/profile?seconds=2`, and a profile scraper's `/debug/pprof/profile?seconds=2` during the load holds
+//! the next 2 s with the sign stage in it (needs root).
 mod common;
 
 use std::net::TcpStream;
@@ -95,10 +96,21 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
             "tlsprof serve did not attach in 30 s:\n{log}"
         );
     }
-    assert_eq!(get(listen, "/profile?seconds=0").0, 400);
+    assert_eq!(get(listen, "/profile?seconds=61").0, 400);
     assert_eq!(get(listen, "/nothing").0, 404);
+    // What profile scrapers ask for by default besides CPU is refused at once.
+    let asked = Instant::now();
+    assert_eq!(get(listen, "/debug/pprof/allocs").0, 404);
+    assert!(asked.elapsed() < Duration::from_secs(5));
     let (_prometheus, prom) = start_prometheus(&scratch.0, listen);
 
+    // A profile scraper's request during the load: the next 2 s, as Go's net/http/pprof answers it.
+    let scraped_profile = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        let asked = Instant::now();
+        let (status, head, body) = get_with_head(listen, "/debug/pprof/profile?seconds=2");
+        (status, head, body, asked.elapsed())
+    });
     let connections = s_time_new(nginx.port, LOAD_SECS);
 
     // Every connection is in the counters once two intervals have passed with no new one (the counters
@@ -190,6 +202,47 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
             out.status.success() && top.contains("Type: cpu") && top.contains("flat%"),
             "go tool pprof -top: {top}{}",
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let (status, head, body, took) = scraped_profile.join().unwrap();
+    assert_eq!(status, 200, "{head}\n{}", String::from_utf8_lossy(&body));
+    for h in [
+        "Content-Type: application/octet-stream",
+        "Content-Disposition: attachment; filename=\"profile\"",
+    ] {
+        assert!(head.contains(h), "no {h}: {head}");
+    }
+    assert!(
+        took >= Duration::from_secs(2),
+        "answered after {took:?}, before the 2 s had passed"
+    );
+    let scraped = scratch.path("scraped.pb.gz");
+    std::fs::write(&scraped, body).unwrap();
+    if let Some(go) = go() {
+        let out = Command::new(go)
+            .args(["tool", "pprof", "-top", "-tagfocus=stage=sign"])
+            .arg(&scraped)
+            .env("PPROF_TMPDIR", &scratch.0)
+            .output()
+            .unwrap();
+        let top = String::from_utf8_lossy(&out.stdout);
+        // "Duration: 2.05s": the intervals cut at the request and 2 s later, each within a poll.
+        let duration: f64 = top
+            .lines()
+            .find_map(|l| l.strip_prefix("Duration: "))
+            .and_then(|d| d.split('s').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no duration in go tool pprof -top: {top}"));
+        assert!(
+            (2.0..took.as_secs_f64() + 0.01).contains(&duration),
+            "the profile holds {duration} s of the next 2 s (answered after {took:?}): {top}"
+        );
+        let said = format!("{top}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success()
+                && said.contains("Showing nodes accounting for")
+                && !said.contains("matched no samples"),
+            "no sign-stage samples in the scraped profile: {said}"
         );
     }
 

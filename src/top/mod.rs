@@ -98,6 +98,7 @@ pub fn top(procs: &[Process], opts: &RecordOptions, top: &TopOptions, stop: Arc<
                 session_stop,
                 Snapshots {
                     every: top.interval,
+                    cut: &|| false,
                     take: &mut take,
                 },
             )

@@ -111,15 +111,21 @@ pub fn server_sign_matches_speed(server: f64, speed: f64) -> bool {
 
 /// GET `path` from a local HTTP server: status and body.
 pub fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
+    let (status, _, body) = get_with_head(port, path);
+    (status, body)
+}
+
+/// The status, the head (status line and headers) and the body of a GET.
+pub fn get_with_head(port: u16, path: &str) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
-    let head = String::from_utf8_lossy(&raw[..split]);
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap();
-    (status, raw[split + 4..].to_vec())
+    (status, head, raw[split + 4..].to_vec())
 }
 
 pub fn get_text(port: u16, path: &str) -> String {

@@ -46,9 +46,12 @@ use windows::{probe_ms, probed_ms, reading};
 /// How often /proc is read for new processes (--comm, --all) and targets that ran exec (the kernel tells of
 /// most as they start: this finds those it could not, a process renamed, one started as tlsprof did).
 const RESCAN: Duration = Duration::from_millis(500);
-/// Continuous mode: every `every`, the interval since the last one is handed to `take` as a recording.
+/// Continuous mode: every `every`, and whenever `cut` says so, the interval since the last one is handed to
+/// `take` as a recording.
 pub struct Snapshots<'a> {
     pub every: Duration,
+    /// Asked at every poll: whether an interval should end now (a boundary someone asked for).
+    pub cut: &'a dyn Fn() -> bool,
     pub take: &'a mut dyn FnMut(Recording),
 }
 
@@ -70,7 +73,7 @@ pub fn serve(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>, sna
     let mut interval = Interval::start(&session);
     while !session.done(&stop) {
         session.tick()?;
-        if interval.elapsed() >= snapshots.every {
+        if interval.elapsed() >= snapshots.every || (snapshots.cut)() {
             (snapshots.take)(interval.take(&mut session)?);
         }
     }
