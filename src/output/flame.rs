@@ -16,8 +16,8 @@ use crate::model::{Recording, Sample};
 /// Grouped by cause, a `[cause: NAME]` frame follows each sample's stage frame (analyze/attribution.rs).
 pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
     let line = |s: &Sample, place: Option<&Place>| {
-        let mut frames = stack(rec, s);
-        if let Some(p) = place {
+        let mut frames = stack(rec, s, place);
+        if let (Group::Cause, Some(p)) = (group, place) {
             let label = p.cause.as_ref().map_or_else(
                 || "[tlsprof's probe traps]".to_string(),
                 |c| format!("[cause: {}]", c.cause.name()),
@@ -27,22 +27,30 @@ pub fn folded(rec: &Recording, group: Group) -> Vec<String> {
         }
         format!("{} {}", frames.join(";"), s.count)
     };
-    let mut lines: Vec<String> = match group {
-        Group::Stage => rec.samples.iter().map(|s| line(s, None)).collect(),
-        Group::Cause => Attribution::of(rec).samples().map(|(s, p)| line(s, p)).collect(),
-    };
+    let mut lines: Vec<String> = Attribution::of(rec).samples().map(|(s, p)| line(s, p)).collect();
     lines.sort();
     lines
 }
 
 /// A sample's frames as every profile output draws them, outermost first: the process name, the user frames,
-/// then the kernel frames marked `_[k]`. Frames are separated by `;` in the folded format and the count by
-/// the last space: a name keeps neither its `;` (written `:`) nor anything a terminal or an SVG viewer
-/// would act on.
-pub fn stack(rec: &Recording, s: &Sample) -> Vec<String> {
+/// then the kernel frames marked `_[k]`. The stage frame of its `place` is tagged ` [stage]` where the
+/// probes did not tag it (a sample taken while they were detached, placed by its frames' names), so that a
+/// profile store that keeps frames but not labels still tells the stages apart. Frames are separated by `;`
+/// in the folded format and the count by the last space: a name keeps neither its `;` (written `:`) nor
+/// anything a terminal or an SVG viewer would act on.
+pub fn stack(rec: &Recording, s: &Sample, place: Option<&Place>) -> Vec<String> {
     let clean = |s: &str| printable(s).replace(';', ":");
     let mut frames = vec![clean(rec.comm_of(s.pid))];
-    frames.extend(s.frames.iter().map(|f| clean(f)));
+    frames.extend(s.frames.iter().enumerate().map(|(i, f)| {
+        let mut name = clean(f);
+        if let Some(p) = place.filter(|p| p.stage_frame == i) {
+            let tag = format!(" [{}]", p.stage.name());
+            if !name.ends_with(&tag) {
+                name.push_str(&tag);
+            }
+        }
+        name
+    }));
     frames.extend(s.kernel.iter().map(|k| format!("{}{KERNEL_SUFFIX}", clean(k))));
     frames
 }

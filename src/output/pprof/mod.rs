@@ -12,6 +12,7 @@ use flate2::Compression;
 use prost::Message;
 
 use super::flame::{self, KERNEL_SUFFIX};
+use crate::analyze::attribution::Attribution;
 use crate::analyze::Summary;
 use crate::catalogue::Stage;
 use crate::model::{Recording, Role};
@@ -56,8 +57,8 @@ pub fn pprof(rec: &Recording, summary: &Summary) -> Vec<u8> {
         // What rounding down left, to the first (heaviest) sample: the total stays the report's.
         cpu_ns[mine[0]] += total - given;
     }
-    for (i, s) in rec.samples.iter().enumerate() {
-        let frames = flame::stack(rec, s);
+    for (i, (s, place)) in Attribution::of(rec).samples().enumerate() {
+        let frames = flame::stack(rec, s, place);
         let library = s
             .path
             .last()
