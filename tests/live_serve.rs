@@ -10,7 +10,6 @@ mod common;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -76,26 +75,11 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
     let scratch = Scratch::new("live-serve");
     let nginx = Nginx::start(&scratch.path("nginx"), &["--protocols", "TLSv1.3"]);
     let listen = free_port();
-    let mut args = vec!["serve".to_string(), "--listen".into(), format!("127.0.0.1:{listen}")];
+    let mut args = Vec::new();
     for pid in [vec![nginx.master], nginx.workers()].concat() {
         args.extend(["--pid".to_string(), pid.to_string()]);
     }
-    let mut child = tlsprof().args(&args).stderr(Stdio::piped()).spawn().unwrap();
-    let lines = lines_of(child.stderr.take().unwrap(), |_| true);
-    let serve = Running(child);
-    let mut log = String::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !log.contains("probes live") {
-        match lines.recv_timeout(Duration::from_millis(200)) {
-            Ok(l) => log.push_str(&(l + "\n")),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("tlsprof serve ended:\n{log}"),
-        }
-        assert!(
-            Instant::now() < deadline,
-            "tlsprof serve did not attach in 30 s:\n{log}"
-        );
-    }
+    let serve = Serving::start(listen, &args);
     assert_eq!(get(listen, "/profile?seconds=61").0, 400);
     assert_eq!(get(listen, "/nothing").0, 404);
     // What profile scrapers ask for by default besides CPU is refused at once.
@@ -120,7 +104,8 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
     let metrics = loop {
         assert!(
             Instant::now() < deadline,
-            "the counters did not settle in 60 s (connections, intervals each 0.5 s: {trace:?}):\n{log}"
+            "the counters did not settle in 60 s (connections, intervals each 0.5 s: {trace:?}):\n{}",
+            serve.log
         );
         std::thread::sleep(Duration::from_millis(500));
         let m = get_text(listen, "/metrics");
@@ -247,22 +232,5 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
     }
 
     // SIGTERM ends it, cleanly.
-    let mut serve = serve;
-    // SAFETY: plain signal to our own child.
-    unsafe { libc::kill(serve.pid() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = serve.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "tlsprof serve did not stop in 20 s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    while let Ok(l) = lines.try_recv() {
-        log.push_str(&(l + "\n"));
-    }
-    assert!(status.success(), "tlsprof serve exited with {status}:\n{log}");
+    serve.stop();
 }

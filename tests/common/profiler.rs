@@ -451,3 +451,63 @@ pub fn assert_bssl_server_handshakes(
         assert_eq!(r["lost"]["handshake_events"], 0, "{summary}");
     }
 }
+
+/// A `tlsprof serve` run listening on 127.0.0.1:`listen` with `args` besides; `start` returns once its
+/// probes are attached.
+pub struct Serving {
+    pub running: super::Running,
+    lines: mpsc::Receiver<String>,
+    pub log: String,
+}
+
+impl Serving {
+    pub fn start(listen: u16, args: &[String]) -> Serving {
+        let mut child = tlsprof()
+            .args(["serve", "--listen", &format!("127.0.0.1:{listen}")])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = lines_of(child.stderr.take().unwrap(), |_| true);
+        let mut serving = Serving {
+            running: super::Running(child),
+            lines,
+            log: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !serving.log.contains("probes live") {
+            match serving.lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => serving.log.push_str(&(l + "\n")),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => panic!("tlsprof serve ended:\n{}", serving.log),
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tlsprof serve did not attach in 30 s:\n{}",
+                serving.log
+            );
+        }
+        serving
+    }
+
+    /// Ends it with SIGTERM and asserts that it stopped cleanly within 20 s.
+    pub fn stop(mut self) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.running.pid() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = self.running.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tlsprof serve did not stop in 20 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        while let Ok(l) = self.lines.try_recv() {
+            self.log.push_str(&(l + "\n"));
+        }
+        assert!(status.success(), "tlsprof serve exited with {status}:\n{}", self.log);
+    }
+}
