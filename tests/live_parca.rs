@@ -26,8 +26,14 @@ fn start_parca(dir: &Path, target: u16) -> (Running, u16) {
     let example = std::fs::read_to_string(repo().join("examples/parca/parca.yaml")).unwrap();
     let config = example
         .replace("127.0.0.1:9465", &format!("127.0.0.1:{target}"))
-        .replace("scrape_interval: \"10s\"", &format!("scrape_interval: \"{SCRAPE_SECS}s\""));
-    assert_ne!(config, example, "examples/parca/parca.yaml no longer has the lines the test replaces");
+        .replace(
+            "scrape_interval: \"10s\"",
+            &format!("scrape_interval: \"{SCRAPE_SECS}s\""),
+        );
+    assert_ne!(
+        config, example,
+        "examples/parca/parca.yaml no longer has the lines the test replaces"
+    );
     std::fs::write(dir.join("parca.yaml"), config).unwrap();
     let child = Command::new(parca_build())
         .current_dir(dir)
@@ -61,7 +67,11 @@ impl Scrapes {
             let target = &targets["targets"]["tlsprof"]["targets"][0];
             // The zero time until the first scrape has ended.
             if let Some(last) = target["lastScrape"].as_str().filter(|t| !t.starts_with("0001-")) {
-                assert_eq!(target["lastError"].as_str().unwrap_or(""), "", "Parca's scrape failed: {targets}");
+                assert_eq!(
+                    target["lastError"].as_str().unwrap_or(""),
+                    "",
+                    "Parca's scrape failed: {targets}"
+                );
                 if self.seen.last().is_none_or(|l| l != last) {
                     self.seen.push(last.to_string());
                 }
@@ -151,8 +161,16 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
         "/api/profiles/query_range",
         &[("query", query), ("start", &start), ("end", &end), ("step", "1s")],
     );
-    let stored: Vec<&Value> = range["series"][0]["samples"].as_array().map_or(Vec::new(), |s| s.iter().collect());
-    let secs = |s: &Value| s["duration"].as_str().and_then(|d| d.parse::<f64>().ok()).unwrap_or(0.0) / 1e9;
+    let stored: Vec<&Value> = range["series"][0]["samples"]
+        .as_array()
+        .map_or(Vec::new(), |s| s.iter().collect());
+    let secs = |s: &Value| {
+        s["duration"]
+            .as_str()
+            .and_then(|d| d.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1e9
+    };
     assert!(
         stored.len() >= LOAD_SECS as usize / SCRAPE_SECS as usize,
         "Parca stored {} scrapes of a {LOAD_SECS} s load scraped every {SCRAPE_SECS} s: {range}",
@@ -184,12 +202,19 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|n| n["meta"]["function"]["name"].as_str().is_some_and(|f| f.ends_with(&tag)))
+            .filter(|n| {
+                n["meta"]["function"]["name"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with(&tag))
+            })
             .filter_map(|n| n["cumulative"].as_str()?.parse::<f64>().ok())
             .sum()
     };
     for stage in ["handshake", "keygen", "derive"] {
-        assert!(stage_ns(stage) > 0.0, "no {stage} stage frame in Parca's merged top list: {top}");
+        assert!(
+            stage_ns(stage) > 0.0,
+            "no {stage} stage frame in Parca's merged top list: {top}"
+        );
     }
     // Each window's CPU: its targets' own (their CPU clocks less the probes' cost), as tlsprof serves it.
     let parca_cpu_s: f64 = stored

@@ -9,6 +9,7 @@ mod histogram;
 mod libraries;
 pub mod lost;
 mod merge;
+mod placement;
 mod probe_cost;
 mod resumption;
 mod stacks;
@@ -20,6 +21,7 @@ pub use handshakes::{HandshakeCounts, HandshakeGroup, HandshakeKind, Outcome, Ro
 pub use histogram::CpuHistogram;
 pub use libraries::{Function, Library, UnnamedFile, UnnamedReason};
 pub use lost::Lost;
+pub use placement::Placement;
 pub use probe_cost::{
     corrected_tree, Hits, OwnPrograms, ProbeCost, ProgramRuns, RawNode, SamplerRan, TrapSamples, CALIBRATION_AS_SAMPLES,
 };
@@ -115,10 +117,13 @@ pub struct Target {
     /// SSL_read/SSL_write). None: not needed.
     #[serde(default)]
     pub io_driven_from_s: Option<f64>,
-    /// The container or service its cgroup names (`docker 0123456789ab`, `nginx.service`); chosen by the
-    /// target's environment: untrusted text.
+    /// The container or service its cgroup names, for people (`docker 0123456789ab`, `nginx.service`):
+    /// `placement`'s display (kept apart for recordings made before placement was).
     #[serde(default)]
     pub container: Option<String>,
+    /// Where it lives by its cgroup: container, pod, systemd unit.
+    #[serde(default, skip_serializing_if = "Placement::is_empty")]
+    pub placement: Placement,
     /// Connections it accepted or opened over the recording, counted without probes: what the handshakes
     /// seen in the probe windows scale by.
     #[serde(default)]

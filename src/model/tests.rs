@@ -69,6 +69,7 @@ fn nginx() -> Target {
         probed_cpu_ms: 10.0,
         io_driven_from_s: None,
         container: None,
+        placement: Default::default(),
         connections: 0,
         execs_at_s: Vec::new(),
         stage_slices_ms: 0.0,

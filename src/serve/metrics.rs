@@ -119,7 +119,8 @@ pub struct Metrics {
     targets: usize,
 }
 
-/// The targets of an interval by their labels: the process name, the container its cgroup names (empty when
+/// The targets of an interval by their labels: the process name, where its cgroup places it (the container
+/// as people read it, the container's ID, the Kubernetes pod's UID, the systemd unit; each empty when
 /// none) and the TLS library families it runs (`openssl`, `go`, `rustls`, `boringssl`; `+` between several).
 /// Label values are escaped where every one is (output::prometheus).
 fn process_groups(rec: &Recording) -> BTreeMap<Labels, Vec<u32>> {
@@ -133,9 +134,13 @@ fn process_groups(rec: &Recording) -> BTreeMap<Labels, Vec<u32>> {
             .collect();
         families.sort_unstable();
         families.dedup();
+        let at = &t.placement;
         let labels = vec![
             ("process", t.comm.clone()),
             ("container", t.container.clone().unwrap_or_default()),
+            ("container_id", at.container_id.clone().unwrap_or_default()),
+            ("pod_uid", at.pod_uid.clone().unwrap_or_default()),
+            ("systemd_unit", at.systemd_unit.clone().unwrap_or_default()),
             ("library", families.join("+")),
         ];
         groups.entry(labels).or_default().push(t.pid);
@@ -504,7 +509,7 @@ mod tests {
             m.add(&rec, &summarize(&rec));
         }
         let s = samples(&m.render());
-        let labels = r#"process="nginx",container="",library="openssl",role="server""#;
+        let labels = r#"process="nginx",container="",container_id="",pod_uid="",systemd_unit="",library="openssl",role="server""#;
         assert_eq!(
             s[&format!("tlsprof_resumption_offered_total{{{labels},offer=\"psk\"}}")],
             18.0
@@ -536,23 +541,23 @@ mod tests {
             before = now;
         }
         // Two intervals of 4 full server handshakes each (the sample recording's).
-        let key = "tlsprof_handshakes_total{process=\"nginx\",container=\"\",library=\"openssl\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
+        let key = "tlsprof_handshakes_total{process=\"nginx\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\",role=\"server\",kind=\"full\",version=\"TLSv1.3\",\
                    cipher=\"TLS_AES_256_GCM_SHA384\",group=\"x25519\",certificate_key=\"RSA-2048\"}";
         assert_eq!(before[key], 8.0);
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\",container=\"\",library=\"openssl\"}"],
+            before["tlsprof_handshake_cpu_seconds_count{process=\"nginx\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\"}"],
             8.0
         );
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",library=\"openssl\",le=\"0.0025\"}"],
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\",le=\"0.0025\"}"],
             8.0
         );
         assert_eq!(
-            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",library=\"openssl\",le=\"0.001\"}"],
+            before["tlsprof_handshake_cpu_seconds_bucket{process=\"nginx\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\",le=\"0.001\"}"],
             0.0
         );
         let sign = before
-            ["tlsprof_stage_cpu_seconds_total{process=\"nginx\",container=\"\",library=\"openssl\",stage=\"sign\"}"];
+            ["tlsprof_stage_cpu_seconds_total{process=\"nginx\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\",stage=\"sign\"}"];
         let expected: f64 = summarize(&rec)
             .stages
             .iter()
@@ -604,11 +609,11 @@ mod tests {
         };
         assert_eq!((total("nginx"), total("node")), (40.0, 100.0));
         assert_eq!(
-            now["tlsprof_connections_total{process=\"node\",container=\"\",library=\"openssl\"}"],
+            now["tlsprof_connections_total{process=\"node\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\"}"],
             100.0
         );
         assert!(
-            now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",library=\"openssl\",stage=\"sign\"}"]
+            now["tlsprof_stage_cpu_seconds_total{process=\"node\",container=\"\",container_id=\"\",pod_uid=\"\",systemd_unit=\"\",library=\"openssl\",stage=\"sign\"}"]
                 > 0.0
         );
     }
@@ -628,7 +633,7 @@ mod tests {
         let text = m.render();
         assert!(!text.contains("role=\"unknown\""), "{text}");
         let now = samples(&text);
-        let node = r#"process="node",container="",library="openssl""#;
+        let node = r#"process="node",container="",container_id="",pod_uid="",systemd_unit="",library="openssl""#;
         let total: f64 = now
             .iter()
             .filter(|(k, _)| k.starts_with(&format!("tlsprof_handshakes_total{{{node},")))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! pprof export: a recording's stacks as a gzipped profile.proto for go tool pprof, Pyroscope and Parca, with
-//! the stage, TLS library, role and process of each stack as labels.
+//! the stage, TLS library, role, process and where the process lives (container, pod, systemd unit) of each
+//! stack as labels.
 
 mod profile;
 
@@ -195,6 +196,16 @@ impl<'a> Builder<'a> {
     fn sample(&mut self, frames: &[String], values: [i64; 2], pid: u32, stage: Option<Stage>, library: Option<String>) {
         let location_id = frames.iter().rev().map(|f| self.location(f, pid)).collect();
         let mut labels = vec![("process", self.rec.comm_of(pid).to_string()), ("pid", pid.to_string())];
+        if let Some(t) = self.rec.targets.iter().find(|t| t.pid == pid) {
+            let at = &t.placement;
+            let placed = [
+                ("container", &t.container),
+                ("container_id", &at.container_id),
+                ("pod_uid", &at.pod_uid),
+                ("systemd_unit", &at.systemd_unit),
+            ];
+            labels.extend(placed.into_iter().filter_map(|(k, v)| Some((k, v.clone()?))));
+        }
         if let Some(stage) = stage {
             labels.push(("stage", stage.name().to_string()));
             if let Some(role) = self.role {

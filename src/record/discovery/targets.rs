@@ -9,6 +9,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
+use crate::model::Placement;
+
 #[derive(Clone, Debug)]
 pub struct Process {
     pub pid: u32,
@@ -282,41 +284,28 @@ pub fn exe_id(pid: u32) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// The container or service a process runs in, as its cgroup (v2) path names it: `docker 0123456789ab` for
-/// a container runtime's scope (docker, podman, containerd, CRI-O), else the systemd unit
-/// (`nginx.service`). None at the root or in no unit. A target can choose its cgroup: untrusted text.
-pub fn container_of(pid: u32) -> Option<String> {
-    let bytes = fs::read(format!("/proc/{pid}/cgroup")).ok()?;
+/// Where a process lives, as its cgroup path names it (model::Placement): the unified hierarchy's path, or
+/// on a host that still mounts the v1 hierarchies, systemd's or the first controller's that is not the root.
+pub fn placement_of(pid: u32) -> Placement {
+    let Ok(bytes) = fs::read(format!("/proc/{pid}/cgroup")) else {
+        return Placement::default();
+    };
     let text = String::from_utf8_lossy(&bytes);
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    container_name(path)
-}
-
-fn container_name(cgroup: &str) -> Option<String> {
-    const RUNTIMES: [(&str, &str); 5] = [
-        ("docker-", "docker"),
-        ("libpod-", "podman"),
-        ("cri-containerd-", "containerd"),
-        ("crio-", "cri-o"),
-        ("containerd-", "containerd"),
-    ];
-    // The innermost unit: a container's own cgroups (a scope's sub-groups) sit below it.
-    let units: Vec<&str> = cgroup
-        .split('/')
-        .filter(|c| [".scope", ".service"].iter().any(|s| c.ends_with(s)))
+    let paths: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(':')?;
+            rest.split_once(':')
+        })
+        .filter(|(_, path)| *path != "/")
         .collect();
-    for unit in units.iter().rev() {
-        let stem = unit.trim_end_matches(".scope");
-        for (prefix, runtime) in RUNTIMES {
-            if let Some(id) = stem.strip_prefix(prefix) {
-                let short: String = id.chars().take(12).collect();
-                return Some(format!("{runtime} {short}"));
-            }
-        }
-    }
-    let unit = units.last()?;
-    // Long names are cut: a label, not a record of what the target wrote.
-    Some(unit.chars().take(128).collect())
+    let path = paths
+        .iter()
+        .find(|(controllers, _)| controllers.is_empty())
+        .or_else(|| paths.iter().find(|(controllers, _)| *controllers == "name=systemd"))
+        .or_else(|| paths.first())
+        .map_or("/", |(_, path)| path);
+    Placement::of_cgroup(path)
 }
 
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
@@ -565,21 +554,5 @@ mod tests {
         let pids: Vec<u32> = all.resolve().unwrap().iter().map(|p| p.pid).collect();
         assert!(pids.contains(&1), "{pids:?}");
         assert!(!pids.contains(&std::process::id()), "{pids:?}");
-    }
-
-    #[test]
-    fn containers_are_named_by_their_runtime_scope_or_unit() {
-        let docker = "/system.slice/docker-3f4e5d6c7b8a9f0e1d2c3b4a5968778695a4b3c2d1e0f9e8d7c6b5a49382716.scope";
-        assert_eq!(container_name(docker).as_deref(), Some("docker 3f4e5d6c7b8a"));
-        let nested = "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abcdef0123456789.scope/init";
-        assert_eq!(container_name(nested).as_deref(), Some("containerd abcdef012345"));
-        let podman = "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-0011aabbccdd.scope/container";
-        assert_eq!(container_name(podman).as_deref(), Some("podman 0011aabbccdd"));
-        assert_eq!(
-            container_name("/system.slice/nginx.service").as_deref(),
-            Some("nginx.service")
-        );
-        assert_eq!(container_name("/"), None);
-        assert_eq!(container_name("/user.slice/user-0.slice"), None);
     }
 }

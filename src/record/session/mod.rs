@@ -37,7 +37,7 @@ use super::stacks::jvm;
 use super::stacks::samples::SampleAggregator;
 use super::status::StatusLine;
 use super::RecordOptions;
-use crate::model::{Probing, Recording, Target};
+use crate::model::{Placement, Probing, Recording, Target};
 use assemble::{counted_losses, read_tree, Parts};
 use events::Events;
 use interval::Interval;
@@ -83,8 +83,8 @@ pub fn serve(procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>, sna
 /// What the session keeps of each target; a process that exits (continuous mode) is one removal.
 struct Tracked {
     process: Process,
-    /// The container or service its cgroup names.
-    container: Option<String>,
+    /// Where it lives, by its cgroup.
+    placement: Placement,
     /// When its SSL_read/SSL_write started to be probed as handshake drivers (s into the recording).
     io_driven_from_s: Option<f64>,
     /// When it ran a new program (s into the recording).
@@ -101,7 +101,7 @@ struct Tracked {
 impl Tracked {
     fn new(process: Process) -> Tracked {
         Tracked {
-            container: targets::container_of(process.pid),
+            placement: targets::placement_of(process.pid),
             process,
             io_driven_from_s: None,
             execs_at_s: Vec::new(),
@@ -330,7 +330,8 @@ impl<'obj, 'o> Session<'obj, 'o> {
                     process_cpu_ms,
                     probed_cpu_ms,
                     io_driven_from_s: t.io_driven_from_s,
-                    container: t.container,
+                    container: t.placement.display(),
+                    placement: t.placement,
                     connections: at.connections.get(&pid).copied().unwrap_or(0),
                     execs_at_s: t.execs_at_s,
                     stage_slices_ms,
