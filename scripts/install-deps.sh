@@ -5,6 +5,7 @@
 # examples/rust/boring-server, and AWS-LC's, with libpcre2-dev for the nginx built against it,
 # scripts/build-aws-lc.sh; apache2: a server whose handshakes mod_ssl drives with SSL_accept,
 # scripts/apache-target.sh; postgresql: a server that forks a backend per connection, scripts/postgres-target.sh;
+# apache2-utils: htpasswd, the bcrypt hashes of serve's web configuration in tests/live_parca.rs;
 # tmux: a terminal for `tlsprof top`'s screen in tests/live_top.rs; man-db: the installed man pages, tests/install.rs
 # and tests/package.rs; haproxy and a JDK: servers counted from the wire, tests/live_wire.rs; maven: Netty and
 # netty-tcnative from Maven Central for examples/java, tests/live_java.rs).
@@ -13,7 +14,8 @@ set -euo pipefail
 
 packages=(clang clang-format llvm libelf-dev zlib1g-dev pkg-config make gcc libssl-dev openssl linux-perf bpftrace
           nginx-light nodejs wrk python3 procps debuginfod binutils xz-utils curl prometheus
-          chromium cmake g++ libpcre2-dev apache2 postgresql tmux man-db haproxy openjdk-17-jdk-headless maven)
+          chromium cmake g++ libpcre2-dev apache2 apache2-utils postgresql tmux man-db haproxy openjdk-17-jdk-headless
+          maven)
 # go tool pprof reads tlsprof's pprof exports in the tests: Debian's Go unless a Go distribution is installed.
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
   packages+=(golang-go)

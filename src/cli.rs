@@ -96,11 +96,20 @@ Example: sudo tlsprof serve --comm nginx --listen 127.0.0.1:9465")]
     Serve {
         #[command(flatten)]
         targets: TargetArgs,
-        /// Address to serve on, e.g. 127.0.0.1:9465 (plain HTTP, no authentication).
+        /// Address to serve on, e.g. 127.0.0.1:9465.
         ///
-        /// Plain HTTP without authentication: keep it on loopback or a trusted network.
+        /// Plain HTTP without authentication unless --web.config.file says otherwise: keep it on loopback or
+        /// a trusted network then.
         #[arg(long, value_name = "ADDR")]
         listen: String,
+        /// TLS and basic auth, in the Prometheus exporter-toolkit's web config format.
+        ///
+        /// `tls_server_config` (cert_file, key_file, client_auth_type NoClientCert, VerifyClientCertIfGiven
+        /// or RequireAndVerifyClientCert with client_ca_file, min_version and max_version TLS12 or TLS13) and
+        /// `basic_auth_users` (user: bcrypt hash, as `htpasswd -nBC 10 USER` makes). Relative paths are the
+        /// file's directory's. A file that is wrong stops serve before it starts.
+        #[arg(long = "web.config.file", value_name = "FILE")]
+        web_config_file: Option<PathBuf>,
         #[command(flatten)]
         probes: ProbeArgs,
     },

@@ -65,10 +65,11 @@ pub fn record(
 }
 
 /// `tlsprof serve`: records continuously, serving metrics and profiles.
-pub fn serve(targets: TargetArgs, probes: ProbeArgs, listen: &str) -> Result<()> {
+pub fn serve(targets: TargetArgs, probes: ProbeArgs, listen: &str, web_config: Option<&Path>) -> Result<()> {
+    let web = web_config.map(serve::web::WebConfig::load).transpose()?;
     let (procs, opts) = record_options(targets, probes, None)?;
     let (stop, _) = stop_on_signals()?;
-    serve::serve(listen, &procs, &opts, stop)
+    serve::serve(listen, web, &procs, &opts, stop)
 }
 
 /// How `tlsprof top` shows what it sees, from its options, checked.

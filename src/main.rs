@@ -46,8 +46,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             targets,
             listen,
+            web_config_file,
             probes,
-        } => commands::serve(targets, probes, &listen),
+        } => commands::serve(targets, probes, &listen, web_config_file.as_deref()),
         Command::Top {
             targets,
             interval,

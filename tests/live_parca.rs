@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Live: a real Parca (v0.28.0, built from examples/parca's module) scrapes `tlsprof serve` on an nginx under a
-//! bounded full-handshake load as it scrapes a Go service (`/debug/pprof/profile?seconds=N`, every N s), with
-//! examples/parca/parca.yaml's profiling configuration. Its query API must return the stored scrapes, the
-//! TLS stages' frames in the merged top list, and the sign stage's CPU over the scraped windows as serve's
-//! metrics count it (exact mode, so that both are sums of the same measured figures). Needs root.
+//! Live: `tlsprof serve --web.config.file` (TLS and basic auth, as the Prometheus exporter-toolkit configures
+//! them), checked with curl, and a real Parca (v0.28.0, built from examples/parca's module) scraping it over
+//! TLS with basic auth, on an nginx under a bounded full-handshake load, as it scrapes a Go service
+//! (`/debug/pprof/profile?seconds=N`, every N s), with examples/parca/parca.yaml's profiling configuration.
+//! Parca's query API must return the stored scrapes, the TLS stages' frames in the merged top list, and the
+//! sign stage's CPU over the scraped windows as serve's metrics count it (exact mode, so that both are sums
+//! of the same measured figures). A client certificate, where the file requires one, is verified. Needs root.
 mod common;
 
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -19,8 +21,74 @@ use common::*;
 const SCRAPE_SECS: u64 = 5;
 const LOAD_SECS: u32 = 10;
 
-/// Parca on loopback, its data in `dir`, scraping 127.0.0.1:`target` with examples/parca/parca.yaml's
-/// profiling configuration at SCRAPE_SECS; killed on drop.
+const USER: &str = "scraper";
+const PASSWORD: &str = "s3cret-for-tests";
+
+/// A web configuration for serve in `dir`: a certificate for 127.0.0.1 and its key, `USER` with `PASSWORD`
+/// (hashed by htpasswd), and `extra` lines under tls_server_config.
+fn web_config(dir: &Path, extra: &str) -> PathBuf {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+    );
+    let hashed = run(Command::new("htpasswd").args(["-nbB", "-C", "10", USER, PASSWORD]));
+    assert!(
+        hashed.status.success(),
+        "htpasswd (apache2-utils): {}",
+        String::from_utf8_lossy(&hashed.stderr)
+    );
+    let line = String::from_utf8(hashed.stdout).unwrap();
+    let hash = line.trim().split_once(':').unwrap().1.to_string();
+    let path = dir.join("web.yml");
+    std::fs::write(
+        &path,
+        format!(
+            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n{extra}basic_auth_users:\n  {USER}: '{hash}'\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = run(Command::new("openssl").current_dir(dir).args(args));
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// curl's status code for GET `path` on serve at `port` (000: no HTTP answer), with `args` besides.
+fn curl(port: u16, scheme: &str, path: &str, args: &[&str]) -> String {
+    let out = run(Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+        .args(args)
+        .arg(format!("{scheme}://127.0.0.1:{port}{path}")));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Parca on loopback, its data in `dir`, scraping 127.0.0.1:`target` over TLS with basic auth (the
+/// certificate and user of `web_config`), with examples/parca/parca.yaml's profiling configuration at
+/// SCRAPE_SECS; killed on drop.
 fn start_parca(dir: &Path, target: u16) -> (Running, u16) {
     let port = free_port();
     let example = std::fs::read_to_string(repo().join("examples/parca/parca.yaml")).unwrap();
@@ -28,7 +96,10 @@ fn start_parca(dir: &Path, target: u16) -> (Running, u16) {
         .replace("127.0.0.1:9465", &format!("127.0.0.1:{target}"))
         .replace(
             "scrape_interval: \"10s\"",
-            &format!("scrape_interval: \"{SCRAPE_SECS}s\""),
+            &format!(
+            "scrape_interval: \"{SCRAPE_SECS}s\"\n    scheme: https\n    tls_config:\n      ca_file: server.pem\n    \
+                 basic_auth:\n      username: {USER}\n      password: {PASSWORD}"
+        ),
         );
     assert_ne!(
         config, example,
@@ -131,7 +202,39 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
     for pid in [vec![nginx.master], nginx.workers()].concat() {
         args.extend(["--pid".to_string(), pid.to_string()]);
     }
+    let web = web_config(&scratch.0, "");
+    args.extend(["--web.config.file".into(), web.display().to_string()]);
     let serve = Serving::start(listen, &args);
+    assert!(
+        serve.log.contains("https://") && serve.log.contains("basic auth required"),
+        "{}",
+        serve.log
+    );
+    let ca = scratch.path("server.pem").display().to_string();
+    let right = format!("{USER}:{PASSWORD}");
+    assert_eq!(curl(listen, "http", "/metrics", &[]), "000", "plain HTTP answered");
+    assert_eq!(
+        curl(listen, "https", "/metrics", &["--cacert", &ca]),
+        "401",
+        "no password"
+    );
+    assert_eq!(
+        curl(
+            listen,
+            "https",
+            "/metrics",
+            &["--cacert", &ca, "-u", &format!("{USER}:wrong")]
+        ),
+        "401"
+    );
+    assert_eq!(
+        curl(listen, "https", "/metrics", &["--cacert", &ca, "-u", "nobody:nothing"]),
+        "401"
+    );
+    assert_eq!(
+        curl(listen, "https", "/metrics", &["--cacert", &ca, "-u", &right]),
+        "200"
+    );
     let from = SystemTime::now();
     let (_parca, parca) = start_parca(&scratch.0, listen);
     // The load comes once Parca has scraped once, so that the windows it scrapes next, back to back, hold all
@@ -142,7 +245,7 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
     let connections = s_time_new(nginx.port, LOAD_SECS);
     let after_load = scrapes.seen.len();
     scrapes.wait(parca, after_load + 2);
-    let metrics = get_text(listen, "/metrics");
+    let metrics = fetch(listen, &ca, &right, "/metrics");
     let until = SystemTime::now() + Duration::from_secs(1);
     let (start, end) = (rfc3339(from), rfc3339(until));
 
@@ -250,5 +353,157 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
         "sign stage CPU over the targets' own: {parca_sign_s:.3} s of {parca_cpu_s:.3} s in Parca, \
          {metrics_sign_s:.3} s of {metrics_cpu_s:.3} s by serve's metrics\n{metrics}"
     );
+    serve.stop();
+}
+
+/// GET `path` over TLS with basic auth: the body.
+fn fetch(port: u16, ca: &str, user: &str, path: &str) -> String {
+    let out = run(Command::new("curl")
+        .args(["-sf", "--max-time", "10", "--cacert", ca, "-u", user])
+        .arg(format!("https://127.0.0.1:{port}{path}")));
+    assert!(
+        out.status.success(),
+        "curl {path}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn serve_takes_only_clients_whose_certificate_it_verifies_when_asked() {
+    if !require_root("serve_takes_only_clients_whose_certificate_it_verifies_when_asked") {
+        return;
+    }
+    let scratch = Scratch::new("serve-mtls");
+    let dir = &scratch.0;
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=tlsprof test CA",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "client.key",
+            "-out",
+            "client.csr",
+            "-subj",
+            "/CN=scraper",
+        ],
+    );
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "client.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "client.ext",
+        ],
+    );
+    // A client certificate signed by another CA: refused as one with none is.
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "stranger.key",
+            "-out",
+            "stranger.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=stranger",
+        ],
+    );
+    let web = web_config(
+        dir,
+        "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n  min_version: TLS13\n",
+    );
+    let nginx = Nginx::start(&scratch.path("nginx"), &[]);
+    let listen = free_port();
+    let serve = Serving::start(
+        listen,
+        &[
+            "--pid".into(),
+            nginx.workers()[0].to_string(),
+            "--web.config.file".into(),
+            web.display().to_string(),
+        ],
+    );
+    let ca = scratch.path("server.pem").display().to_string();
+    let user = format!("{USER}:{PASSWORD}");
+    let with = |cert: &str, key: &str, more: &[&str]| {
+        let (cert, key) = (scratch.path(cert), scratch.path(key));
+        let mut args = vec!["--cacert".to_string(), ca.clone(), "-u".into(), user.clone()];
+        args.extend(["--cert".to_string(), cert.display().to_string()]);
+        args.extend(["--key".to_string(), key.display().to_string()]);
+        args.extend(more.iter().map(|s| s.to_string()));
+        curl(
+            listen,
+            "https",
+            "/metrics",
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        curl(listen, "https", "/metrics", &["--cacert", &ca, "-u", &user]),
+        "000",
+        "no client certificate"
+    );
+    assert_eq!(
+        with("stranger.pem", "stranger.key", &[]),
+        "000",
+        "a certificate of another CA"
+    );
+    assert_eq!(
+        with("client.pem", "client.key", &["--tls-max", "1.2"]),
+        "000",
+        "TLS 1.2 below min_version"
+    );
+    assert_eq!(with("client.pem", "client.key", &[]), "200");
     serve.stop();
 }

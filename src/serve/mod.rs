@@ -8,6 +8,7 @@
 //! of intervals are kept.
 
 pub mod metrics;
+pub mod web;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -115,6 +116,7 @@ impl Served {
 struct Shared {
     served: Mutex<Served>,
     profiles_at_once: AtomicUsize,
+    auth: Option<web::BasicAuth>,
 }
 
 impl Shared {
@@ -123,17 +125,51 @@ impl Shared {
     }
 }
 
-/// Listens on `listen`, then records the targets until `stop`, serving what it has so far.
-pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<()> {
+/// Listens on `listen` (with the TLS and basic auth `web` asks for), then records the targets until `stop`,
+/// serving what it has so far.
+pub fn serve(
+    listen: &str,
+    web: Option<web::WebConfig>,
+    procs: &[Process],
+    opts: &RecordOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
     allocator::fix_thresholds();
-    let server = Arc::new(tiny_http::Server::http(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?);
+    let (tls, auth) = web.map_or((None, None), |w| (w.tls, w.auth));
+    let front_stop = Arc::new(AtomicBool::new(false));
+    let (server, scheme, private_dir) = match tls {
+        None => {
+            let server = tiny_http::Server::http(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
+            (server, "http", None)
+        }
+        Some(config) => {
+            let listener =
+                std::net::TcpListener::bind(listen).map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
+            let dir = private_dir()?;
+            let socket = dir.join("http.sock");
+            let server = tiny_http::Server::http_unix(&socket)
+                .map_err(|e| anyhow!("cannot listen on {}: {e}", socket.display()))?;
+            let stop = front_stop.clone();
+            std::thread::spawn(move || web::front(listener, config, socket, stop));
+            (server, "https", Some(dir))
+        }
+    };
+    let server = Arc::new(server);
+    let protection = match (scheme, &auth) {
+        ("http", None) => format!(
+            "; plain HTTP without authentication: anyone who reaches {listen} reads the targets' profiles and metrics \
+             (--web.config.file sets TLS and basic auth)"
+        ),
+        (_, None) => "; TLS, no authentication (basic_auth_users)".to_string(),
+        (_, Some(_)) => "; basic auth required".to_string(),
+    };
     let shared = Arc::new(Shared {
         served: Mutex::new(Served::new(Instant::now())),
         profiles_at_once: AtomicUsize::new(0),
+        auth,
     });
     eprintln!(
-        "tlsprof: serving /metrics, /debug/pprof/profile and /profile on http://{} (figures every {} s)",
-        server.server_addr(),
+        "tlsprof: serving /metrics, /debug/pprof/profile and /profile on {scheme}://{listen} (figures every {} s){protection}",
         INTERVAL.as_secs()
     );
     let http = {
@@ -166,8 +202,12 @@ pub fn serve(listen: &str, procs: &[Process], opts: &RecordOptions, stop: Arc<At
         },
     );
     shared.served().ended = true;
+    front_stop.store(true, Ordering::Relaxed);
     server.unblock();
     let _ = http.join();
+    if let Some(dir) = private_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     // Profiles still waiting answer that the session ended.
     let deadline = Instant::now() + Duration::from_secs(1);
     while shared.profiles_at_once.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
@@ -234,7 +274,34 @@ fn profile_response(profile: Result<Vec<u8>, (u16, String)>) -> tiny_http::Respo
     }
 }
 
+/// A directory only its owner (root) can enter, for the HTTP server's Unix socket behind the TLS front.
+fn private_dir() -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!("tlsprof-serve-{}", std::process::id()));
+    // A directory left by an earlier serve of the same pid is removed; create() below fails if anything
+    // else made it meanwhile.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| anyhow!("cannot make {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
 fn respond(request: tiny_http::Request, shared: &Arc<Shared>) {
+    if let Some(auth) = &shared.auth {
+        let given = request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str().to_string());
+        if !auth.allows(given.as_deref()) {
+            let response = text(401, "basic auth required\n".into())
+                .with_header(header("WWW-Authenticate", "Basic realm=\"tlsprof\""));
+            let _ = request.respond(response);
+            return;
+        }
+    }
     let url = request.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let response = match path {
@@ -367,6 +434,7 @@ mod tests {
         Shared {
             served: Mutex::new(Served::new(Instant::now())),
             profiles_at_once: AtomicUsize::new(0),
+            auth: None,
         }
     }
 
