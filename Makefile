@@ -11,8 +11,11 @@ build: deps
 	$(CARGO) build --release --locked
 
 # Live tests start servers and profile them one at a time: they measure CPU, so they must not overlap.
-# --no-fail-fast: a failing test binary does not hide what the others would say.
+# Parca, a test target that takes minutes to build cold, builds while the tests compile (its test waits for
+# it, and says why if it failed). --no-fail-fast: a failing test binary does not hide what the others would say.
 test: build
+	scripts/build-parca.sh > target/build-parca.log 2>&1 & \
+	$(CARGO) test --release --locked --no-run; built=$$?; wait; exit $$built
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=1
 
 # The property tests of parsers of target-controlled input and of recordings (fuzz_*), at length: make test

@@ -147,26 +147,14 @@ pub fn go_quic_client(binary: &Path, addr: &str, n: u32, resume: bool) -> Value 
     serde_json::from_slice(&out.stdout).expect("go-quic client prints one JSON line")
 }
 
-/// Parca (the profile store) built from examples/parca's module into target/go-examples/parca, once: its
-/// modules come through the Go module proxy the first time, and the build takes minutes cold.
+/// Parca (the profile store) built from examples/parca's module into target/go-examples/parca by
+/// scripts/build-parca.sh, once; a build `make test` started is waited for.
 pub fn parca_build() -> PathBuf {
-    let module = repo().join("examples/parca");
-    let out = repo().join("target/go-examples/parca");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let built_after = modified(&out);
-    let sources = ["go.mod", "go.sum"].map(|f| modified(&module.join(f)));
-    if built_after.is_some() && sources.iter().all(|s| s.is_some() && *s <= built_after) {
-        return out;
-    }
-    let built = run(Command::new(go_tool())
-        .current_dir(&module)
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg("github.com/parca-dev/parca/cmd/parca"));
+    let built = run(&mut Command::new(repo().join("scripts/build-parca.sh")));
     assert!(
         built.status.success(),
-        "go build Parca (examples/parca): {}",
+        "scripts/build-parca.sh: {}",
         String::from_utf8_lossy(&built.stderr)
     );
-    out
+    repo().join("target/go-examples/parca")
 }
