@@ -2,7 +2,7 @@
 //! Live: `record --all` (needs root). It finds an nginx and a Node.js server running when it starts, and a
 //! process started during the recording in new mount and pid namespaces, from a program and libraries that
 //! exist only inside its mount namespace, in a cgroup named like a container's: each one's handshakes counted
-//! against its clients', its container named and escaped.
+//! against its clients', its container named.
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A cgroup named as docker names a container's scope, its id starting with a terminal escape sequence.
-const CGROUP: &str = "docker-\x1b[2J0123456789abcdef.scope";
+/// A cgroup named as docker names a container's scope. (A part of a cgroup path of the wrong shape, such as
+/// an id with a terminal escape in it, names nothing: model::Placement's tests.)
+const CONTAINER_ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 /// The v2 cgroup hierarchy: at /sys/fs/cgroup, or beside the v1 ones in a hybrid layout.
 fn cgroup2_root() -> &'static str {
@@ -73,7 +74,7 @@ fn all_finds_nginx_node_and_a_process_started_in_new_namespaces() {
     // its libssl and libcrypto (none of them exist at that path on the host), a pid namespace, a cgroup.
     let hidden = scratch.path("hidden");
     std::fs::create_dir(&hidden).unwrap();
-    let cgroup = Path::new(cgroup2_root()).join(CGROUP);
+    let cgroup = Path::new(cgroup2_root()).join(format!("docker-{CONTAINER_ID}.scope"));
     std::fs::create_dir(&cgroup).unwrap();
     let script = format!(
         "mount -t tmpfs tmpfs '{hidden}' && cp '{bin}' '{ssl}' '{crypto}' '{hidden}/' && echo $$ > '{procs}' && LD_LIBRARY_PATH='{hidden}' exec '{hidden}/tls_server' '{cert}' '{cert}' '{key}' --wait",
@@ -146,17 +147,18 @@ fn all_finds_nginx_node_and_a_process_started_in_new_namespaces() {
     // Both sides of each of its handshakes, all made after tlsprof attached.
     assert_eq!(hidden_seen, 2 * made, "namespaced server\n{summary}\n{log}");
 
-    // Its container named from the cgroup, escaped where printed.
+    // Its container named from the cgroup.
     let target = r["targets"]
         .as_array()
         .unwrap()
         .iter()
         .find(|t| t["pid"] == hidden_pid)
         .unwrap();
-    assert_eq!(target["container"], "docker \x1b[2J01234567", "{target}");
+    assert_eq!(target["container"], "docker 0123456789ab", "{target}");
+    assert_eq!(target["placement"]["container_id"], CONTAINER_ID, "{target}");
     assert!(
         summary.contains(&format!(
-            "(pid {hidden_pid}) in docker \\x1b[2J01234567: {hidden_seen} handshakes,"
+            "(pid {hidden_pid}) in docker 0123456789ab: {hidden_seen} handshakes,"
         )),
         "{summary}"
     );

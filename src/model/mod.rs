@@ -122,7 +122,7 @@ pub struct Target {
     #[serde(default)]
     pub container: Option<String>,
     /// Where it lives by its cgroup: container, pod, systemd unit.
-    #[serde(default, skip_serializing_if = "Placement::is_empty")]
+    #[serde(default)]
     pub placement: Placement,
     /// Connections it accepted or opened over the recording, counted without probes: what the handshakes
     /// seen in the probe windows scale by.

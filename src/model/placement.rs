@@ -9,16 +9,16 @@ use serde::{Deserialize, Serialize};
 pub struct Placement {
     /// The container runtime whose scope holds it (`docker`, `podman`, `containerd`, `cri-o`); None for a
     /// container under a cgroupfs-driven kubelet, whose path names only the ID.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub runtime: Option<String>,
     /// The container's ID, in full (hexadecimal).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub container_id: Option<String>,
     /// The Kubernetes pod's UID (`0f2a...-...`), from the kubelet's pod cgroup.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub pod_uid: Option<String>,
     /// The systemd unit (`nginx.service`) when it is not a container's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub systemd_unit: Option<String>,
 }
 
@@ -55,10 +55,6 @@ impl Placement {
             }
         }
         p
-    }
-
-    pub fn is_empty(&self) -> bool {
-        *self == Placement::default()
     }
 
     /// For people: `docker 0123456789ab`, `pod 0f2a1b3c containerd 0123456789ab`, `nginx.service`; None
@@ -173,15 +169,18 @@ mod tests {
         let nginx = Placement::of_cgroup("/system.slice/nginx.service");
         assert_eq!(nginx.systemd_unit.as_deref(), Some("nginx.service"));
         assert_eq!(nginx.display().as_deref(), Some("nginx.service"));
-        assert!(Placement::of_cgroup("/").is_empty());
-        assert!(Placement::of_cgroup("/user.slice/user-0.slice").is_empty());
+        assert_eq!(Placement::of_cgroup("/"), Placement::default());
+        assert_eq!(Placement::of_cgroup("/user.slice/user-0.slice"), Placement::default());
     }
 
     #[test]
     fn parts_of_the_wrong_shape_are_not_taken() {
         // Not a UID, not hexadecimal, outside kubepods.
         assert_eq!(Placement::of_cgroup("/kubepods/podnot-a-uid/abc").pod_uid, None);
-        assert!(Placement::of_cgroup("/x/docker-\x1b[31mred.scope").is_empty());
+        assert_eq!(
+            Placement::of_cgroup("/x/docker-\x1b[31mred.scope"),
+            Placement::default()
+        );
         assert_eq!(
             Placement::of_cgroup(&format!("/elsewhere/pod{UID}/{ID}")),
             Placement::default()

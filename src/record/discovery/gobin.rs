@@ -79,6 +79,15 @@ pub fn is_go(path: &std::path::Path) -> bool {
     object::File::parse(&cache).is_ok_and(|f| f.section_by_name(".gopclntab").is_some())
 }
 
+/// Whether a process runs Go code: its executable, or a library it maps (a Go c-shared object).
+pub fn runs_go(p: &super::targets::Process) -> bool {
+    let Ok(maps) = p.maps() else { return false };
+    let mut seen = std::collections::HashSet::new();
+    maps.iter()
+        .filter(|m| m.executable && m.inode != 0 && seen.insert((m.dev.clone(), m.inode)))
+        .any(|m| is_go(&m.open_path(p.pid)))
+}
+
 impl GoBinary {
     /// Reads a Go executable. Ok(None) when the file is not a Go program (no function table).
     pub fn parse(data: &[u8]) -> Result<Option<GoBinary>, Box<dyn std::error::Error + Send + Sync>> {

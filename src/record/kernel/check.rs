@@ -126,7 +126,7 @@ pub fn this_machine(opts: &AttachOptions) -> Check {
     } else if lockdown.mark == Mark::Missing {
         Err(unknown(PROGRAMS, "not loaded: the lockdown denies them"))
     } else {
-        programs::load(&mut object, opts, &Selection::default())
+        programs::load(&mut object, opts, &Selection::default(), true)
             .map_err(|e| missing(PROGRAMS, "the kernel refuses them", format!("{e:#}")))
     };
     match loaded {

@@ -91,11 +91,13 @@ fn follow_flags(selection: &Selection) -> u32 {
     flags
 }
 
-/// Opens the BPF object, sets its options and map sizes, and loads it.
+/// Opens the BPF object, sets its options and map sizes, and loads it; the Go programs only with `go` (the
+/// verifier checks each program loaded, and Go's take a good part of the time before the probes are live).
 pub fn load<'obj>(
     open_object: &'obj mut MaybeUninit<OpenObject>,
     opts: &AttachOptions,
     selection: &Selection,
+    go: bool,
 ) -> Result<TlsprofSkel<'obj>> {
     let mut open = TlsprofSkelBuilder::default()
         .open(open_object)
@@ -110,6 +112,7 @@ pub fn load<'obj>(
         .sample_scratch
         .set_max_entries(cpus)
         .context("size the sample scratch map")?;
+    open.progs.go_probe.set_autoload(go);
     // One of the two for stage functions' returns: the other is not checked by the verifier for nothing.
     if uprobe_sessions() {
         open.progs.stage_exit.set_autoload(false);

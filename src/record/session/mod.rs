@@ -21,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 use libbpf_rs::OpenObject;
 
+use super::discovery::gobin;
 use super::discovery::targets::{self, Process};
 use super::duty::cpu::CpuMeters;
 use super::duty::governor::{Action, Governor};
@@ -148,10 +149,12 @@ impl<'obj, 'o> Session<'obj, 'o> {
     ) -> Result<Session<'obj, 'o>> {
         privileges::preflight()?;
         let t0 = Instant::now();
-        let skel = programs::load(object, &opts.attach, &opts.selection)?;
-        let probe_cost = calibrate::measure(&skel)?;
-        // Read while the probes attach: the kernel writes out its whole symbol table.
+        // Read while the programs load and the probes attach: the kernel writes out its whole symbol table.
         let traps = std::thread::spawn(ProbeTraps::new);
+        // Processes that start later may run Go only if --comm or --all takes them by what they run.
+        let go = opts.selection.follows_new() || procs.iter().any(gobin::runs_go);
+        let skel = programs::load(object, &opts.attach, &opts.selection, go)?;
+        let probe_cost = calibrate::measure(&skel)?;
         let mut programs = Programs::new(skel, probe_cost);
         programs.follow_processes()?;
         // The first window opens as every later one does, once all the probes are attached and with the

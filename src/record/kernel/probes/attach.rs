@@ -4,7 +4,7 @@
 
 use std::os::fd::AsRawFd;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
 
 use super::{detach, Kind, Learning, ProbeSpec, Probes, Scope, TargetSet, Wide};
@@ -263,9 +263,17 @@ impl ProbeSpec {
             (&self.go, Kind::Entry, &skel.progs.go_probe),
         ];
         for (probes, kind, prog) in sets {
-            if !probes.offsets.is_empty() {
-                links.push(self.attach_probes(probes, kind, prog)?);
+            if probes.offsets.is_empty() {
+                continue;
             }
+            if !prog.autoload() {
+                bail!(
+                    "it runs Go, and tlsprof loaded its Go programs only for Go targets at its start or those \
+                     --comm and --all take: record it with --pid {}",
+                    self.scope.pid().map_or("PID".to_string(), |p| p.to_string())
+                );
+            }
+            links.push(self.attach_probes(probes, kind, prog)?);
         }
         Ok(links)
     }
