@@ -27,28 +27,7 @@ const PASSWORD: &str = "s3cret-for-tests";
 /// A web configuration for serve in `dir`: a certificate for 127.0.0.1 and its key, `USER` with `PASSWORD`
 /// (hashed by htpasswd), and `extra` lines under tls_server_config.
 fn web_config(dir: &Path, extra: &str) -> PathBuf {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ],
-    );
+    openssl(dir, &format!("req -x509 {EC_KEY} -keyout server.key -out server.pem -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"));
     let hashed = run(Command::new("htpasswd").args(["-nbB", "-C", "10", USER, PASSWORD]));
     assert!(
         hashed.status.success(),
@@ -68,8 +47,13 @@ fn web_config(dir: &Path, extra: &str) -> PathBuf {
     path
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = run(Command::new("openssl").current_dir(dir).args(args));
+/// A new EC P-256 key, unencrypted, for `openssl req`.
+const EC_KEY: &str = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+
+/// Runs openssl in `dir` with `command`'s words as its arguments.
+fn openssl(dir: &Path, command: &str) {
+    let args: Vec<&str> = command.split_whitespace().collect();
+    let out = run(Command::new("openssl").current_dir(dir).args(&args));
     assert!(
         out.status.success(),
         "openssl {args:?}: {}",
@@ -378,40 +362,11 @@ fn serve_takes_only_clients_whose_certificate_it_verifies_when_asked() {
     let dir = &scratch.0;
     openssl(
         dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=tlsprof test CA",
-        ],
+        &format!("req -x509 {EC_KEY} -keyout ca.key -out ca.pem -days 2 -subj /CN=tlsprof-test-CA"),
     );
     openssl(
         dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "client.key",
-            "-out",
-            "client.csr",
-            "-subj",
-            "/CN=scraper",
-        ],
+        "req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout client.key -out client.csr -subj /CN=scraper",
     );
     std::fs::write(
         dir.join("client.ext"),
@@ -420,44 +375,12 @@ fn serve_takes_only_clients_whose_certificate_it_verifies_when_asked() {
     .unwrap();
     openssl(
         dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "client.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "client.ext",
-        ],
+        "x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 -extfile client.ext",
     );
     // A client certificate signed by another CA: refused as one with none is.
     openssl(
         dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "stranger.key",
-            "-out",
-            "stranger.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=stranger",
-        ],
+        &format!("req -x509 {EC_KEY} -keyout stranger.key -out stranger.pem -days 2 -subj /CN=stranger"),
     );
     let web = web_config(
         dir,
