@@ -190,7 +190,7 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
     args.extend(["--web.config.file".into(), web.display().to_string()]);
     let serve = Serving::start(listen, &args);
     assert!(
-        serve.log.contains("https://") && serve.log.contains("basic auth required"),
+        serve.log.contains("https://") && serve.log.contains("TLS and basic auth"),
         "{}",
         serve.log
     );

@@ -160,8 +160,11 @@ pub fn serve(
             "; plain HTTP without authentication: anyone who reaches {listen} reads the targets' profiles and metrics \
              (--web.config.file sets TLS and basic auth)"
         ),
-        (_, None) => "; TLS, no authentication (basic_auth_users)".to_string(),
-        (_, Some(_)) => "; basic auth required".to_string(),
+        ("http", Some(_)) => "; basic auth required, over plain HTTP: passwords and profiles cross the network \
+                               in the clear (tls_server_config)"
+            .to_string(),
+        (_, None) => "; TLS, without basic auth".to_string(),
+        (_, Some(_)) => "; TLS and basic auth".to_string(),
     };
     let shared = Arc::new(Shared {
         served: Mutex::new(Served::new(Instant::now())),
@@ -274,13 +277,17 @@ fn profile_response(profile: Result<Vec<u8>, (u16, String)>) -> tiny_http::Respo
     }
 }
 
-/// A directory only its owner (root) can enter, for the HTTP server's Unix socket behind the TLS front.
+/// A directory only its owner (root) can enter, for the HTTP server's Unix socket behind the TLS front; its
+/// name random, so that nobody can have made it first.
 fn private_dir() -> Result<std::path::PathBuf> {
+    use ring::rand::SecureRandom;
     use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!("tlsprof-serve-{}", std::process::id()));
-    // A directory left by an earlier serve of the same pid is removed; create() below fails if anything
-    // else made it meanwhile.
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut name = [0u8; 8];
+    ring::rand::SystemRandom::new()
+        .fill(&mut name)
+        .map_err(|_| anyhow!("no random bytes for a private directory's name"))?;
+    let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("tlsprof-serve-{hex}"));
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&dir)

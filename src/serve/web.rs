@@ -225,11 +225,11 @@ pub fn front(listener: TcpListener, config: Arc<ServerConfig>, backend: PathBuf,
     while !stop.load(Ordering::Relaxed) {
         let tcp = match listener.accept() {
             Ok((tcp, _)) => tcp,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            // Nothing to accept, or an error that may last (out of file descriptors): not a busy loop.
+            Err(_) => {
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }
-            Err(_) => continue,
         };
         if active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
             continue;

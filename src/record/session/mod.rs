@@ -149,11 +149,13 @@ impl<'obj, 'o> Session<'obj, 'o> {
     ) -> Result<Session<'obj, 'o>> {
         privileges::preflight()?;
         let t0 = Instant::now();
-        // Read while the programs load and the probes attach: the kernel writes out its whole symbol table.
-        let traps = std::thread::spawn(ProbeTraps::new);
         // Processes that start later may run Go only if --comm or --all takes them by what they run.
         let go = opts.selection.follows_new() || procs.iter().any(gobin::runs_go);
         let skel = programs::load(object, &opts.attach, &opts.selection, go)?;
+        // Read while the calibration runs and the probes attach: the kernel writes out its whole symbol
+        // table. Not while the maps are made: in a memory cgroup they fill, its memory would get tlsprof
+        // killed where the maps' failure says why.
+        let traps = std::thread::spawn(ProbeTraps::new);
         let probe_cost = calibrate::measure(&skel)?;
         let mut programs = Programs::new(skel, probe_cost);
         programs.follow_processes()?;
