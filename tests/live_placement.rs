@@ -93,7 +93,7 @@ fn a_process_in_a_pods_cgroup_is_placed_in_that_pod() {
     assert_eq!(target["placement"]["pod_uid"], POD_UID, "{target}\n{summary}");
     assert_eq!(target["placement"]["container_id"], CONTAINER_ID, "{target}");
     assert_eq!(target["placement"]["runtime"], "containerd", "{target}");
-    assert!(target["placement"].get("systemd_unit").is_none(), "{target}");
+    assert!(target["placement"]["systemd_unit"].is_null(), "{target}");
     assert_eq!(
         target["container"], "pod 3f2a1b3c-4d5 containerd 0d1e2f3a4b5c",
         "{target}"
