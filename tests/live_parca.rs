@@ -8,7 +8,6 @@
 //! of the same measured figures). A client certificate, where the file requires one, is verified. Needs root.
 mod common;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -98,11 +97,7 @@ fn start_parca(dir: &Path, target: u16) -> (Running, u16) {
         .spawn()
         .unwrap();
     let parca = Running(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() || get(port, "/api/profiles/types").0 != 200 {
-        assert!(Instant::now() < deadline, "Parca did not answer in 60 s");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_ready(port, "/api/profiles/types", "Parca", Duration::from_secs(60));
     (parca, port)
 }
 
@@ -151,27 +146,10 @@ fn rfc3339(t: SystemTime) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-fn encode(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn parca_api(port: u16, path: &str, params: &[(&str, &str)]) -> Value {
-    let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect();
+    let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect();
     let body = get_text(port, &format!("{path}?{}", query.join("&")));
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
-}
-
-/// The sum of a metric's series whose labels hold `label`.
-fn scraped(text: &str, metric: &str, label: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(metric) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 #[test]
@@ -310,9 +288,9 @@ fn parca_scrapes_serve_and_stores_the_stages_metrics_count() {
         .sum::<f64>()
         / 1e9;
     let parca_sign_s = stage_ns("sign") / 1e9;
-    let metrics_sign_s = scraped(&metrics, "tlsprof_stage_cpu_seconds_total{", "stage=\"sign\"");
-    let metrics_cpu_s = scraped(&metrics, "tlsprof_target_cpu_seconds_total{", "")
-        - scraped(&metrics, "tlsprof_probe_cpu_seconds_total{", "");
+    let metrics_sign_s = scraped_where(&metrics, "tlsprof_stage_cpu_seconds_total", "stage=\"sign\"");
+    let metrics_cpu_s =
+        scraped(&metrics, "tlsprof_target_cpu_seconds_total") - scraped(&metrics, "tlsprof_probe_cpu_seconds_total");
     let share = |sign: f64, cpu: f64| sign / cpu;
     eprintln!(
         "{connections} connections; Parca stored {} scrapes ({:.2} s in all); sign stage: {parca_sign_s:.3} s in \

@@ -7,7 +7,6 @@
 //! next second, as Go's net/http/pprof answers it (needs root).
 mod common;
 
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,14 +22,7 @@ const TOLERANCE: f64 = 0.10;
 
 /// An instant query of Prometheus' HTTP API: the value of its one series, or None when it has none.
 fn query(port: u16, promql: &str) -> Option<f64> {
-    let encoded: String = promql
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let body = get_text(port, &format!("/api/v1/query?query={encoded}"));
+    let body = get_text(port, &format!("/api/v1/query?query={}", url_encode(promql)));
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["status"], "success", "{body}");
     let result = v["data"]["result"].as_array().unwrap();
@@ -59,11 +51,7 @@ fn start_prometheus(dir: &Path, target: u16) -> (Running, u16) {
         .spawn()
         .expect("prometheus (Debian's package) runs: scripts/install-deps.sh installs it");
     let prometheus = Running(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() || get(port, "/-/ready").0 != 200 {
-        assert!(Instant::now() < deadline, "prometheus did not get ready in 30 s");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_ready(port, "/-/ready", "prometheus", Duration::from_secs(30));
     (prometheus, port)
 }
 

@@ -115,6 +115,28 @@ pub fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
     (status, body)
 }
 
+/// Waits up to `timeout` until an HTTP server on `port` answers GET `path` with 200 (`what` names it).
+pub fn wait_until_ready(port: u16, path: &str, what: &str, timeout: Duration) {
+    let deadline = std::time::Instant::now() + timeout;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() || get(port, path).0 != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not get ready in {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `v` percent-encoded for a URL's query.
+pub fn url_encode(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The status, the head (status line and headers) and the body of a GET.
 pub fn get_with_head(port: u16, path: &str) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();

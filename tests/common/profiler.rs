@@ -325,9 +325,14 @@ pub fn check_estimate(r: &Value, field: &str, truth: u64, tolerance: f64, summar
 
 /// A sample's value summed over its label sets, from a scrape of tlsprof itself.
 pub fn scraped(metrics: &str, name: &str) -> f64 {
+    scraped_where(metrics, name, "")
+}
+
+/// The same over the label sets that hold `label` (`stage="sign"`).
+pub fn scraped_where(metrics: &str, name: &str, label: &str) -> f64 {
     metrics
         .lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(label))
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
         .sum()
 }

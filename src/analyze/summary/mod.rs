@@ -90,9 +90,6 @@ pub struct Summary {
     /// Figures only the text report shows so far.
     pub stacks: StackSummary,
     pub call_tree: CallTree,
-    /// The stage each CPU sample counts in, in the recording's sample order (analyze/attribution.rs): what
-    /// pprof labels its stacks with and shares each stage's CPU out by.
-    pub sample_stages: Vec<Option<Stage>>,
 }
 
 impl Summary {
@@ -508,7 +505,6 @@ pub fn summarize(rec: &Recording) -> Summary {
         debug_files: rec.debug_files.clone(),
         stacks: stack_summary(rec, &attribution),
         call_tree: call_tree(rec, &attribution, observed_tls_ns),
-        sample_stages: attribution.stages(),
         stages,
         handshakes: totals,
     }

@@ -27,11 +27,13 @@ const KERNEL_FILE: &str = "[kernel.kallsyms]";
 /// estimated), shared among the stage's samples by their counts, and the samples outside every stage share the
 /// rest of the targets' own CPU (their CPU clocks' figure, the probes' cost taken out). A stage the probes
 /// measured but no sample landed in gets a stack of its own (its stage functions), with 0 samples. Each
-/// sample's stage is the summary's (Summary::sample_stages), as the stages' figures count it.
+/// sample's stage and stage frame are the attribution's (analyze/attribution.rs), as the stages' figures
+/// count it.
 pub fn pprof(rec: &Recording, summary: &Summary) -> Vec<u8> {
     let mut b = Builder::new(rec);
     let period_ns = 1e9 / rec.sample_freq_hz.max(1) as f64;
-    let stages = &summary.sample_stages;
+    let attribution = Attribution::of(rec);
+    let stages = attribution.stages();
     let mut cpu_ns = vec![0i64; rec.samples.len()];
     let staged_ms: f64 = summary.stages.iter().map(|st| st.self_cpu_ms).sum();
     let own_ms = summary.process_cpu_ms - summary.probe_overhead_ms;
@@ -58,7 +60,7 @@ pub fn pprof(rec: &Recording, summary: &Summary) -> Vec<u8> {
         // What rounding down left, to the first (heaviest) sample: the total stays the report's.
         cpu_ns[mine[0]] += total - given;
     }
-    for (i, (s, place)) in Attribution::of(rec).samples().enumerate() {
+    for (i, (s, place)) in attribution.samples().enumerate() {
         let frames = flame::stack(rec, s, place);
         let library = s
             .path
